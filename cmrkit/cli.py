@@ -1,0 +1,41 @@
+"""The `cmrkit` command line: assembles the command groups; each lives in cmrkit/commands/."""
+
+from __future__ import annotations
+
+import typer
+
+from cmrkit import __version__
+from cmrkit.commands import build, evaluate, pooling, retrieval
+
+app = typer.Typer(
+    name="cmrkit",
+    help="Build, run, pool and score coreference-search test collections.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cmrkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
+
+
+for _module in (build, retrieval, pooling, evaluate):
+    _module.register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

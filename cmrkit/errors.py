@@ -1,0 +1,18 @@
+"""The one exception type users see: a message that names the file, record and field."""
+
+from __future__ import annotations
+
+
+class CmrkitError(Exception):
+    """A user-facing error: printed as one line by the CLI, which then exits with code 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: object | None = None, where: str | None = None):
+        parts = []
+        if path is not None:
+            parts.append(str(path))
+        if where:
+            parts.append(where)
+        prefix = ": ".join(parts)
+        super().__init__(f"{prefix}: {message}" if prefix else message)

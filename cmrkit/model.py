@@ -1,0 +1,41 @@
+"""The few records everything shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Mention:
+    """One annotated mention in its context (the passage that holds it).
+
+    ``start``/``end`` are character offsets into ``context`` (end exclusive). ``cluster`` is the
+    coreference cluster id as a string (WEC-Eng ints become strings). ``context_offset`` is the
+    character offset of ``context`` inside its source document (0 when the context is the
+    document or when unknown); sentence unit ids add it so they match the source's offsets.
+    """
+
+    mention_id: str
+    cluster: str
+    doc_id: str
+    context: str
+    start: int
+    end: int
+    text: str
+    cluster_title: str | None = None
+    doc_title: str | None = None
+    type: str | None = None
+    split: str | None = None
+    context_offset: int = 0
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Passage:
+    """A distractor passage: a unit of the corpus that holds no annotated mention."""
+
+    text: str
+    doc_id: str | None = None
+    title: str | None = None
+    source_id: str | None = None
