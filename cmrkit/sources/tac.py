@@ -269,7 +269,7 @@ def read_mention_tab(
     problems: Problems | None = None,
 ) -> list[TacMention]:
     """Gold mentions of the TAC 2015+ tab layout, restricted to ``types``."""
-    problems = problems or Problems()
+    problems = Problems() if problems is None else problems
     types = frozenset(types)
     mentions = []
     for n, line in iter_lines(path):
@@ -327,7 +327,7 @@ def read_queries_xml(
     problems: Problems | None = None,
 ) -> list[TacMention]:
     """Gold mentions of the TAC 2014 layout: queries XML joined with the links tab file."""
-    problems = problems or Problems()
+    problems = Problems() if problems is None else problems
     types = frozenset(types)
     links: dict[str, tuple[str, str, int]] = {}
     for n, line in iter_lines(links_path):
