@@ -1,0 +1,330 @@
+"""`cmrkit index`: a Lucene index of a collection's corpus, built with Anserini's IndexCollection.
+
+Fields (all analysed by Anserini's default English analyzer: Porter stemming, stopwords removed):
+
+- ``contents``: the unit text (positions, document vectors and the raw record are stored, which
+  query expansion needs);
+- ``title``: the document title, or the document id where the title is unknown;
+- ``entities``: the named entities spaCy finds in the unit (empty with ``entities=False``);
+- ``document``: the text of the unit's passage (sentence units: the sentences that share a
+  ``passage``) or of its document (units that share a ``doc_id``), in corpus order; a unit alone
+  in its passage and document gets its own text.
+
+The index lives in ``COLLECTION/index/`` with ``cmrkit-index.json`` recording the sha256 of the
+corpus it was built from; :func:`open_index` refuses an index whose corpus has changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmrkit import __version__
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.retrieval import entities as ner
+from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
+
+MANIFEST = "cmrkit-index.json"
+FIELDS = ("contents", "title", "entities", "document")
+FORMAT = "cmrkit-index/1"
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """An index that matches its collection's corpus."""
+
+    collection: Path
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def index_id(self) -> str:
+        return str(self.manifest["index_id"])
+
+    @property
+    def corpus_sha256(self) -> str:
+        return str(self.manifest["corpus_sha256"])
+
+
+def index_path(collection: str | Path) -> Path:
+    return Path(collection) / INDEX_DIR
+
+
+def _group_key(record: dict[str, Any]) -> str | None:
+    if isinstance(record.get("passage"), str):
+        return "p\t" + record["passage"]
+    if isinstance(record.get("doc_id"), str) and record["doc_id"]:
+        return "d\t" + record["doc_id"]
+    return None
+
+
+def _scan(collection: Path) -> tuple[int, Counter[str]]:
+    """Count units and group sizes; refuse duplicate ids."""
+    seen: dict[str, int] = {}
+    groups: Counter[str] = Counter()
+    n_units = 0
+    for n, record in iter_corpus(collection):
+        docno = record["id"]
+        if docno in seen:
+            raise CmrkitError(
+                f"unit id {docno!r} already used on line {seen[docno]}; "
+                "ids must be unique (rebuild the collection)",
+                path=corpus_path(collection),
+                where=f"line {n}",
+            )
+        if any(c.isspace() for c in docno) or not docno:
+            raise CmrkitError(
+                f"unit id {docno!r} is empty or holds whitespace, which TREC run "
+                "files cannot carry",
+                path=corpus_path(collection),
+                where=f"line {n}",
+            )
+        seen[docno] = n
+        key = _group_key(record)
+        if key is not None:
+            groups[key] += 1
+        n_units += 1
+    if n_units == 0:
+        raise CmrkitError("the corpus holds no units", path=corpus_path(collection))
+    return n_units, groups
+
+
+def _group_texts(collection: Path, groups: Counter[str]) -> dict[str, str]:
+    texts: dict[str, list[str]] = {k: [] for k, c in groups.items() if c > 1}
+    if texts:
+        for _, record in iter_corpus(collection):
+            key = _group_key(record)
+            if key in texts:
+                texts[key].append(record["contents"])
+    return {k: " ".join(v) for k, v in texts.items()}
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    from cmrkit.retrieval.java import anserini_jar, jclass
+
+    return {
+        "cmrkit": __version__,
+        "pyserini": version("pyserini"),
+        "anserini": anserini_jar().name.removeprefix("anserini-").removesuffix("-fatjar.jar"),
+        "lucene": str(jclass("org.apache.lucene.util.Version").LATEST.toString()),
+        "java": str(jclass("java.lang.System").getProperty("java.version")),
+    }
+
+
+def build_index(
+    collection: str | Path,
+    *,
+    threads: int = 2,
+    entities: bool = True,
+    spacy_model: str = ner.DEFAULT_MODEL,
+    force: bool = False,
+    verbose: bool = False,
+    progress: bool = True,
+) -> IndexInfo:
+    """Index a collection's corpus into ``COLLECTION/index/`` and return the index."""
+    from cmrkit.console import console
+    from cmrkit.retrieval.java import jclass, quiet
+
+    coll = collection_dir(collection)
+    target = index_path(coll)
+    if target.exists() and not force:
+        state = "is up to date" if _is_fresh(target, coll) else "was built from another corpus"
+        raise CmrkitError(
+            f"an index already exists and {state}; pass --force to rebuild it", path=target
+        )
+    if threads < 1:
+        raise CmrkitError(f"--threads must be at least 1, got {threads}")
+    started = time.perf_counter()
+    corpus_sha = sha256_file(corpus_path(coll))
+    n_units, groups = _scan(coll)
+    documents = _group_texts(coll, groups)
+    timings: dict[str, float] = {}
+    with StagedOutputs([target], force=True, anchor=coll) as staged:
+        shard_dir = staged.tmp / "jsonl"
+        shard_dir.mkdir()
+        shards = [
+            open(shard_dir / f"part-{i:03d}.jsonl", "w", encoding="utf-8") for i in range(threads)
+        ]
+        try:
+            records = (r for _, r in iter_corpus(coll))
+            if entities:
+                texts = (r["contents"] for _, r in iter_corpus(coll))
+                found = ner.iter_entities(texts, spacy_model)
+            else:
+                found = iter([] for _ in range(n_units))
+            bar = progress_bar(progress, "preparing units" + (" (spaCy NER)" if entities else ""))
+            with bar:
+                task = bar.add_task("units", total=n_units)
+                for i, (record, ents) in enumerate(zip(records, found, strict=True)):
+                    key = _group_key(record)
+                    line = {
+                        "id": record["id"],
+                        "contents": record["contents"],
+                        "title": record.get("title") or record.get("doc_id") or "",
+                        "entities": " ".join(e[0] for e in ents),
+                        "document": documents.get(key, record["contents"])
+                        if key
+                        else record["contents"],
+                    }
+                    shards[i % threads].write(json.dumps(line, ensure_ascii=False) + "\n")
+                    if i % 512 == 0:
+                        bar.update(task, completed=i)
+                bar.update(task, completed=n_units)
+        finally:
+            for f in shards:
+                f.close()
+        timings["prepare"] = round(time.perf_counter() - started, 3)
+        staged_index = staged.path(target)
+        args = [
+            "-collection",
+            "JsonCollection",
+            "-input",
+            str(shard_dir),
+            "-index",
+            str(staged_index),
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-threads",
+            str(threads),
+            "-storePositions",
+            "-storeDocvectors",
+            "-storeRaw",
+            "-fields",
+            *FIELDS[1:],
+        ]
+        if not verbose:
+            args.append("-quiet")
+        t0 = time.perf_counter()
+        if progress:
+            console.print(f"indexing {n_units:,} units with Lucene ({threads} threads)")
+        log = staged.tmp / "lucene.log"
+        try:
+            with quiet(log, verbose=verbose):
+                jclass("io.anserini.index.IndexCollection").main(args)
+                searcher = jclass("io.anserini.search.SimpleSearcher")(str(staged_index))
+                n_indexed = int(searcher.get_total_num_docs())
+                searcher.close()
+        except Exception as e:  # a Java exception arrives as jnius.JavaException
+            raise CmrkitError(
+                f"Lucene indexing failed: {str(e).splitlines()[0]}; rerun with "
+                "--verbose to see Lucene's log",
+                path=target,
+            ) from None
+        if n_indexed != n_units:
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise CmrkitError(
+                f"Lucene indexed {n_indexed} of {n_units} units; see its log "
+                f"(rerun with --verbose): {tail.strip()[-300:]}",
+                path=target,
+            )
+        timings["lucene"] = round(time.perf_counter() - t0, 3)
+        timings["total"] = round(time.perf_counter() - started, 3)
+        shutil.rmtree(shard_dir, ignore_errors=True)
+        settings = {
+            "fields": list(FIELDS),
+            "analyzer": "DefaultEnglishAnalyzer (Porter stemmer, Lucene English stopwords)",
+            "stored": ["positions", "docvectors", "raw"],
+            "entities": ner.spacy_version(spacy_model) if entities else None,
+        }
+        versions = _versions()
+        index_id = hashlib.sha256(
+            json.dumps(
+                {
+                    "corpus_sha256": corpus_sha,
+                    "settings": settings,
+                    "anserini": versions["anserini"],
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
+        manifest = {
+            "format": FORMAT,
+            "index_id": index_id,
+            "corpus": str(corpus_path(coll).name),
+            "corpus_sha256": corpus_sha,
+            "n_units": n_units,
+            "settings": settings,
+            "threads": threads,
+            "versions": versions,
+            "seconds": timings,
+        }
+        (staged_index / MANIFEST).write_text(
+            json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+    return IndexInfo(coll, target, manifest)
+
+
+def progress_bar(enabled: bool, description: str) -> Any:
+    """A rich progress bar on stderr (disabled when ``enabled`` is false)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from cmrkit.console import console
+
+    return Progress(
+        TextColumn(description),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _read_manifest(target: Path) -> dict[str, Any] | None:
+    path = target / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
+
+
+def _is_fresh(target: Path, coll: Path) -> bool:
+    manifest = _read_manifest(target)
+    return bool(manifest) and manifest.get("corpus_sha256") == sha256_file(corpus_path(coll))
+
+
+def open_index(collection: str | Path) -> IndexInfo:
+    """The collection's index, after checking that it was built from the current corpus."""
+    coll = collection_dir(collection)
+    target = index_path(coll)
+    name = coll.as_posix()
+    if not target.exists():
+        raise CmrkitError(
+            f"the collection has no index; build it with `cmrkit index {name}`", path=target
+        )
+    manifest = _read_manifest(target)
+    if manifest is None:
+        raise CmrkitError(
+            f"not an index built by cmrkit (no readable {MANIFEST}); rebuild it "
+            f"with `cmrkit index {name} --force`",
+            path=target,
+        )
+    actual = sha256_file(corpus_path(coll))
+    if manifest.get("corpus_sha256") != actual:
+        raise CmrkitError(
+            f"stale index: built from a corpus with sha256 "
+            f"{str(manifest.get('corpus_sha256'))[:12]}..., but {corpus_path(coll).name} "
+            f"now has sha256 {actual[:12]}...; rebuild it with "
+            f"`cmrkit index {name} --force`",
+            path=target,
+        )
+    return IndexInfo(coll, target, manifest)

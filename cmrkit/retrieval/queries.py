@@ -1,0 +1,58 @@
+"""Query formulations: how a topic (a mention in its context) becomes a bag-of-words query.
+
+- ``mention``: the mention text;
+- ``mention+entities``: the mention followed by the named entities (spaCy) of its context, each
+  distinct entity once, in text order, leaving out entities that overlap the mention (CoreSearch's
+  best BM25 formulation);
+- ``sentence``: the sentence of the context that holds the mention (spaCy sentence boundaries);
+- ``context``: the whole context (the query's own unit text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cmrkit.errors import CmrkitError
+from cmrkit.retrieval import entities as ner
+from cmrkit.retrieval.layout import Topic
+
+FORMULATIONS = ("mention", "mention+entities", "sentence", "context")
+
+
+def check_formulation(name: str) -> str:
+    if name not in FORMULATIONS:
+        raise CmrkitError(
+            f"unknown query formulation {name!r}; choose one of {', '.join(FORMULATIONS)}"
+        )
+    return name
+
+
+def formulate(
+    topics: Sequence[Topic], formulation: str, spacy_model: str = ner.DEFAULT_MODEL
+) -> dict[str, str]:
+    """{qid: query text} for the topics, in topic order."""
+    check_formulation(formulation)
+    if formulation == "mention":
+        return {t.qid: t.mention for t in topics}
+    if formulation == "context":
+        return {t.qid: t.context for t in topics}
+    contexts = sorted({t.context for t in topics})
+    analysed = dict(zip(contexts, ner.analyse(contexts, spacy_model), strict=True))
+    queries: dict[str, str] = {}
+    for t in topics:
+        ents, sents = analysed[t.context]
+        start, end = t.span
+        if formulation == "sentence":
+            s, e = next(((s, e) for s, e in sents if s <= start < e), (0, len(t.context)))
+            queries[t.qid] = t.context[s : max(e, end)]
+            continue
+        seen: set[str] = set()
+        words = [t.mention]
+        for text, s, e in ents:
+            key = text.lower()
+            if (s < end and start < e) or key in seen:
+                continue
+            seen.add(key)
+            words.append(text)
+        queries[t.qid] = " ".join(words)
+    return queries

@@ -1,0 +1,715 @@
+"""The retrieval baselines: BM25, multi-field BM25 (with learned weights) and query expansion.
+
+Every system writes ``RUNS/<collection>/<name>.<split>.trec`` and a JSON sidecar
+(``<name>.<split>.json``) holding the command, all parameters, the index and corpus hashes, the
+versions and the timings. The run file is a pure function of the inputs and parameters: the same
+command rewrites it byte for byte.
+
+Ranking order in the run: score descending (the score as written, six decimals), ties broken by
+docno descending: trec_eval's own order, so the rank column agrees with how trec_eval reads it.
+A query's own unit (``unit`` in topics.jsonl) is never returned; each query still gets k results
+when the index holds that many other units. A query whose text analyses to no terms (only
+stopwords or punctuation) gets no results and a warning in the sidecar.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs
+from cmrkit.retrieval import entities as ner
+from cmrkit.retrieval.index import FIELDS, IndexInfo, open_index, progress_bar
+from cmrkit.retrieval.layout import Topic, qrels_path, read_topics
+from cmrkit.retrieval.queries import check_formulation, formulate
+from cmrkit.trec import format_score, ranked, read_qrels, write_run
+
+PRESETS: dict[str, dict[str, float]] = {
+    # CMR "doc": the unit (mention) field plus the document text at 10% of its weight
+    "doc": {"contents": 1.0, "document": 0.1},
+    # CMR "mention": the unit field alone
+    "mention": {"contents": 1.0},
+}
+PRESET_QUERY = "mention"
+DEFAULT_QUERY = "mention+entities"
+WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
+TIE_BREAK = "score descending (as written, 6 decimals), then docno descending (trec_eval order)"
+
+RankedRun = dict[str, list[tuple[str, float]]]
+
+
+@dataclass
+class QE:
+    """Pseudo-relevance feedback settings (Anserini's RM3 and Rocchio rerankers)."""
+
+    method: str = "rm3"
+    fb_terms: int = 10
+    fb_docs: int = 10
+    original_weight: float = 0.5
+    filter_terms: bool = True
+    alpha: float = 0.9
+    beta: float = 0.1
+    gamma: float = 0.0
+    bottom_fb_terms: int = 10
+    bottom_fb_docs: int = 10
+    use_negative: bool = False
+
+    def params(self) -> dict[str, Any]:
+        if self.method == "rm3":
+            return {
+                "method": "rm3",
+                "fb_terms": self.fb_terms,
+                "fb_docs": self.fb_docs,
+                "original_weight": self.original_weight,
+                "filter_terms": self.filter_terms,
+            }
+        return {
+            "method": "rocchio",
+            "fb_terms": self.fb_terms,
+            "fb_docs": self.fb_docs,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "bottom_fb_terms": self.bottom_fb_terms,
+            "bottom_fb_docs": self.bottom_fb_docs,
+            "use_negative": self.use_negative,
+        }
+
+    def check(self) -> None:
+        if self.method not in ("rm3", "rocchio"):
+            raise CmrkitError(f"unknown expansion method {self.method!r}; choose rm3 or rocchio")
+        for name in ("fb_terms", "fb_docs", "bottom_fb_terms", "bottom_fb_docs"):
+            if getattr(self, name) < 0 or (
+                name in ("fb_terms", "fb_docs") and getattr(self, name) < 1
+            ):
+                raise CmrkitError(f"--{name.replace('_', '-')} must be positive")
+        if not 0.0 <= self.original_weight <= 1.0:
+            raise CmrkitError("--original-weight must lie in [0, 1]")
+
+
+@dataclass
+class RunResult:
+    """What a system wrote: the run (ranked lists), its files and the sidecar record."""
+
+    run_path: Path
+    sidecar_path: Path
+    run: RankedRun
+    sidecar: dict[str, Any] = field(default_factory=dict)
+
+
+class Searcher:
+    """An Anserini SimpleSearcher over a cmrkit index, with BM25 parameters set."""
+
+    def __init__(self, info: IndexInfo, *, k1: float = 0.9, b: float = 0.4, verbose: bool = False):
+        from cmrkit.retrieval.java import java_log_path, jclass, quiet
+
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise CmrkitError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
+        self.info = info
+        self._jclass = jclass
+        with quiet(java_log_path(), verbose=verbose):
+            # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
+            jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
+            self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path))
+            self.java.set_bm25(float(k1), float(b))
+        self._analyzer = jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+        self._analyze = jclass("io.anserini.analysis.AnalyzerUtils").analyze
+
+    def terms(self, text: str) -> list[str]:
+        """The index terms of a text (as the query parser sees them)."""
+        return [str(t) for t in self._analyze(self._analyzer, text)]
+
+    def set_qe(self, qe: QE | None) -> None:
+        self.java.unset_rm3()
+        self.java.unset_rocchio()
+        if qe is None:
+            return
+        qe.check()
+        if qe.method == "rm3":
+            self.java.set_rm3(
+                None,
+                int(qe.fb_terms),
+                int(qe.fb_docs),
+                float(qe.original_weight),
+                False,
+                bool(qe.filter_terms),
+            )
+        else:
+            self.java.set_rocchio(
+                None,
+                int(qe.fb_terms),
+                int(qe.fb_docs),
+                int(qe.bottom_fb_terms),
+                int(qe.bottom_fb_docs),
+                float(qe.alpha),
+                float(qe.beta),
+                float(qe.gamma),
+                False,
+                bool(qe.use_negative),
+            )
+
+    def feedback_terms(self, text: str) -> dict[str, float]:
+        """RM3's expansion terms and weights for a query (RM3 must be set)."""
+        terms = self.java.get_feedback_terms(text)
+        if not terms:
+            return {}
+        return {str(e.getKey()): float(e.getValue()) for e in terms.entrySet().toArray()}
+
+    def search(
+        self,
+        queries: Mapping[str, str],
+        *,
+        k: int,
+        exclude: Mapping[str, str] | None = None,
+        fields: Mapping[str, float] | None = None,
+        threads: int = 2,
+        progress: Callable[[int], None] | None = None,
+        warnings: list[dict[str, str]] | None = None,
+    ) -> RankedRun:
+        """Rank k units per query (its ``exclude`` unit left out), in the documented order."""
+        exclude = exclude or {}
+        jlist = self._jclass("java.util.ArrayList")
+        jfields = None
+        if fields:
+            jfields = self._jclass("java.util.HashMap")()
+            jfloat = self._jclass("java.lang.Float")
+            for name, weight in sorted(fields.items()):
+                if weight > 0:
+                    jfields.put(name, jfloat(float(weight)))
+        run: RankedRun = {}
+        searchable = []
+        for qid, text in queries.items():
+            if self.terms(text):
+                searchable.append(qid)
+            elif warnings is not None:
+                warnings.append(
+                    {
+                        "qid": qid,
+                        "warning": f"query {text!r} has no index terms "
+                        "(only stopwords or punctuation): no results",
+                    }
+                )
+        n = k + 1
+        chunk = max(64, 32 * threads)
+        done = len(queries) - len(searchable)
+        if progress and done:
+            progress(done)
+        for start in range(0, len(searchable), chunk):
+            part = searchable[start : start + chunk]
+            qs, ids = jlist(), jlist()
+            for qid in part:
+                qs.add(queries[qid])
+                ids.add(qid)
+            if jfields is None:
+                results = self.java.batch_search(qs, ids, n, int(threads))
+            else:
+                results = self.java.batch_search_fields(qs, ids, n, int(threads), jfields)
+            for qid in part:
+                hits = results.get(qid)
+                own = exclude.get(qid)
+                docs = {}
+                for h in hits:
+                    docno = h.docid
+                    if docno != own:
+                        docs[docno] = float(format_score(h.score))
+                run[qid] = ranked(docs)[:k]
+            if progress:
+                progress(len(part))
+        return {qid: run[qid] for qid in queries if qid in run}
+
+    def close(self) -> None:
+        self.java.close()
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """``contents=0.1,entities=1`` -> {field: weight}; unknown fields and bad numbers are errors."""
+    weights: dict[str, float] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise CmrkitError(
+                f"--weights item {part!r} is not FIELD=WEIGHT (e.g. contents=1,document=0.1)"
+            )
+        name, value = (s.strip() for s in part.split("=", 1))
+        if name not in FIELDS:
+            raise CmrkitError(
+                f"unknown field {name!r} in --weights; the index has the fields {', '.join(FIELDS)}"
+            )
+        try:
+            weight = float(value)
+        except ValueError:
+            raise CmrkitError(
+                f"weight {value!r} for field {name!r} in --weights is not a number"
+            ) from None
+        if not math.isfinite(weight) or weight < 0:
+            raise CmrkitError(f"weight {value!r} for field {name!r} must be a number >= 0")
+        weights[name] = weight
+    return check_weights(weights)
+
+
+def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    for name in weights:
+        if name not in FIELDS:
+            raise CmrkitError(
+                f"unknown field {name!r} in the field weights; the index has the "
+                f"fields {', '.join(FIELDS)}"
+            )
+    if not any(w > 0 for w in weights.values()):
+        raise CmrkitError("at least one field weight must be above 0")
+    return {name: float(weights[name]) for name in FIELDS if name in weights}
+
+
+def _weights_text(weights: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in weights.items() if v > 0)
+
+
+def _check_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+=,:-]*", name):
+        raise CmrkitError(f"run name {name!r} must be one word of letters, digits and _.+=,:-")
+    return name
+
+
+def _versions(spacy_model: str | None) -> dict[str, Any]:
+    from cmrkit.retrieval.index import _versions as index_versions
+
+    versions: dict[str, Any] = index_versions()
+    if spacy_model:
+        versions["spacy"] = ner.spacy_version(spacy_model)
+    return versions
+
+
+@dataclass
+class _Plan:
+    system: str
+    name: str
+    collection: Path
+    split: str
+    formulation: str
+    k: int
+    k1: float
+    b: float
+    threads: int
+    spacy_model: str
+    fields: dict[str, float] | None = None
+    qe: QE | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _execute(
+    plan: _Plan,
+    *,
+    runs_dir: Path,
+    force: bool,
+    verbose: bool,
+    progress: bool,
+    argv: Sequence[str] | None,
+    learn: Callable[[Searcher, dict], None] | None = None,
+) -> RunResult:
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    check_formulation(plan.formulation)
+    if plan.k < 1:
+        raise CmrkitError(f"-k must be at least 1, got {plan.k}")
+    if plan.threads < 1:
+        raise CmrkitError(f"--threads must be at least 1, got {plan.threads}")
+    info = open_index(plan.collection)
+    collection_name = info.collection.resolve().name
+    out_dir = Path(runs_dir) / collection_name
+    run_path = out_dir / f"{_check_name(plan.name)}.{plan.split}.trec"
+    sidecar_path = run_path.with_suffix(".json")
+    staged = StagedOutputs([run_path, sidecar_path], force=force)
+    try:
+        topics = read_topics(info.collection, plan.split)
+        timings["open"] = round(time.perf_counter() - started, 3)
+        t0 = time.perf_counter()
+        queries = formulate(topics, plan.formulation, plan.spacy_model)
+        timings["formulate"] = round(time.perf_counter() - t0, 3)
+        searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=verbose)
+        extra: dict[str, Any] = {}
+        try:
+            if learn is not None:
+                t0 = time.perf_counter()
+                learn(searcher, extra)
+                timings["learn"] = round(time.perf_counter() - t0, 3)
+            searcher.set_qe(plan.qe)
+            warnings: list[dict[str, str]] = []
+            t0 = time.perf_counter()
+            with progress_bar(progress, f"{plan.name} {plan.split}") as bar:
+                task = bar.add_task("queries", total=len(queries))
+                run = searcher.search(
+                    queries,
+                    k=plan.k,
+                    exclude={t.qid: t.unit for t in topics},
+                    fields=plan.fields,
+                    threads=plan.threads,
+                    warnings=warnings,
+                    progress=lambda n: bar.advance(task, n),
+                )
+            timings["search"] = round(time.perf_counter() - t0, 3)
+        finally:
+            searcher.close()
+        tag = _tag(plan)
+        t0 = time.perf_counter()
+        with open(staged.path(run_path), "w", encoding="utf-8", newline="\n") as f:
+            write_run(f, run, tag)
+        timings["write"] = round(time.perf_counter() - t0, 3)
+        timings["total"] = round(time.perf_counter() - started, 3)
+        sidecar = {
+            "command": list(argv) if argv is not None else None,
+            "system": plan.system,
+            "name": plan.name,
+            "tag": tag,
+            "collection": str(info.collection),
+            "split": plan.split,
+            "run": str(run_path),
+            "parameters": {
+                "query": plan.formulation,
+                "k": plan.k,
+                "k1": plan.k1,
+                "b": plan.b,
+                "threads": plan.threads,
+                "spacy_model": plan.spacy_model,
+                "fields": plan.fields,
+                "qe": plan.qe.params() if plan.qe else None,
+                **plan.params,
+            },
+            **extra,
+            "ranking": {"own_unit_removed": True, "tie_break": TIE_BREAK},
+            "index": {
+                "path": str(info.path),
+                "index_id": info.index_id,
+                "corpus_sha256": info.corpus_sha256,
+            },
+            "versions": _versions(
+                plan.spacy_model if plan.formulation in ("mention+entities", "sentence") else None
+            ),
+            "n_queries": len(queries),
+            "n_queries_with_results": sum(1 for docs in run.values() if docs),
+            "warnings": warnings,
+            "queries": queries,
+            "seconds": timings,
+        }
+        with open(staged.path(sidecar_path), "w", encoding="utf-8") as f:
+            f.write(json.dumps(sidecar, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    except BaseException:
+        staged.abort()
+        raise
+    staged.commit()
+    return RunResult(run_path, sidecar_path, run, sidecar)
+
+
+def _tag(plan: _Plan) -> str:
+    parts = [plan.name, f"q={plan.formulation}", f"k1={plan.k1:g}", f"b={plan.b:g}"]
+    if plan.fields:
+        parts.append(f"w={_weights_text(plan.fields)}")
+    if plan.qe:
+        p = plan.qe.params()
+        if plan.qe.method == "rm3":
+            parts.append(f"rm3={p['fb_terms']},{p['fb_docs']},{p['original_weight']:g}")
+        else:
+            parts.append(f"rocchio={p['fb_terms']},{p['fb_docs']},{p['alpha']:g},{p['beta']:g}")
+    return ":".join(parts).replace(" ", "_")
+
+
+def run_bm25(
+    collection: str | Path = "collections/sample",
+    *,
+    split: str = "test",
+    query: str = DEFAULT_QUERY,
+    k: int = 1000,
+    k1: float = 0.9,
+    b: float = 0.4,
+    threads: int = 2,
+    spacy_model: str = ner.DEFAULT_MODEL,
+    name: str | None = None,
+    runs_dir: str | Path = "runs",
+    force: bool = False,
+    verbose: bool = False,
+    progress: bool = False,
+    argv: Sequence[str] | None = None,
+) -> RunResult:
+    """BM25 on the unit text; writes ``RUNS/<collection>/<name>.<split>.trec`` and its sidecar."""
+    plan = _Plan(
+        "bm25", name or "bm25", Path(collection), split, query, k, k1, b, threads, spacy_model
+    )
+    return _execute(
+        plan, runs_dir=Path(runs_dir), force=force, verbose=verbose, progress=progress, argv=argv
+    )
+
+
+def _resolve_fields(
+    weights: str | Mapping[str, float] | None, preset: str | None, query: str | None
+) -> tuple[dict[str, float], str, str | None]:
+    if weights is not None and preset is not None:
+        raise CmrkitError("give --weights or --preset, not both")
+    if preset is not None and preset not in PRESETS:
+        raise CmrkitError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if weights is not None:
+        w = parse_weights(weights) if isinstance(weights, str) else check_weights(weights)
+        return w, query or DEFAULT_QUERY, None
+    chosen = preset or "doc"
+    return dict(PRESETS[chosen]), query or PRESET_QUERY, chosen
+
+
+def run_fields(
+    collection: str | Path = "collections/sample",
+    *,
+    split: str = "test",
+    weights: str | Mapping[str, float] | None = None,
+    preset: str | None = None,
+    query: str | None = None,
+    learn_weights: bool = False,
+    train_split: str = "train",
+    measure: str = "map",
+    tune_k: int = 100,
+    max_rounds: int = 3,
+    qrels_dir: str | Path | None = None,
+    k: int = 1000,
+    k1: float = 0.9,
+    b: float = 0.4,
+    threads: int = 2,
+    spacy_model: str = ner.DEFAULT_MODEL,
+    name: str | None = None,
+    runs_dir: str | Path = "runs",
+    force: bool = False,
+    verbose: bool = False,
+    progress: bool = False,
+    argv: Sequence[str] | None = None,
+) -> RunResult:
+    """Multi-field BM25 with per-field weights, a preset (doc, mention) or weights learned on train.
+
+    Without ``weights`` and ``preset`` the ``doc`` preset is used. Presets query with the mention
+    text unless ``query`` says otherwise.
+    """
+    fields, formulation, chosen = _resolve_fields(weights, preset, query)
+    default_name = "fields" if chosen is None else f"fields-{chosen}"
+    if learn_weights:
+        default_name = "fields-learned"
+    plan = _Plan(
+        "fields",
+        name or default_name,
+        Path(collection),
+        split,
+        formulation,
+        k,
+        k1,
+        b,
+        threads,
+        spacy_model,
+        fields=fields,
+        params={"preset": chosen, "learn_weights": learn_weights},
+    )
+    learn = None
+    if learn_weights:
+        plan.params.update(
+            {
+                "train_split": train_split,
+                "measure": measure,
+                "tune_k": tune_k,
+                "max_rounds": max_rounds,
+                "weight_grid": list(WEIGHT_GRID),
+                "initial_weights": dict(fields),
+            }
+        )
+
+        def learn(searcher: Searcher, extra: dict[str, Any]) -> None:
+            learned, trace = learn_field_weights(
+                searcher,
+                Path(collection),
+                train_split=train_split,
+                initial=fields,
+                formulation=formulation,
+                measure=measure,
+                k=tune_k,
+                threads=threads,
+                max_rounds=max_rounds,
+                spacy_model=spacy_model,
+                qrels_dir=qrels_dir,
+            )
+            plan.fields = learned
+            extra["learned_weights"] = learned
+            extra["learning"] = {
+                "trace": trace,
+                "qrels": str(
+                    qrels_path(
+                        Path(collection), train_split, Path(qrels_dir) if qrels_dir else None
+                    )
+                ),
+            }
+
+    return _execute(
+        plan,
+        runs_dir=Path(runs_dir),
+        force=force,
+        verbose=verbose,
+        progress=progress,
+        argv=argv,
+        learn=learn,
+    )
+
+
+def learn_field_weights(
+    searcher: Searcher,
+    collection: Path,
+    *,
+    train_split: str,
+    initial: Mapping[str, float],
+    formulation: str,
+    measure: str = "map",
+    k: int = 100,
+    threads: int = 2,
+    max_rounds: int = 3,
+    spacy_model: str = ner.DEFAULT_MODEL,
+    qrels_dir: str | Path | None = None,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Coordinate ascent over ``WEIGHT_GRID`` per field, maximising ``measure`` on train topics.
+
+    A candidate replaces the current weights only if it scores strictly higher, so ties keep the
+    earlier weights and the search is deterministic. Returns the weights and the trace of
+    (weights, score) evaluations in order.
+    """
+    import pytrec_eval
+
+    path = qrels_path(collection, train_split, Path(qrels_dir) if qrels_dir else None)
+    if not path.exists():
+        raise CmrkitError(
+            f"no qrels for the train split {train_split!r}, which --learn-weights "
+            "needs; build the collection with a train split or name another with "
+            "--train-split",
+            path=path,
+        )
+    qrels = read_qrels(path)
+    if measure not in pytrec_eval.supported_measures:
+        raise CmrkitError(
+            f"unknown measure {measure!r} for --measure; use a trec_eval measure "
+            "such as map, recip_rank, ndcg_cut_10, P_10"
+        )
+    topics = [t for t in read_topics(collection, train_split) if t.qid in qrels]
+    if not topics:
+        raise CmrkitError(
+            f"no train topic of split {train_split!r} has judgments in the qrels", path=path
+        )
+    queries = formulate(topics, formulation, spacy_model)
+    exclude = {t.qid: t.unit for t in topics}
+    evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in exclude}, {measure})
+    cache: dict[tuple[float, ...], float] = {}
+    trace: list[dict[str, Any]] = []
+
+    def score(weights: dict[str, float]) -> float:
+        key = tuple(weights.get(f, 0.0) for f in FIELDS)
+        if key not in cache:
+            run = searcher.search(queries, k=k, exclude=exclude, fields=weights, threads=threads)
+            res = evaluator.evaluate({q: dict(docs) for q, docs in run.items() if docs})
+            value = sum(res.get(q, {}).get(measure, 0.0) for q in exclude) / len(exclude)
+            cache[key] = value
+            trace.append(
+                {
+                    "weights": {f: w for f, w in zip(FIELDS, key, strict=True)},
+                    measure: round(value, 6),
+                }
+            )
+        return cache[key]
+
+    current = {f: float(initial.get(f, 0.0)) for f in FIELDS}
+    best = score(current)
+    for _ in range(max_rounds):
+        improved = False
+        for f in FIELDS:
+            for value in WEIGHT_GRID:
+                if value == current[f]:
+                    continue
+                candidate = dict(current, **{f: value})
+                if not any(w > 0 for w in candidate.values()):
+                    continue
+                s = score(candidate)
+                if s > best + 1e-12:
+                    best, current, improved = s, candidate, True
+        if not improved:
+            break
+    return {f: w for f, w in current.items() if w > 0}, trace
+
+
+def run_qe(
+    collection: str | Path = "collections/sample",
+    *,
+    method: str = "rm3",
+    base: str = "bm25",
+    split: str = "test",
+    query: str | None = None,
+    weights: str | Mapping[str, float] | None = None,
+    preset: str | None = None,
+    fb_terms: int = 10,
+    fb_docs: int = 10,
+    original_weight: float = 0.5,
+    alpha: float = 0.9,
+    beta: float = 0.1,
+    gamma: float = 0.0,
+    bottom_fb_terms: int = 10,
+    bottom_fb_docs: int = 10,
+    k: int = 1000,
+    k1: float = 0.9,
+    b: float = 0.4,
+    threads: int = 2,
+    spacy_model: str = ner.DEFAULT_MODEL,
+    name: str | None = None,
+    runs_dir: str | Path = "runs",
+    force: bool = False,
+    verbose: bool = False,
+    progress: bool = False,
+    argv: Sequence[str] | None = None,
+) -> RunResult:
+    """Pseudo-relevance feedback (RM3 or Rocchio) on top of ``bm25`` or ``fields``."""
+    qe = QE(
+        method=method,
+        fb_terms=fb_terms,
+        fb_docs=fb_docs,
+        original_weight=original_weight,
+        alpha=alpha,
+        beta=beta,
+        gamma=gamma,
+        bottom_fb_terms=bottom_fb_terms,
+        bottom_fb_docs=bottom_fb_docs,
+    )
+    qe.check()
+    if base == "bm25":
+        if weights is not None or preset is not None:
+            raise CmrkitError("--weights and --preset apply to --base fields only")
+        fields, formulation, chosen = None, query or DEFAULT_QUERY, None
+        default_name = f"qe-{method}"
+    elif base == "fields":
+        fields, formulation, chosen = _resolve_fields(weights, preset, query)
+        default_name = f"qe-{method}-fields" + (f"-{chosen}" if chosen else "")
+    else:
+        raise CmrkitError(f"unknown --base {base!r}; choose bm25 or fields")
+    plan = _Plan(
+        "qe",
+        name or default_name,
+        Path(collection),
+        split,
+        formulation,
+        k,
+        k1,
+        b,
+        threads,
+        spacy_model,
+        fields=fields,
+        qe=qe,
+        params={"base": base, "preset": chosen},
+    )
+    return _execute(
+        plan, runs_dir=Path(runs_dir), force=force, verbose=verbose, progress=progress, argv=argv
+    )
+
+
+def topics_for(collection: str | Path, split: str) -> list[Topic]:
+    """The topics of a split (convenience for scripts and tests)."""
+    return read_topics(Path(collection), split)
