@@ -114,6 +114,8 @@ def iter_lines(spec: str | os.PathLike) -> Iterator[tuple[int, str]]:
 
 def sha256_file(spec: str | os.PathLike) -> str:
     path, _ = split_zip_member(spec)
+    if not path.is_file():
+        raise CmrkitError("file not found; check the path", path=path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -168,15 +168,7 @@ def _print_report(report) -> None:
     from rich.table import Table
 
     table = Table(title=f"collection {report.name}", title_justify="left")
-    for col in (
-        "split",
-        "clusters",
-        "queries",
-        "annotated units",
-        "distractors",
-        "mean relevant",
-        "max relevant",
-    ):
+    for col in ("split", "clusters", "queries", "units", "distractors", "rel/query", "max rel"):
         table.add_column(col, justify="left" if col == "split" else "right")
     for split, s in report.splits.items():
         table.add_row(

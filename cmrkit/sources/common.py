@@ -10,7 +10,7 @@ from typing import Any
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import read_text
 
-_SPLIT_WORDS = (("train", "train"), ("dev", "dev"), ("valid", "dev"), ("test", "test"))
+_SPLIT_WORDS = {"train": "train", "dev": "dev", "valid": "dev", "validation": "dev", "test": "test"}
 
 
 def load_json(path: str | os.PathLike) -> Any:
@@ -109,11 +109,11 @@ def _short(value: Any) -> str:
 
 
 def split_from_name(path: str | os.PathLike) -> str | None:
-    """'train', 'dev' or 'test' from a file name like Dev_Event_gold_mentions_validated.json."""
-    name = os.path.basename(str(path)).lower()
-    for word, split in _SPLIT_WORDS:
-        if re.search(rf"(^|[^a-z]){word}", name):
-            return split
+    """'train', 'dev' or 'test' from a word of the file name, the first that names a split:
+    ``Dev_Event_gold_mentions_validated.json`` -> dev, ``Test_..._validated.json`` -> test."""
+    for word in re.split(r"[^a-z]+", os.path.basename(str(path)).lower()):
+        if word in _SPLIT_WORDS:
+            return _SPLIT_WORDS[word]
     return None
 
 
@@ -130,11 +130,17 @@ def clean_id(value: str) -> str:
     return "_".join(str(value).split())
 
 
-def join_tokens(tokens: list[str]) -> tuple[str, list[int]]:
-    """Tokens joined by single spaces, and each token's start offset in that text."""
-    starts = []
+def join_tokens(tokens: list[str]) -> tuple[str, list[int], list[int]]:
+    """Tokens joined by single spaces, and each token's start and end offsets in that text.
+
+    Whitespace inside a token (real WEC/ECB+ tokens hold tabs and thin spaces) is trimmed at
+    its ends and collapsed to one space inside, so the text has no tabs or newlines.
+    """
+    clean = [" ".join(tok.split()) for tok in tokens]
+    starts, ends = [], []
     pos = 0
-    for tok in tokens:
+    for tok in clean:
         starts.append(pos)
+        ends.append(pos + len(tok))
         pos += len(tok) + 1
-    return " ".join(tokens), starts
+    return " ".join(clean), starts, ends

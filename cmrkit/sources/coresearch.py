@@ -94,9 +94,9 @@ def read_coresearch(
                 f"field 'mention' {' '.join(mtoks)!r} differs from the context tokens at "
                 f"startIndex/endIndex ({' '.join(tokens[s : e + 1])!r})"
             )
-        text, starts = join_tokens(tokens)
+        text, starts, ends = join_tokens(tokens)
         cid, title = members[pid]
-        start, end = starts[s], starts[e] + len(tokens[e])
+        start, end = starts[s], ends[e]
         mentions.append(
             Mention(
                 mention_id=pid,
@@ -128,6 +128,6 @@ def read_coresearch(
             if isinstance(obj, dict) and str(obj.get("id")) in members:
                 continue
             _, pid, tokens = _passage_record(obj, passages_path, i)
-            yield Passage(text=" ".join(tokens), doc_id=None, title=None, source_id=pid)
+            yield Passage(text=join_tokens(tokens)[0], source_id=pid)
 
     return mentions, distractors()

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_lines, open_text, split_zip_member
 from cmrkit.model import Passage
-from cmrkit.sources.common import Record, clean_id, parse_json_line
+from cmrkit.sources.common import Record, clean_id, join_tokens, parse_json_line
 from cmrkit.sources.wec import iter_wec_records
 
 FORMATS = ("auto", "wec", "jsonl", "text")
@@ -66,7 +66,7 @@ def _wec(path: str | os.PathLike) -> Iterator[Passage]:
     for i, obj in iter_wec_records(path):
         r = Record(obj, path, f"record {i}")
         tokens = r.str_list("mention_context")
-        text = " ".join(tokens)
+        text = join_tokens(tokens)[0]
         if not text.strip():
             continue
         if text not in first:

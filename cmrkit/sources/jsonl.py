@@ -52,8 +52,8 @@ def read_jsonl(path: str | os.PathLike, split: str | None) -> list[Mention]:
                     f"fields 'token_start'/'token_end' ({ts}, {te}) are outside 'tokens' "
                     f"({len(tokens)} tokens); token_end is exclusive"
                 )
-            context, starts = join_tokens(tokens)
-            start, end = starts[ts], starts[te - 1] + len(tokens[te - 1])
+            context, starts, ends = join_tokens(tokens)
+            start, end = starts[ts], ends[te - 1]
         else:
             raise r.error("missing field 'context' (or 'tokens'); one of them is required")
         if not context.strip():

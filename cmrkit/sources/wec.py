@@ -44,9 +44,8 @@ def wec_mention(obj: dict, path: str | os.PathLike, index: int, split: str | Non
             f"field 'tokens_number' holds index {hi if hi >= len(tokens) else lo} outside "
             f"'mention_context' ({len(tokens)} tokens)"
         )
-    text, starts = join_tokens(tokens)
-    start = starts[lo]
-    end = starts[hi] + len(tokens[hi])
+    text, starts, ends = join_tokens(tokens)
+    start, end = starts[lo], ends[hi]
     title = r.get("coref_link", str, required=False)
     mtype = r.get("mention_type", (str, int), required=False)
     topic = r.get("topic_id", (str, int), required=False)
