@@ -1,0 +1,254 @@
+"""Assessment tasks: the query unit and the candidate in context, grouped into HITs with gold."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import iter_lines
+from cmrkit.pooling import Pool, natural_key, read_topics_jsonl
+from cmrkit.trec import read_qrels
+
+_OFFSETS = re.compile(r":(\d+):(\d+)$")
+
+
+@dataclass
+class Text:
+    """A piece of text with character spans to highlight."""
+
+    text: str
+    spans: list[tuple[int, int]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "spans": [list(s) for s in self.spans]}
+
+
+@dataclass
+class Task:
+    """One query/candidate pair as an assessor sees it."""
+
+    hit_id: str
+    position: int
+    query_id: str
+    doc_id: str
+    query: Text
+    title: str | None
+    first: str | None
+    candidate: Text
+    next: str | None
+    gold: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hit_id": self.hit_id,
+            "position": self.position,
+            "query_id": self.query_id,
+            "doc_id": self.doc_id,
+            "gold": self.gold,
+            "query": self.query.to_json(),
+            "candidate": {
+                "title": self.title,
+                "first_sentence": self.first,
+                "unit": self.candidate.to_json(),
+                "next_sentence": self.next,
+            },
+        }
+
+
+def _group_of(rec: dict[str, Any]) -> tuple[str, int] | None:
+    """(group, start) for a sentence unit: its passage, or its document for ``DOC:start:end``."""
+    docno = rec["id"]
+    m = _OFFSETS.search(docno)
+    if not m:
+        return None
+    if rec.get("passage"):
+        return str(rec["passage"]), int(m[1])
+    if not docno.startswith(("P:", "D:")) and rec.get("doc_id"):
+        return "doc:" + str(rec["doc_id"]), int(m[1])
+    return None
+
+
+def _read_units(corpus: Path, wanted: set[str]) -> tuple[dict[str, dict], dict[str, list]]:
+    """Records of the wanted units, and the ordered sentence units of the groups they belong to."""
+    records: dict[str, dict] = {}
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for n, line in iter_lines(corpus):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            docno = rec["id"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise CmrkitError(
+                "a corpus unit must be a JSON object with an 'id'", path=corpus, where=f"line {n}"
+            ) from None
+        g = _group_of(rec)
+        if g is not None:
+            groups.setdefault(g[0], []).append((g[1], docno))
+        if docno in wanted:
+            records[docno] = rec
+    return records, groups
+
+
+def _mention_spans(rec: dict[str, Any], path: object) -> list[tuple[int, int]]:
+    spans = []
+    for m in rec.get("mentions") or []:
+        try:
+            s, e = int(m["start"]), int(m["end"])
+        except (KeyError, TypeError, ValueError):
+            raise CmrkitError(
+                f"unit {rec['id']}: a mention needs integer 'start' and 'end'", path=path
+            ) from None
+        if 0 <= s < e <= len(rec.get("contents", "")):
+            spans.append((s, e))
+    return sorted(spans)
+
+
+def describe_pairs(
+    pairs: list[tuple[str, str]], collection: str | os.PathLike
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """What to show for each (qid, docno): query text and span, candidate and its neighbours."""
+    root = Path(collection)
+    corpus = root / "corpus.jsonl.gz"
+    topics = read_topics_jsonl(root / "topics.jsonl")
+    docnos = {d for _, d in pairs}
+    records, groups = _read_units(corpus, docnos)
+    neighbours: dict[str, tuple[str | None, str | None]] = {}
+    need: set[str] = set()
+    for docno, rec in records.items():
+        g = _group_of(rec)
+        if g is None:
+            continue
+        members = sorted(groups[g[0]], key=lambda sd: (sd[0], natural_key(sd[1])))
+        ids = [d for _, d in members]
+        i = ids.index(docno)
+        first = ids[0] if i > 0 else None
+        nxt = ids[i + 1] if i + 1 < len(ids) else None
+        neighbours[docno] = (first, nxt)
+        need.update(x for x in (first, nxt) if x is not None and x not in records)
+    if need:
+        extra, _ = _read_units(corpus, need)
+        records.update(extra)
+
+    out = {}
+    for qid, docno in pairs:
+        topic = topics.get(qid)
+        if topic is None:
+            raise CmrkitError(f"query {qid} is not in the collection's topics", path=root)
+        rec = records.get(docno)
+        if rec is None:
+            raise CmrkitError(f"unit {docno} (query {qid}) is not in the corpus", path=corpus)
+        context = str(topic.get("context", topic.get("mention", "")))
+        span = topic.get("span")
+        qspans = []
+        if isinstance(span, list) and len(span) == 2 and 0 <= span[0] < span[1] <= len(context):
+            qspans = [(int(span[0]), int(span[1]))]
+        first, nxt = neighbours.get(docno, (None, None))
+        out[(qid, docno)] = {
+            "query": Text(context, qspans),
+            "title": rec.get("title"),
+            "first": records[first]["contents"] if first else None,
+            "candidate": Text(str(rec.get("contents", "")), _mention_spans(rec, corpus)),
+            "next": records[nxt]["contents"] if nxt else None,
+        }
+    return out
+
+
+def read_gold(path: str | os.PathLike) -> dict[tuple[str, str], int]:
+    """Known answers from a qrels file: rel > 0 -> 1, rel == 0 -> 0 (rel < 0 is ignored)."""
+    gold = {}
+    for qid, docs in read_qrels(path).items():
+        for docno, rel in docs.items():
+            if rel >= 0:
+                gold[(qid, docno)] = 1 if rel > 0 else 0
+    return gold
+
+
+def build_tasks(
+    pool: Pool,
+    collection: str | os.PathLike,
+    *,
+    per_hit: int = 10,
+    gold: dict[tuple[str, str], int] | None = None,
+    gold_per_hit: int = 0,
+    seed: int = 0,
+) -> list[Task]:
+    """Tasks for the sampled pairs of a pool, in HITs of ``per_hit`` pool pairs plus
+    ``gold_per_hit`` pairs of known answer; pairs and HITs shuffled with ``seed``."""
+    if per_hit < 1:
+        raise CmrkitError(f"--per-hit must be at least 1, not {per_hit}")
+    if gold_per_hit < 0:
+        raise CmrkitError(f"--gold-per-hit must not be negative, not {gold_per_hit}")
+    rng = random.Random(seed)
+    by_query: dict[str, list[str]] = {}
+    for p in pool.pairs:
+        if p.sampled:
+            by_query.setdefault(p.qid, []).append(p.docno)
+    ordered: list[tuple[str, str]] = []
+    for qid in sorted(by_query, key=natural_key):
+        docs = sorted(by_query[qid])
+        rng.shuffle(docs)
+        ordered.extend((qid, d) for d in docs)
+    if not ordered:
+        raise CmrkitError("the pool has no pairs to judge")
+
+    pooled = {(p.qid, p.docno) for p in pool.pairs}
+    gold_pairs: list[tuple[str, str]] = []
+    if gold_per_hit:
+        if not gold:
+            raise CmrkitError("--gold-per-hit needs --gold QRELS with pairs of known answer")
+        gold_pairs = sorted(
+            (k for k in gold if k not in pooled), key=lambda k: (natural_key(k[0]), k[1])
+        )
+        topics = read_topics_jsonl(Path(collection) / "topics.jsonl")
+        gold_pairs = [k for k in gold_pairs if k[0] in topics and topics[k[0]].get("unit") != k[1]]
+        if len(gold_pairs) < gold_per_hit:
+            raise CmrkitError(
+                f"--gold holds {len(gold_pairs)} usable pairs outside the pool; "
+                f"need at least {gold_per_hit}"
+            )
+    gold_by_query: dict[str, list[tuple[str, str]]] = {}
+    for k in gold_pairs:
+        gold_by_query.setdefault(k[0], []).append(k)
+
+    hits: list[list[tuple[tuple[str, str], int | None]]] = []
+    for start in range(0, len(ordered), per_hit):
+        chunk: list[tuple[tuple[str, str], int | None]] = [
+            (k, None) for k in ordered[start : start + per_hit]
+        ]
+        for _ in range(gold_per_hit):
+            used = {k for k, _ in chunk}
+            local = [k for k in gold_by_query.get(chunk[0][0][0], []) if k not in used]
+            choices = local or [k for k in gold_pairs if k not in used] or gold_pairs
+            g = rng.choice(choices)
+            chunk.insert(rng.randrange(len(chunk) + 1), (g, gold[g]))  # type: ignore[index]
+        hits.append(chunk)
+    rng.shuffle(hits)
+
+    shown = describe_pairs(sorted({k for h in hits for k, _ in h}), collection)
+    tasks = []
+    width = max(4, len(str(len(hits))))
+    for h, chunk in enumerate(hits, 1):
+        for pos, ((qid, docno), label) in enumerate(chunk, 1):
+            d = shown[(qid, docno)]
+            tasks.append(
+                Task(
+                    f"H{h:0{width}d}",
+                    pos,
+                    qid,
+                    docno,
+                    d["query"],
+                    d["title"],
+                    d["first"],
+                    d["candidate"],
+                    d["next"],
+                    label,
+                )
+            )
+    return tasks

@@ -1,0 +1,423 @@
+"""Relevance judgments: read assessors' answers, aggregate them to qrels, simulate assessors.
+
+Inputs are the MTurk batch results CSV of a batch made by ``cmrkit pool export --format mturk``
+(columns ``HITId``, ``WorkerId``, ``AssignmentStatus``, ``Input.p{i}_query_id``,
+``Input.p{i}_doc_id`` and ``Answer.p{i}_label``; a radio answer flattened into
+``Answer.p{i}_label.{v}`` true/false columns is read too) and the simple CSV
+``query_id,doc_id,worker_id,label``. Labels are Likert 1..5 (very unlikely .. very likely);
+4-5 count as relevant, 1-3 as not relevant.
+
+A pair's final label is the majority when at least ``min_agree`` assessors agree, or when at
+least ``min_unanimous`` agree and none disagrees; a tie or a weaker majority is ``-1`` (unknown).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import random
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import read_text
+from cmrkit.pooling import Pool, natural_key
+from cmrkit.trec import Qrels
+
+SIMPLE_COLUMNS = ("query_id", "doc_id", "worker_id", "label")
+MTURK_COLUMNS = ("HITId", "WorkerId", "AssignmentStatus")
+_TRUE = {"true", "1", "on", "yes", "y"}
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One assessor's label for one query/candidate pair, with where it was read."""
+
+    qid: str
+    docno: str
+    worker: str
+    label: int
+    path: str
+    line: int
+
+
+def binarize(label: int) -> int:
+    """Likert 4-5 -> 1 (relevant), 1-3 -> 0."""
+    return 1 if label >= 4 else 0
+
+
+def _label(text: str, path: object, line: int, column: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 5:
+        raise CmrkitError(
+            f"label {text.strip()!r} in column {column} is not one of 1..5 "
+            "(very unlikely .. very likely)",
+            path=path,
+            where=f"line {line}",
+        )
+    return value
+
+
+def _rows(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    text = read_text(path).lstrip("\ufeff")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    if not header:
+        raise CmrkitError("empty judgments file", path=path)
+    reader.fieldnames = header
+    rows = []
+    for row in reader:
+        if None in row:
+            raise CmrkitError(
+                f"more fields than the {len(header)} header columns",
+                path=path,
+                where=f"line {reader.line_num}",
+            )
+        if any((v or "").strip() for v in row.values()):
+            rows.append((reader.line_num, {k: (v or "") for k, v in row.items()}))
+    return header, rows
+
+
+def _mturk_answer(row: dict[str, str], i: int, columns: list[str], path: object, line: int) -> int:
+    name = f"Answer.p{i}_label"
+    if row.get(name, "").strip():
+        return _label(row[name], path, line, name)
+    chosen = []
+    for c in columns:
+        m = re.fullmatch(re.escape(name) + r"\.(\d)(?:\.on)?", c)
+        if m and row.get(c, "").strip().lower() in _TRUE:
+            chosen.append(int(m[1]))
+    if len(chosen) != 1:
+        what = "no answer" if not chosen else f"{len(chosen)} answers"
+        raise CmrkitError(
+            f"{what} for pair {i} ({name}); every shown pair needs one label 1..5",
+            path=path,
+            where=f"line {line}",
+        )
+    return _label(str(chosen[0]), path, line, name)
+
+
+def read_judgments(path: str | os.PathLike, counts: dict[str, int] | None = None) -> list[Judgment]:
+    """Judgments of an MTurk batch results CSV or a simple ``query_id,doc_id,worker_id,label``
+    CSV (told apart by their header). Rejected assignments are skipped (counted in ``counts``)."""
+    counts = counts if counts is not None else {}
+    header, rows = _rows(path)
+    out: list[Judgment] = []
+    p = str(path)
+    if all(c in header for c in SIMPLE_COLUMNS):
+        for line, row in rows:
+            qid, docno, worker = (row[c].strip() for c in SIMPLE_COLUMNS[:3])
+            for col, value in (("query_id", qid), ("doc_id", docno), ("worker_id", worker)):
+                if not value:
+                    raise CmrkitError(f"empty {col}", path=path, where=f"line {line}")
+            out.append(
+                Judgment(qid, docno, worker, _label(row["label"], path, line, "label"), p, line)
+            )
+        return out
+    if any(c.startswith(("Answer.", "Input.")) for c in header) or "WorkerId" in header:
+        missing = [c for c in MTURK_COLUMNS if c not in header]
+        slots = sorted(
+            int(m[1]) for c in header if (m := re.fullmatch(r"Input\.p(\d+)_query_id", c))
+        )
+        if not slots:
+            missing.append("Input.p1_query_id")
+        if missing:
+            raise CmrkitError(
+                f"MTurk results lack column(s) {', '.join(missing)}; export the "
+                "batch results from a batch made by `cmrkit pool export --format "
+                "mturk`",
+                path=path,
+                where="line 1",
+            )
+        for line, row in rows:
+            if row["AssignmentStatus"].strip().lower() == "rejected":
+                counts["rejected_assignments"] = counts.get("rejected_assignments", 0) + 1
+                continue
+            worker = row["WorkerId"].strip()
+            if not worker:
+                raise CmrkitError("empty WorkerId", path=path, where=f"line {line}")
+            for i in slots:
+                qid = row.get(f"Input.p{i}_query_id", "").strip()
+                if not qid:
+                    continue
+                docno = row.get(f"Input.p{i}_doc_id", "").strip()
+                if not docno:
+                    raise CmrkitError(
+                        f"pair {i} has a query id but no Input.p{i}_doc_id",
+                        path=path,
+                        where=f"line {line}",
+                    )
+                out.append(
+                    Judgment(qid, docno, worker, _mturk_answer(row, i, header, path, line), p, line)
+                )
+        return out
+    raise CmrkitError(
+        f"unknown judgments layout: the header needs the columns {','.join(SIMPLE_COLUMNS)} "
+        f"(simple CSV) or {', '.join(MTURK_COLUMNS)} with Input./Answer. columns (MTurk results)",
+        path=path,
+        where="line 1",
+    )
+
+
+# --- agreement -----------------------------------------------------------------------------
+
+
+def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' kappa of items x categories counts (items with fewer than 2 ratings ignored;
+    item sizes may differ). None when undefined (no item, or a single category used)."""
+    rows = [r for r in table if sum(r) >= 2]
+    if not rows:
+        return None
+    k = len(rows[0])
+    total = sum(sum(r) for r in rows)
+    p_j = [sum(r[j] for r in rows) / total for j in range(k)]
+    p_e = sum(p * p for p in p_j)
+    p_bar = sum((sum(c * c for c in r) - sum(r)) / (sum(r) * (sum(r) - 1)) for r in rows) / len(
+        rows
+    )
+    if p_e >= 1.0:
+        return None
+    return (p_bar - p_e) / (1.0 - p_e)
+
+
+def decide(n_rel: int, n_non: int, min_agree: int, min_unanimous: int) -> int:
+    """Final label of a pair from its binary votes: 1, 0, or -1 (unknown)."""
+    if n_rel == n_non:
+        return -1
+    major, minor = max(n_rel, n_non), min(n_rel, n_non)
+    if major >= min_agree or (minor == 0 and major >= min_unanimous):
+        return 1 if n_rel > n_non else 0
+    return -1
+
+
+def needed_more(
+    n_rel: int, n_non: int, min_agree: int, min_unanimous: int, max_assessors: int
+) -> int | None:
+    """Fewest further assessments that could decide an unknown pair, or None if none can."""
+    for k in range(1, max_assessors - (n_rel + n_non) + 1):
+        if (
+            decide(n_rel + k, n_non, min_agree, min_unanimous) >= 0
+            or decide(n_rel, n_non + k, min_agree, min_unanimous) >= 0
+        ):
+            return k
+    return None
+
+
+@dataclass
+class Aggregate:
+    """Final qrels, hard queries set aside, pairs needing more assessments, and the report."""
+
+    qrels: dict[str, dict[str, int]]
+    hard: dict[str, dict[str, int]]
+    needs_more: dict[tuple[str, str], int]
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def aggregate(
+    judgments: Iterable[Judgment],
+    pool: Pool,
+    *,
+    known: Qrels | None = None,
+    gold: Mapping[tuple[str, str], int] | None = None,
+    min_agree: int = 4,
+    min_unanimous: int = 3,
+    max_assessors: int = 5,
+    min_worker_accuracy: float = 0.0,
+    hard_threshold: float | None = 0.5,
+    min_relevant: int = 5,
+    counts: Mapping[str, int] | None = None,
+) -> Aggregate:
+    """Aggregate judgments of a pool's pairs into qrels (1, 0, -1) with the protocol's rules.
+
+    ``known`` relevance (from the annotations) is merged in for the pool's queries; ``gold``
+    pairs (known answers shown to assessors) score the workers, and workers whose accuracy is
+    below ``min_worker_accuracy`` are dropped. Queries whose share of pairs with disagreement
+    exceeds ``hard_threshold`` go to ``hard``; queries with fewer than ``min_relevant`` relevant
+    are dropped. Unsampled and unjudged pool pairs are ``-1``.
+    """
+    if min_agree < 1 or min_unanimous < 1:
+        raise CmrkitError("--min-agree and --min-unanimous must be at least 1")
+    gold = gold or {}
+    index = pool.pair_index()
+    judgments = list(judgments)
+
+    gold_seen: dict[str, list[int]] = {}
+    for j in judgments:
+        if (j.qid, j.docno) in gold and (j.qid, j.docno) not in index:
+            gold_seen.setdefault(j.worker, []).append(
+                int(binarize(j.label) == gold[(j.qid, j.docno)])
+            )
+    workers: dict[str, dict[str, Any]] = {}
+    for j in judgments:
+        w = workers.setdefault(
+            j.worker, {"judgments": 0, "gold": 0, "accuracy": None, "dropped": False}
+        )
+        w["judgments"] += 1
+    for worker, hits in gold_seen.items():
+        acc = sum(hits) / len(hits)
+        workers[worker].update(gold=len(hits), accuracy=acc, dropped=acc < min_worker_accuracy)
+
+    votes: dict[tuple[str, str], dict[str, int]] = {}
+    ignored: list[Judgment] = []
+    duplicates = dropped_judgments = 0
+    for j in judgments:
+        key = (j.qid, j.docno)
+        if key not in index:
+            if key not in gold:
+                ignored.append(j)
+            continue
+        if workers[j.worker]["dropped"]:
+            dropped_judgments += 1
+            continue
+        pair_votes = votes.setdefault(key, {})
+        if j.worker in pair_votes:
+            duplicates += 1
+            continue
+        pair_votes[j.worker] = j.label
+
+    labels: dict[tuple[str, str], int] = {}
+    needs: dict[tuple[str, str], int] = {}
+    items: dict[str, list[tuple[list[int], list[int]]]] = {}
+    for p in pool.pairs:
+        key = (p.qid, p.docno)
+        likert = list(votes.get(key, {}).values())
+        n_rel = sum(binarize(v) for v in likert)
+        n_non = len(likert) - n_rel
+        labels[key] = decide(n_rel, n_non, min_agree, min_unanimous)
+        if labels[key] < 0 and (p.sampled or likert):
+            k = needed_more(n_rel, n_non, min_agree, min_unanimous, max_assessors)
+            if k is not None:
+                needs[key] = k
+        if len(likert) >= 2:
+            items.setdefault(p.qid, []).append(
+                ([n_non, n_rel], [likert.count(v) for v in range(1, 6)])
+            )
+
+    def agreement(rows: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
+        unanimous = sum(1 for b, _ in rows if min(b) == 0)
+        return {
+            "pairs": len(rows),
+            "unanimous": unanimous / len(rows) if rows else None,
+            "kappa": fleiss_kappa([b for b, _ in rows]),
+            "kappa_likert": fleiss_kappa([lk for _, lk in rows]),
+        }
+
+    per_query_agreement = {q: agreement(items.get(q, [])) for q in pool.queries}
+    overall = agreement([r for q in pool.queries for r in items.get(q, [])])
+
+    merged: dict[str, dict[str, int]] = {q: {} for q in pool.queries}
+    for (qid, docno), label in labels.items():
+        merged.setdefault(qid, {})[docno] = label
+    conflicts = 0
+    for qid, docs in (known or {}).items():
+        if qid not in merged:
+            continue
+        for docno, rel in docs.items():
+            if docno in merged[qid] and merged[qid][docno] >= 0 and merged[qid][docno] != rel:
+                conflicts += 1
+            merged[qid][docno] = rel
+
+    hard_queries, dropped_queries = [], []
+    qrels: dict[str, dict[str, int]] = {}
+    hard: dict[str, dict[str, int]] = {}
+    per_query: dict[str, dict[str, Any]] = {}
+    for qid in sorted(merged, key=natural_key):
+        docs = dict(sorted(merged[qid].items()))
+        relevant = sum(1 for r in docs.values() if r > 0)
+        unknown = sum(1 for r in docs.values() if r < 0)
+        a = per_query_agreement.get(qid, agreement([]))
+        disagreement = 1.0 - a["unanimous"] if a["unanimous"] is not None else 0.0
+        if hard_threshold is not None and a["pairs"] and disagreement > hard_threshold:
+            status = "hard"
+            hard_queries.append(qid)
+            hard[qid] = docs
+        elif relevant < min_relevant:
+            status = "too few relevant"
+            dropped_queries.append(qid)
+        else:
+            status = "kept"
+            qrels[qid] = docs
+        per_query[qid] = {
+            "status": status,
+            "judged": len(docs),
+            "relevant": relevant,
+            "unknown": unknown,
+            "incompleteness": unknown / len(docs) if docs else 0.0,
+            "disagreement": disagreement,
+            **{k: a[k] for k in ("pairs", "unanimous", "kappa")},
+        }
+    for key in list(needs):
+        if key[0] not in qrels:
+            del needs[key]
+
+    report = {
+        "judgments": len(judgments),
+        "rejected_assignments": (counts or {}).get("rejected_assignments", 0),
+        "ignored_not_in_pool": len(ignored),
+        "ignored_examples": [f"{j.path}:{j.line}: {j.qid} {j.docno}" for j in ignored[:5]],
+        "duplicate_votes": duplicates,
+        "dropped_worker_judgments": dropped_judgments,
+        "known_conflicts": conflicts,
+        "workers": dict(sorted(workers.items())),
+        "agreement": overall,
+        "queries": per_query,
+        "hard_queries": hard_queries,
+        "dropped_queries": dropped_queries,
+        "needs_more": len(needs),
+        "labels": {
+            "relevant": sum(1 for d in qrels.values() for r in d.values() if r > 0),
+            "non_relevant": sum(1 for d in qrels.values() for r in d.values() if r == 0),
+            "unknown": sum(1 for d in qrels.values() for r in d.values() if r < 0),
+        },
+    }
+    return Aggregate(qrels, hard, needs, report)
+
+
+# --- simulated assessors -------------------------------------------------------------------
+
+
+def simulate(
+    pool: Pool,
+    truth: Qrels,
+    *,
+    assessors: int = 3,
+    noise: float = 0.1,
+    seed: int = 0,
+    worker_prefix: str = "sim",
+) -> list[tuple[str, str, str, int]]:
+    """Answers of fake assessors for the pool's sampled pairs: each knows the complete ``truth``
+    (rel > 0 relevant) and flips it with probability ``noise``; relevant answers are 4 or 5,
+    non-relevant 1, 2 or 3. Rows (query_id, doc_id, worker_id, label), sorted."""
+    if assessors < 1:
+        raise CmrkitError(f"--assessors must be at least 1, not {assessors}")
+    if not 0.0 <= noise <= 1.0:
+        raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
+    width = max(2, len(str(assessors)))
+    rows = []
+    for a in range(1, assessors + 1):
+        worker = f"{worker_prefix}{a:0{width}d}"
+        rng = random.Random(f"{seed}:{worker}")
+        for p in pool.pairs:
+            if not p.sampled:
+                continue
+            relevant = truth.get(p.qid, {}).get(p.docno, 0) > 0
+            if rng.random() < noise:
+                relevant = not relevant
+            label = rng.choice((4, 5)) if relevant else rng.choice((1, 2, 3))
+            rows.append((p.qid, p.docno, worker, label))
+    rows.sort(key=lambda r: (natural_key(r[0]), r[1], r[2]))
+    return rows
+
+
+def write_simple_csv(rows: Iterable[tuple[str, str, str, int]], path: str | os.PathLike) -> None:
+    """Write judgments as the simple CSV ``query_id,doc_id,worker_id,label``."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(SIMPLE_COLUMNS)
+        w.writerows(rows)

@@ -1,0 +1,527 @@
+"""Pools of candidates for relevance assessment: create, read, report, and test for bias.
+
+A pool is the union of the top ``depth`` documents of several runs for each query, minus the
+pairs already judged (known from the annotations or an earlier round). It is written as a JSONL
+file: the first line is a header (format, the collection it came from, runs, parameters, query
+list), every other line one query/candidate pair::
+
+    {"qid": "q1", "docno": "P:7", "ranks": {"bm25": 3, "qe": 12}, "best_rank": 3, "sampled": true}
+
+``ranks`` says which runs found the candidate and at what rank (trec_eval order). With a judging
+budget (``sample``) only the ``sampled`` pairs are assessed; the others stay in the pool and end
+up as ``-1`` (pooled, unjudged) in the final qrels so that infAP is well defined.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import iter_lines, sha256_file
+from cmrkit.trec import Qrels, Run, ranked, read_qrels, read_run
+
+POOL_FORMAT = "cmrkit-pool"
+POOL_VERSION = 1
+
+
+@dataclass
+class PoolPair:
+    """One query/candidate pair of a pool."""
+
+    qid: str
+    docno: str
+    ranks: dict[str, int]
+    sampled: bool = True
+    needed: int | None = None
+
+    @property
+    def best_rank(self) -> int:
+        return min(self.ranks.values()) if self.ranks else 0
+
+    def to_json(self) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "qid": self.qid,
+            "docno": self.docno,
+            "ranks": dict(sorted(self.ranks.items())),
+            "best_rank": self.best_rank,
+            "sampled": self.sampled,
+        }
+        if self.needed is not None:
+            rec["needed"] = self.needed
+        return rec
+
+
+@dataclass
+class Pool:
+    """A pool: its header (provenance, parameters) and its pairs in a fixed order."""
+
+    header: dict[str, Any]
+    pairs: list[PoolPair] = field(default_factory=list)
+
+    @property
+    def queries(self) -> list[str]:
+        return list(self.header["queries"])
+
+    @property
+    def run_names(self) -> list[str]:
+        return [r["name"] for r in self.header["runs"]]
+
+    def pair_index(self) -> dict[tuple[str, str], PoolPair]:
+        return {(p.qid, p.docno): p for p in self.pairs}
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key that orders ``q2`` before ``q10``."""
+    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t)
+
+
+# --- the collection a pool belongs to ------------------------------------------------------
+
+
+def collection_identity(collection: str | os.PathLike) -> dict[str, Any]:
+    """Name, path and checksums of a collection folder (``corpus.jsonl.gz`` + ``topics.jsonl``)."""
+    root = Path(collection)
+    if not root.is_dir():
+        raise CmrkitError(
+            "collection folder not found; build it with `cmrkit build-collection` or pass "
+            "--collection collections/NAME",
+            path=root,
+        )
+    corpus, topics = root / "corpus.jsonl.gz", root / "topics.jsonl"
+    for p in (corpus, topics):
+        if not p.is_file():
+            raise CmrkitError("missing from the collection folder; rebuild the collection", path=p)
+    return {
+        "name": root.resolve().name,
+        "path": str(root),
+        "corpus_sha256": sha256_file(corpus),
+        "topics_sha256": sha256_file(topics),
+    }
+
+
+def check_collection(pool: Pool, collection: str | os.PathLike, pool_path: object) -> None:
+    """Refuse a collection that is not the one the pool was made from."""
+    mine = pool.header["collection"]
+    corpus = Path(collection) / "corpus.jsonl.gz"
+    if not corpus.is_file():
+        raise CmrkitError(
+            f"the pool comes from collection {mine['name']!r} ({mine['path']}), whose corpus is "
+            "not here; pass --collection with that collection's folder",
+            path=corpus,
+        )
+    if sha256_file(corpus) != mine["corpus_sha256"]:
+        raise CmrkitError(
+            f"the pool was made from collection {mine['name']!r} (corpus sha256 "
+            f"{mine['corpus_sha256'][:12]}...), not from {collection} (a different corpus); "
+            "use the pool's own collection or pool again",
+            path=pool_path,
+        )
+
+
+def read_topics_jsonl(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """``topics.jsonl`` of a collection as {qid: record}."""
+    topics: dict[str, dict[str, Any]] = {}
+    for n, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CmrkitError(f"not valid JSON ({e.msg})", path=path, where=f"line {n}") from None
+        if not isinstance(rec, dict) or "qid" not in rec:
+            raise CmrkitError("a topic needs a 'qid' field", path=path, where=f"line {n}")
+        topics[str(rec["qid"])] = rec
+    return topics
+
+
+def read_query_ids(path: str | os.PathLike) -> list[str]:
+    """Query ids of a topics file: ``topics.jsonl`` (JSON lines) or ``qid<TAB>text`` TSV."""
+    qids: list[str] = []
+    for n, line in iter_lines(path):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                qids.append(str(json.loads(line)["qid"]))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise CmrkitError(
+                    "expected a JSON object with a 'qid'", path=path, where=f"line {n}"
+                ) from None
+        else:
+            qids.append(line.split("\t", 1)[0].strip())
+    if not qids:
+        raise CmrkitError("no queries in the topics file", path=path)
+    return qids
+
+
+# --- sampling ------------------------------------------------------------------------------
+
+
+def parse_sample_spec(spec: str) -> list[tuple[int, int, float]]:
+    """``1-10:1.0,11-30:0.5`` -> [(1, 10, 1.0), (11, 30, 0.5)] (rank strata, share judged)."""
+    strata: list[tuple[int, int, float]] = []
+    for part in spec.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*:\s*([0-9.]+)\s*", part)
+        if not m:
+            raise CmrkitError(
+                f"--sample stratum {part.strip()!r} is not LO-HI:SHARE (e.g. 1-10:1.0,11-30:0.5)"
+            )
+        lo, hi, share = int(m[1]), int(m[2]), float(m[3])
+        if lo < 1 or hi < lo or not 0.0 <= share <= 1.0:
+            raise CmrkitError(
+                f"--sample stratum {part.strip()!r}: ranks must satisfy 1 <= LO <= HI and the "
+                "share must lie in 0..1"
+            )
+        for a, b, _ in strata:
+            if lo <= b and a <= hi:
+                raise CmrkitError(f"--sample strata {a}-{b} and {lo}-{hi} overlap")
+        strata.append((lo, hi, share))
+    return strata
+
+
+def _apply_sample(pairs: list[PoolPair], strata: list[tuple[int, int, float]], seed: int) -> None:
+    """Mark a stratified random subset of each query's pairs as sampled (by best rank)."""
+    groups: dict[tuple[str, int], list[PoolPair]] = {}
+    for p in pairs:
+        p.sampled = False
+        for i, (lo, hi, _) in enumerate(strata):
+            if lo <= p.best_rank <= hi:
+                groups.setdefault((p.qid, i), []).append(p)
+                break
+    for (qid, i), members in groups.items():
+        share = strata[i][2]
+        k = int(share * len(members) + 0.5)
+        members.sort(key=lambda p: p.docno)
+        rng = random.Random(f"{seed}:{qid}:{i}")
+        for p in rng.sample(members, k):
+            p.sampled = True
+
+
+# --- creation ------------------------------------------------------------------------------
+
+
+def _run_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".trec", ".txt", ".run"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or path.name
+
+
+def infer_collection(runs: Sequence[str | os.PathLike]) -> Path:
+    """``runs/NAME/system.trec`` -> ``collections/NAME`` when that folder exists."""
+    for r in runs:
+        p = Path(r).resolve()
+        if len(p.parts) >= 3 and p.parent.parent.name == "runs":
+            guess = p.parent.parent.parent / "collections" / p.parent.name
+            if guess.is_dir():
+                return guess
+    raise CmrkitError(
+        "cannot tell which collection the runs belong to; pass --collection collections/NAME"
+    )
+
+
+def create_pool(
+    runs: Sequence[str | os.PathLike],
+    collection: str | os.PathLike,
+    *,
+    depth: int = 30,
+    exclude: Sequence[str | os.PathLike] = (),
+    topics: str | os.PathLike | None = None,
+    sample: str | None = None,
+    seed: int = 0,
+) -> Pool:
+    """Pool the top ``depth`` of each run per query, minus pairs judged in ``exclude`` qrels.
+
+    The query's own unit is never a candidate: it is removed before ranks are counted.
+    ``topics`` restricts the pool to its queries.
+    ``sample`` (e.g. ``1-10:1.0,11-30:0.5``) marks a stratified random subset, by best rank, as
+    the pairs to judge.
+    """
+    if depth < 1:
+        raise CmrkitError(f"--depth must be at least 1, not {depth}")
+    if not runs:
+        raise CmrkitError("give at least one run file to pool")
+    strata = parse_sample_spec(sample) if sample else None
+    identity = collection_identity(collection)
+    topic_records = read_topics_jsonl(Path(collection) / "topics.jsonl")
+    wanted = set(read_query_ids(topics)) if topics is not None else None
+
+    run_meta: list[dict[str, Any]] = []
+    loaded: list[tuple[str, Run]] = []
+    for r in runs:
+        name = _run_name(Path(r))
+        if any(m["name"] == name for m in run_meta):
+            raise CmrkitError(
+                f"two runs are named {name!r}; pool runs with distinct file names", path=r
+            )
+        run = read_run(r)
+        for qid in sorted(run, key=natural_key):
+            if qid not in topic_records:
+                raise CmrkitError(
+                    f"query {qid} is not a topic of collection {identity['name']!r}; "
+                    "is this run from another collection?",
+                    path=r,
+                )
+        run_meta.append({"name": name, "path": str(r), "sha256": sha256_file(r)})
+        loaded.append((name, run))
+
+    known: dict[tuple[str, str], int] = {}
+    excluded_meta = []
+    for q in exclude:
+        qrels = read_qrels(q)
+        for qid, docs in qrels.items():
+            for docno, rel in docs.items():
+                known[(qid, docno)] = rel
+        excluded_meta.append({"path": str(q), "sha256": sha256_file(q)})
+
+    found: dict[tuple[str, str], dict[str, int]] = {}
+    queries: set[str] = set()
+    n_excluded = 0
+    excluded_seen: set[tuple[str, str]] = set()
+    for name, run in loaded:
+        for qid, docs in run.items():
+            if wanted is not None and qid not in wanted:
+                continue
+            queries.add(qid)
+            own_unit = topic_records[qid].get("unit")
+            candidates = [d for d, _ in ranked(docs) if d != own_unit]
+            for rank, docno in enumerate(candidates[:depth], 1):
+                if (qid, docno) in known:
+                    if (qid, docno) not in excluded_seen:
+                        excluded_seen.add((qid, docno))
+                        n_excluded += 1
+                    continue
+                found.setdefault((qid, docno), {})[name] = rank
+    if not queries:
+        raise CmrkitError("no query of the runs is in --topics; nothing to pool", path=topics)
+
+    pairs = [PoolPair(qid, docno, ranks) for (qid, docno), ranks in found.items()]
+    pairs.sort(key=lambda p: (natural_key(p.qid), p.best_rank, p.docno))
+    if strata:
+        _apply_sample(pairs, strata, seed)
+    header = {
+        "format": POOL_FORMAT,
+        "version": POOL_VERSION,
+        "collection": identity,
+        "depth": depth,
+        "runs": run_meta,
+        "excluded_qrels": excluded_meta,
+        "excluded_pairs": n_excluded,
+        "sample": {"spec": sample, "seed": seed} if sample else None,
+        "queries": sorted(queries, key=natural_key),
+    }
+    return Pool(header, pairs)
+
+
+# --- reading and writing -------------------------------------------------------------------
+
+
+def write_pool(pool: Pool, path: str | os.PathLike) -> None:
+    """Write a pool as JSONL (header line, then one line per pair)."""
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(json.dumps(pool.header, sort_keys=True, ensure_ascii=False) + "\n")
+        for p in pool.pairs:
+            f.write(json.dumps(p.to_json(), sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def read_pool(path: str | os.PathLike) -> Pool:
+    """Read and validate a pool file written by :func:`write_pool`."""
+    header: dict[str, Any] | None = None
+    pairs: list[PoolPair] = []
+    seen: set[tuple[str, str]] = set()
+    for n, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CmrkitError(
+                f"not valid JSON ({e.msg}); is this a pool file?", path=path, where=f"line {n}"
+            ) from None
+        if header is None:
+            if not isinstance(rec, dict) or rec.get("format") != POOL_FORMAT:
+                raise CmrkitError(
+                    "not a cmrkit pool file (no pool header on the first line); "
+                    "make one with `cmrkit pool create`",
+                    path=path,
+                    where="line 1",
+                )
+            if rec.get("version") != POOL_VERSION:
+                raise CmrkitError(
+                    f"pool format version {rec.get('version')} is not supported "
+                    f"(expected {POOL_VERSION})",
+                    path=path,
+                    where="line 1",
+                )
+            header = rec
+            continue
+        try:
+            pair = PoolPair(
+                str(rec["qid"]),
+                str(rec["docno"]),
+                {str(k): int(v) for k, v in rec["ranks"].items()},
+                bool(rec.get("sampled", True)),
+                int(rec["needed"]) if rec.get("needed") is not None else None,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise CmrkitError(
+                "a pool pair needs 'qid', 'docno' and 'ranks' {run: rank}",
+                path=path,
+                where=f"line {n}",
+            ) from None
+        key = (pair.qid, pair.docno)
+        if key in seen:
+            raise CmrkitError(
+                f"pair {pair.qid} {pair.docno} appears twice", path=path, where=f"line {n}"
+            )
+        seen.add(key)
+        pairs.append(pair)
+    if header is None:
+        raise CmrkitError("empty pool file", path=path)
+    return Pool(header, pairs)
+
+
+def subset_pool(
+    pool: Pool, keep: Mapping[tuple[str, str], int | None], extra: Mapping[str, Any]
+) -> Pool:
+    """A pool of only the pairs in ``keep`` (all sampled; ``keep`` maps each to the number of
+    assessments it still needs, or None), with ``extra`` added to its header."""
+    pairs = [
+        PoolPair(p.qid, p.docno, dict(p.ranks), True, keep[(p.qid, p.docno)])
+        for p in pool.pairs
+        if (p.qid, p.docno) in keep
+    ]
+    header = dict(pool.header)
+    header.update(extra)
+    header["sample"] = None
+    header["queries"] = sorted({p.qid for p in pairs}, key=natural_key)
+    return Pool(header, pairs)
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def pool_report(pool: Pool) -> dict[str, Any]:
+    """Candidates per query, unique contributions per run and pairwise overlap between runs."""
+    per_query = {q: 0 for q in pool.queries}
+    sampled = 0
+    for p in pool.pairs:
+        per_query[p.qid] = per_query.get(p.qid, 0) + 1
+        sampled += p.sampled
+    counts = list(per_query.values()) or [0]
+    names = pool.run_names
+    contributed = {n: 0 for n in names}
+    unique = {n: 0 for n in names}
+    shared = {a: {b: 0 for b in names} for a in names}
+    for p in pool.pairs:
+        runs = sorted(p.ranks)
+        for a in runs:
+            contributed[a] += 1
+            for b in runs:
+                shared[a][b] += 1
+        if len(runs) == 1:
+            unique[runs[0]] += 1
+    overlap = {}
+    for a in names:
+        for b in names:
+            if a < b:
+                union = contributed[a] + contributed[b] - shared[a][b]
+                overlap[f"{a}|{b}"] = {
+                    "shared": shared[a][b],
+                    "jaccard": shared[a][b] / union if union else 0.0,
+                }
+    return {
+        "queries": len(per_query),
+        "pairs": len(pool.pairs),
+        "sampled": sampled,
+        "excluded_known": pool.header.get("excluded_pairs", 0),
+        "per_query": {
+            "mean": sum(counts) / len(counts),
+            "min": min(counts),
+            "max": max(counts),
+        },
+        "runs": {n: {"contributed": contributed[n], "unique": unique[n]} for n in names},
+        "overlap": overlap,
+    }
+
+
+# --- reusability (leave one run out) -------------------------------------------------------
+
+
+def score_runs(runs: Mapping[str, Run], qrels: Qrels, measure: str = "infAP") -> dict[str, float]:
+    """Mean of a trec_eval measure per run, over the queries of the run that have judgments."""
+    import pytrec_eval
+
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure})
+    scores = {}
+    for name, run in runs.items():
+        per_query = evaluator.evaluate(run)
+        values = [v[measure] for v in per_query.values()]
+        scores[name] = sum(values) / len(values) if values else 0.0
+    return scores
+
+
+def _ranks_of(scores: Mapping[str, float]) -> dict[str, int]:
+    order = sorted(scores, key=lambda n: (-scores[n], n))
+    return {n: i for i, n in enumerate(order, 1)}
+
+
+def pool_bias(
+    pool: Pool,
+    runs: Sequence[str | os.PathLike],
+    qrels_path: str | os.PathLike,
+    *,
+    measure: str = "infAP",
+) -> list[dict[str, Any]]:
+    """Leave-one-run-out: for each pooled run, drop the pairs only it contributed from the qrels,
+    rescore it, and report the change of its score and of its rank among the runs."""
+    by_sha = {r["sha256"]: r["name"] for r in pool.header["runs"]}
+    loaded: dict[str, Run] = {}
+    for r in runs:
+        name = by_sha.get(sha256_file(r))
+        if name is None:
+            raise CmrkitError(
+                "this run is not one of the pooled runs (its content differs from every run "
+                f"recorded in the pool: {', '.join(pool.run_names)})",
+                path=r,
+            )
+        loaded[name] = read_run(r)
+    if not loaded:
+        raise CmrkitError("give the pooled run files to score")
+    qrels = read_qrels(qrels_path)
+    full = score_runs(loaded, qrels, measure)
+    full_ranks = _ranks_of(full)
+    rows = []
+    for name in sorted(loaded):
+        only = [(p.qid, p.docno) for p in pool.pairs if set(p.ranks) == {name}]
+        reduced: Qrels = {q: dict(d) for q, d in qrels.items()}
+        removed_relevant = 0
+        for qid, docno in only:
+            rel = reduced.get(qid, {}).pop(docno, None)
+            if rel is not None and rel > 0:
+                removed_relevant += 1
+        reduced = {q: d for q, d in reduced.items() if d}
+        loo = score_runs({name: loaded[name]}, reduced, measure)[name]
+        others = dict(full)
+        others[name] = loo
+        rows.append(
+            {
+                "run": name,
+                "unique_pairs": len(only),
+                "unique_relevant": removed_relevant,
+                "score": full[name],
+                "score_without": loo,
+                "delta": loo - full[name],
+                "rank": full_ranks[name],
+                "rank_without": _ranks_of(others)[name],
+            }
+        )
+    return rows
