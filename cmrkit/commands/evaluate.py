@@ -1,9 +1,329 @@
-"""Placeholder: this command group is being written (see the open issues)."""
+"""`cmrkit eval` and `cmrkit compare`: trec_eval's numbers, per query, per group, compared."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import TypeVar
+
 import typer
+
+from cmrkit.console import console, out, user_errors
+from cmrkit.errors import CmrkitError
+
+T = TypeVar("T")
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    trec = "trec"
+
+
+class Test(StrEnum):
+    t = "t"
+    permutation = "permutation"
+
+
+class Correction(StrEnum):
+    holm = "holm"
+    bonferroni = "bonferroni"
+    none = "none"
+
+
+MEASURE_HELP = (
+    "Measure in ir_measures syntax (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, "
+    "Judged@10, NumRel, ...); repeat or separate with commas. Default: infAP, AP, AP@10, AP@50, "
+    "RR@10, R@10, R@50, R@100, R@500, P@10, nDCG@10, Judged@10."
+)
+
+
+def _with_warnings(load: Callable[[], T]) -> T:
+    """Run a loader, showing its warnings (identical duplicate qrels lines) as one line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = load()
+    for w in caught:
+        console.print(f"warning: {w.message}", markup=False)
+    return value
+
+
+def _coverage(result, label: str = "") -> str:
+    parts = [f"{label}averaged over {result.queries} queries"]
+    if result.missing_from_run:
+        how = "scored 0 (--all-queries)" if result.all_queries else "not counted"
+        parts.append(f"{len(result.missing_from_run)} qrels queries missing from the run ({how})")
+    if result.missing_from_qrels:
+        parts.append(
+            f"{len(result.missing_from_qrels)} run queries missing from the qrels (ignored)"
+        )
+    if result.depth is not None:
+        parts.append(f"top {result.depth} documents per query")
+    return "; ".join(parts)
+
+
+def _eval_table(result, groups, per_query: bool, title: str) -> None:
+    from rich.table import Table
+
+    if per_query:
+        table = Table(title=title, caption=_coverage(result))
+        table.add_column("qid")
+        for m in result.measures:
+            table.add_column(m.name, justify="right")
+        for qid, row in result.per_query.items():
+            table.add_row(qid, *(m.format(row[m.name]) for m in result.measures))
+        table.add_section()
+        for g in groups or []:
+            table.add_row(
+                f"all:{g.group}", *(m.format(g.aggregate[m.name]) for m in result.measures)
+            )
+        table.add_row(
+            "all", *(m.format(result.aggregate[m.name]) for m in result.measures), style="bold"
+        )
+        out.print(table)
+        return
+    table = Table(title=title, caption=_coverage(result))
+    table.add_column("measure")
+    table.add_column("trec_eval")
+    table.add_column("all", justify="right")
+    for g in groups or []:
+        table.add_column(g.group, justify="right")
+    for m in result.measures:
+        cells = [m.format(result.aggregate[m.name])]
+        cells += [m.format(g.aggregate[m.name]) for g in groups or []]
+        table.add_row(m.name, m.trec_name, *cells)
+    if groups:
+        table.add_section()
+        table.add_row("queries", "", str(result.queries), *(str(len(g.queries)) for g in groups))
+    out.print(table)
+
+
+def _emit(text: str) -> None:
+    out.file.write(text)
+    out.file.flush()
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the app."""
+    """Add `eval` and `compare` to the app."""
+    app.command("eval")(eval_command)
+    app.command("compare")(compare_command)
+
+
+@user_errors
+def eval_command(
+    run: Path = typer.Argument(..., help="TREC run: qid Q0 docno rank score tag."),
+    qrels: Path = typer.Argument(..., help="TREC qrels: qid iter docno rel."),
+    measure: list[str] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
+    per_query: bool = typer.Option(
+        False, "--per-query", "-q", help="Table format: one row per query."
+    ),
+    all_queries: bool = typer.Option(
+        False,
+        "--all-queries",
+        "-c",
+        help="Average over every qrels query, a query missing from the run scoring 0 "
+        "(trec_eval -c). Default: queries in both run and qrels.",
+    ),
+    depth: int = typer.Option(
+        None,
+        "--depth",
+        "-M",
+        min=1,
+        help="Score only the top N documents per query (trec_eval -M).",
+    ),
+    dedupe: bool = typer.Option(
+        False,
+        "--dedupe",
+        help="Keep the best score of a document retrieved twice "
+        "for a query instead of refusing the run.",
+    ),
+    topics: Path = typer.Option(
+        None, "--topics", help="topics.jsonl, or a 'qid<TAB>type...' file, for --by."
+    ),
+    by: str = typer.Option(
+        None,
+        "--by",
+        help="Also report each group of queries by this topics field (e.g. type, split).",
+    ),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
+) -> None:
+    """Score a run against qrels with trec_eval's numbers.
+
+    Ranking is trec_eval's: score descending, ties by docno descending (the rank column is
+    ignored). Qrels grades >= 1 are relevant, 0 non-relevant, negative pooled but unjudged.
+
+    Example: cmrkit eval runs/wec/bm25.trec qrels/wec.test.txt -m infAP -m AP@10 -m RR@10
+    """
+    from cmrkit import evaluation
+    from cmrkit.measures import parse_measures
+
+    if (topics is None) != (by is None):
+        raise CmrkitError("--by and --topics go together: give the topics file and the field")
+    measures = parse_measures(measure)
+    qrels_data = _with_warnings(lambda: evaluation.read_qrels(qrels))
+    run_data = evaluation.read_run(run, dedupe=dedupe)
+    groups_map = evaluation.load_groups(topics, by) if topics is not None else None
+    result = evaluation.evaluate(
+        run_data, qrels_data, measures, all_queries=all_queries, depth=depth
+    )
+    groups = evaluation.by_group(result, groups_map) if groups_map is not None else None
+    if fmt is Format.table:
+        _eval_table(result, groups, per_query, title=f"{run} vs {qrels}")
+        return
+    if fmt is Format.json:
+        _emit(
+            evaluation.result_to_json(
+                result, groups, {"run": str(run), "qrels": str(qrels), "by": by}
+            )
+        )
+    elif fmt is Format.csv:
+        _emit(evaluation.result_to_csv(result, groups))
+    else:
+        _emit(evaluation.result_to_trec(result, groups))
+    console.print(_coverage(result), markup=False, soft_wrap=True)
+
+
+def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
+    from rich.table import Table
+
+    mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
+    caption = (
+        f"vs baseline {comp.baseline}: delta, {comp.test}-test p "
+        f"({comp.correction} correction), queries improved/hurt; * {mark} at "
+        f"alpha={comp.alpha}"
+    )
+    table = Table(title="comparison", caption=caption, show_lines=True)
+    table.add_column("system")
+    for m in comp.measures:
+        table.add_column(m.name, justify="right")
+    for name, result in comp.results.items():
+        cells = []
+        for m in comp.measures:
+            value = m.format(result.aggregate[m.name])
+            c = comp.stats.get(name, {}).get(m.name)
+            if c is None:
+                cells.append(value)
+                continue
+            star = "*" if c.significant else ""
+            cells.append(
+                f"{value}{star}\n{c.delta:+.4f} p={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
+            )
+        label = f"{name} (baseline)" if name == comp.baseline else name
+        table.add_row(label, *cells)
+    out.print(table)
+
+
+@user_errors
+def compare_command(
+    qrels: Path = typer.Argument(..., help="TREC qrels: qid iter docno rel."),
+    runs: list[Path] = typer.Argument(..., help="Two or more TREC runs."),
+    measure: list[str] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
+    baseline: str = typer.Option(
+        None,
+        "--baseline",
+        "-b",
+        help="The run the others are tested against (its path or name); default: the first run.",
+    ),
+    test: Test = typer.Option(
+        Test.t, "--test", help="Paired t-test or paired randomization (permutation) test."
+    ),
+    correction: Correction = typer.Option(
+        Correction.holm,
+        "--correction",
+        help="Multiple-comparison correction over the systems, per measure.",
+    ),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level for the * mark."),
+    permutations: int = typer.Option(
+        10000, "--permutations", min=1, help="Random sign flips for --test permutation."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the permutation test."),
+    all_queries: bool = typer.Option(
+        False,
+        "--all-queries",
+        "-c",
+        help="Every qrels query counts, 0 when missing from a run (trec_eval -c).",
+    ),
+    depth: int = typer.Option(
+        None,
+        "--depth",
+        "-M",
+        min=1,
+        help="Score only the top N documents per query (trec_eval -M).",
+    ),
+    dedupe: bool = typer.Option(
+        False, "--dedupe", help="Keep the best score of a document retrieved twice."
+    ),
+    plot: Path = typer.Option(None, "--plot", help="Write a PNG of per-query differences."),
+    plot_measure: str = typer.Option(
+        None, "--plot-measure", help="Measure to plot (default: the first)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --plot file."),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
+) -> None:
+    """Compare runs against a baseline with significance tests.
+
+    Each system is paired with the baseline on the queries both are scored on; p-values are
+    corrected over the systems, per measure.
+
+    Example: cmrkit compare qrels/wec.test.txt runs/wec/bm25.trec runs/wec/qe.trec -m AP -m RR@10 --test permutation --plot diff.png
+    """  # noqa: E501
+    from cmrkit import evaluation
+    from cmrkit.fileio import StagedOutputs
+    from cmrkit.measures import parse_measure, parse_measures
+
+    measures = parse_measures(measure)
+    plot_m = parse_measure(plot_measure) if plot_measure else measures[0]
+    if plot_measure and plot_m not in measures:
+        measures.append(plot_m)
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise CmrkitError("the plot is written as PNG; name it FILE.png", path=plot)
+    if plot is not None and plot.exists() and not force:
+        raise CmrkitError("already exists; pass --force to overwrite it", path=plot)
+    names = evaluation.run_names(runs)
+    base_name = None
+    if baseline is not None:
+        for name, path in zip(names, runs, strict=True):
+            if baseline in (name, str(path)) or Path(baseline) == path:
+                base_name = name
+        if base_name is None:
+            raise CmrkitError(
+                f"--baseline {baseline!r} is none of the runs "
+                f"({', '.join(names)}); give its path or name"
+            )
+    qrels_data = _with_warnings(lambda: evaluation.read_qrels(qrels))
+    loaded = {
+        name: evaluation.read_run(path, dedupe=dedupe)
+        for name, path in zip(names, runs, strict=True)
+    }
+    comp = evaluation.compare(
+        loaded,
+        qrels_data,
+        measures,
+        baseline=base_name,
+        test=test.value,
+        correction=correction.value,
+        alpha=alpha,
+        all_queries=all_queries,
+        depth=depth,
+        permutations=permutations,
+        seed=seed,
+    )
+    if plot is not None:
+        with StagedOutputs([plot], force=force) as staged:
+            evaluation.plot_differences(comp, plot_m, staged.path(plot))
+    if fmt is Format.table:
+        _compare_table(comp, evaluation.format_p)
+    elif fmt is Format.json:
+        paths = {name: str(path) for name, path in zip(names, runs, strict=True)}
+        _emit(evaluation.comparison_to_json(comp, paths))
+    elif fmt is Format.csv:
+        _emit(evaluation.comparison_to_csv(comp))
+    else:
+        _emit(evaluation.comparison_to_trec(comp))
+    for name, result in comp.results.items():
+        console.print(_coverage(result, f"{name}: "), markup=False, soft_wrap=True)
+    if plot is not None:
+        console.print(f"wrote {plot}", markup=False)

@@ -1,0 +1,260 @@
+"""Evaluation measures named as users write them (ir_measures syntax: ``AP@10``, ``RR@10``).
+
+Each measure maps to the trec_eval 9.0.x measure it equals (``AP@10`` is ``map_cut_10``), or,
+for the two trec_eval lacks, to a definition computed on trec_eval's ranking: ``RR@k`` is
+``recip_rank`` on the top k, ``Judged@k`` the fraction of the top k (or of the whole ranking
+when shorter) that appears in the qrels with any grade, as in ir_measures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cmrkit.errors import CmrkitError
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What one measure family is: its trec_eval name and how a cutoff applies."""
+
+    name: str
+    trec: str | None  # trec_eval name without cutoff; None when cmrkit computes it
+    trec_cut: str | None  # trec_eval name with a cutoff (``map_cut``), None if not in trec_eval
+    cutoff: str  # "none", "optional" or "required"
+    summed: bool  # trec_eval's "all" line sums it over queries instead of averaging
+    integer: bool  # trec_eval prints it as an integer
+    help: str
+
+
+_KINDS = [
+    _Kind(
+        "AP",
+        "map",
+        "map_cut",
+        "optional",
+        False,
+        False,
+        "average precision (AP@k: map_cut_k, divides by all relevant)",
+    ),
+    _Kind(
+        "infAP",
+        "infAP",
+        None,
+        "none",
+        False,
+        False,
+        "inferred AP (Yilmaz & Aslam 2006): negative grades are pooled but unjudged",
+    ),
+    _Kind(
+        "RR",
+        "recip_rank",
+        None,
+        "optional",
+        False,
+        False,
+        "reciprocal rank of the first relevant document (RR@k: 0 below rank k)",
+    ),
+    _Kind("R", None, "recall", "required", False, False, "recall at k (recall_k)"),
+    _Kind("P", None, "P", "required", False, False, "precision at k (P_k)"),
+    _Kind(
+        "nDCG",
+        "ndcg",
+        "ndcg_cut",
+        "optional",
+        False,
+        False,
+        "normalized DCG with the grades as gains (nDCG@k: ndcg_cut_k)",
+    ),
+    _Kind("Bpref", "bpref", None, "none", False, False, "binary preference (bpref)"),
+    _Kind("Rprec", "Rprec", None, "none", False, False, "precision at rank R (Rprec)"),
+    _Kind(
+        "Success",
+        None,
+        "success",
+        "required",
+        False,
+        False,
+        "1 if a relevant document is in the top k (success_k)",
+    ),
+    _Kind(
+        "Judged",
+        None,
+        None,
+        "required",
+        False,
+        False,
+        "fraction of the top k present in the qrels, any grade (ir_measures Judged@k)",
+    ),
+    _Kind("NumRel", "num_rel", None, "none", True, True, "number of relevant documents"),
+    _Kind("NumRet", "num_ret", None, "none", True, True, "number of retrieved documents"),
+    _Kind(
+        "NumRelRet",
+        "num_rel_ret",
+        None,
+        "none",
+        True,
+        True,
+        "number of relevant documents retrieved",
+    ),
+    _Kind("NumQ", "num_q", None, "none", True, True, "number of queries evaluated"),
+]
+_BY_NAME = {k.name.lower(): k for k in _KINDS}
+_ALIASES = {"map": "AP", "mrr": "RR", "recall": "R", "ndcg": "nDCG", "prec": "P"}
+# trec_eval's own names, accepted as a convenience: `P_10`, `map_cut_10`, `recip_rank`.
+_TREC_NAMES = {k.trec.lower(): k for k in _KINDS if k.trec}
+_TREC_CUT_NAMES = {k.trec_cut.lower(): k for k in _KINDS if k.trec_cut}
+
+_SYNTAX = re.compile(r"([A-Za-z_]+?)(?:@(\S+))?")
+_TREC_SYNTAX = re.compile(r"([A-Za-z_]+?)[_.]([0-9]+)")
+
+DEFAULT_MEASURES = (
+    "infAP",
+    "AP",
+    "AP@10",
+    "AP@50",
+    "RR@10",
+    "R@10",
+    "R@50",
+    "R@100",
+    "R@500",
+    "P@10",
+    "nDCG@10",
+    "Judged@10",
+)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure, e.g. ``Measure("AP", 10)`` for ``AP@10``."""
+
+    kind: str
+    cutoff: int | None = None
+
+    @property
+    def _kind(self) -> _Kind:
+        return _BY_NAME[self.kind.lower()]
+
+    @property
+    def name(self) -> str:
+        """The ir_measures name, e.g. ``AP@10``."""
+        return self.kind if self.cutoff is None else f"{self.kind}@{self.cutoff}"
+
+    @property
+    def trec_name(self) -> str:
+        """The trec_eval name (``map_cut_10``); the ir_measures name when trec_eval has none."""
+        k = self._kind
+        if self.cutoff is None and k.trec:
+            return k.trec
+        if self.cutoff is not None and k.trec_cut:
+            return f"{k.trec_cut}_{self.cutoff}"
+        return self.name
+
+    @property
+    def pytrec_request(self) -> str | None:
+        """The measure request pytrec_eval understands, or None when cmrkit computes it."""
+        k = self._kind
+        if self.cutoff is None and k.trec:
+            return k.trec
+        if self.cutoff is not None and k.trec_cut:
+            return f"{k.trec_cut}.{self.cutoff}"
+        return None
+
+    @property
+    def summed(self) -> bool:
+        """trec_eval's aggregate is the sum over queries (counts), not the mean."""
+        return self._kind.summed
+
+    @property
+    def integer(self) -> bool:
+        return self._kind.integer
+
+    def format(self, value: float) -> str:
+        """The value as trec_eval prints it (``%6.4f`` or an integer)."""
+        return str(round(value)) if self.integer else f"{value:.4f}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _valid_list() -> str:
+    names = []
+    for k in _KINDS:
+        if k.cutoff == "none":
+            names.append(k.name)
+        elif k.cutoff == "optional":
+            names.append(f"{k.name}[@k]")
+        else:
+            names.append(f"{k.name}@k")
+    return ", ".join(names)
+
+
+def _make(kind: _Kind, cutoff_text: str | None, text: str) -> Measure:
+    if cutoff_text is None:
+        if kind.cutoff == "required":
+            raise CmrkitError(f"measure {text!r} needs a cutoff, e.g. {kind.name}@10")
+        return Measure(kind.name)
+    if kind.cutoff == "none":
+        raise CmrkitError(f"measure {kind.name} takes no cutoff; write {kind.name!r}")
+    if not cutoff_text.isdigit() or int(cutoff_text) < 1:
+        raise CmrkitError(
+            f"measure {text!r}: the cutoff must be a positive integer, e.g. {kind.name}@10"
+        )
+    return Measure(kind.name, int(cutoff_text))
+
+
+def parse_measure(text: str) -> Measure:
+    """``"AP@10"`` -> Measure; also accepts trec_eval names (``map_cut_10``, ``P.10``)."""
+    spec = text.strip()
+    if "(" in spec:
+        raise CmrkitError(
+            f"measure {text!r}: parameters such as (rel=2) are not supported; "
+            f"valid measures: {_valid_list()}"
+        )
+    m = _SYNTAX.fullmatch(spec)
+    if m:
+        base = m.group(1).lower()
+        base = _ALIASES.get(base, base).lower()
+        if base in _BY_NAME:
+            return _make(_BY_NAME[base], m.group(2), text)
+        if base in _TREC_NAMES and m.group(2) is None:
+            return _make(_TREC_NAMES[base], None, text)
+    t = _TREC_SYNTAX.fullmatch(spec)
+    if t and t.group(1).lower() in _TREC_CUT_NAMES:
+        return _make(_TREC_CUT_NAMES[t.group(1).lower()], t.group(2), text)
+    raise CmrkitError(f"unknown measure {text!r}; valid measures: {_valid_list()}")
+
+
+def parse_measures(texts: list[str] | tuple[str, ...] | None) -> list[Measure]:
+    """Measures in the order given, duplicates dropped; the default set when none given.
+
+    Each text may hold several comma-separated names (``-m AP,P@10``).
+    """
+    if not texts:
+        texts = DEFAULT_MEASURES
+    out: list[Measure] = []
+    for text in texts:
+        for part in text.split(","):
+            if not part.strip():
+                continue
+            measure = parse_measure(part)
+            if measure not in out:
+                out.append(measure)
+    if not out:
+        raise CmrkitError(f"no measure given; valid measures: {_valid_list()}")
+    return out
+
+
+def describe_measures() -> list[tuple[str, str, str]]:
+    """(ir_measures name, trec_eval name, description) for every supported measure family."""
+    rows = []
+    for k in _KINDS:
+        if k.cutoff == "required":
+            name, trec = f"{k.name}@k", f"{k.trec_cut}_k" if k.trec_cut else "-"
+        elif k.cutoff == "optional":
+            name = f"{k.name}, {k.name}@k"
+            trec = f"{k.trec}, {k.trec_cut}_k" if k.trec_cut else f"{k.trec} (top k)"
+        else:
+            name, trec = k.name, k.trec or "-"
+        rows.append((name, trec, k.help))
+    return rows
