@@ -258,13 +258,13 @@ def test_crlf_is_counted(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def splitter():
-    return tac.spacy_splitter()
+def analyser():
+    return tac.Analyser()
 
 
-def test_sentences_in_raw_offsets(docs, splitter):
+def test_sentences_in_raw_offsets(docs, analyser):
     doc = docs["AFP_ENG_20091001.0009"]
-    sents = tac.sentences(doc, splitter)
+    sents, ents = analyser.analyse(doc)
     texts = [doc.visible(s, e)[0] for s, e in sents]
     assert "Bobby Hall of AT&T said on Monday that the deal with Nokia is done." in texts
     assert "Hall was happy." in texts
@@ -274,9 +274,13 @@ def test_sentences_in_raw_offsets(docs, splitter):
         assert "<" not in doc.raw[s:e] or "<" in doc.visible(s, e)[0]
         assert doc.raw[s:e].strip() == doc.raw[s:e]
     assert not any("AFP_ENG" in t for t in texts)
+    # entities in raw offsets, markup and escapes counted
+    found = {(doc.raw[s:e], etype) for s, e, _, etype in ents}
+    assert ("Bobby Hall", "PER") in found
+    assert all(text == doc.visible(s, e)[0] for s, e, text, _ in ents if "&" not in text)
     # blocks split by markup: the post text and the quote are separate sentences
     forum = docs["ENG_DF_001503_20091002_G00A0KZZY"]
-    ftexts = [forum.visible(s, e)[0] for s, e in tac.sentences(forum, splitter)]
+    ftexts = [forum.visible(s, e)[0] for s, e in analyser.analyse(forum)[0]]
     assert "Hall runs AT&T." in ftexts
     assert "No, Bobby Hall left in May." in ftexts
 

