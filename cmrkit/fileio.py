@@ -7,8 +7,10 @@ import gzip
 import hashlib
 import io
 import os
+import queue
 import shutil
 import tempfile
+import threading
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -123,20 +125,75 @@ def sha256_file(spec: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def gzip_writer(path: str | os.PathLike, compresslevel: int = 6) -> IO[str]:
-    """A text writer producing a deterministic gzip (no file name, mtime 0)."""
-    raw = open(path, "wb")
-    gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=compresslevel, mtime=0)
-    writer = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
-    # closing the wrapper closes the GzipFile, which does not close a fileobj it was given
-    orig_close = writer.close
+class GzipTextWriter:
+    """A text writer producing a deterministic gzip (no file name, mtime 0).
 
-    def close() -> None:
-        orig_close()
-        raw.close()
+    Text is buffered and compressed on a background thread (zlib releases the GIL), so
+    building the lines and compressing them use both cores; the output bytes are the same as a
+    plain ``gzip.GzipFile`` at the same level.
+    """
 
-    writer.close = close  # type: ignore[method-assign]
-    return writer
+    _CHUNK = 1 << 20
+
+    def __init__(self, path: str | os.PathLike, compresslevel: int = 1):
+        self._raw = open(path, "wb")
+        self._gz = gzip.GzipFile(
+            filename="", mode="wb", fileobj=self._raw, compresslevel=compresslevel, mtime=0
+        )
+        self._parts: list[str] = []
+        self._size = 0
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=4)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            block = self._queue.get()
+            if block is None:
+                return
+            if self._error is None:
+                try:
+                    self._gz.write(block)
+                except BaseException as e:  # re-raised in the writing thread
+                    self._error = e
+
+    def write(self, text: str) -> int:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= self._CHUNK:
+            self._flush()
+        return len(text)
+
+    def _flush(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._parts:
+            self._queue.put("".join(self._parts).encode("utf-8"))
+            self._parts = []
+            self._size = 0
+
+    def close(self) -> None:
+        try:
+            self._flush()
+        finally:
+            self._queue.put(None)
+            self._thread.join()
+            self._gz.close()
+            self._raw.close()
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> GzipTextWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def gzip_writer(path: str | os.PathLike, compresslevel: int = 1) -> GzipTextWriter:
+    """A deterministic gzip text writer (see :class:`GzipTextWriter`)."""
+    return GzipTextWriter(path, compresslevel)
 
 
 class StagedOutputs:

@@ -1,0 +1,5 @@
+"""`python -m cmrkit` runs the command line."""
+
+from cmrkit.cli import main
+
+main()
