@@ -534,9 +534,11 @@ def result_to_trec(result: Result, groups: Sequence[GroupResult] | None = None) 
     qid ``all:<group>``.
     """
     lines = []
+    # trec_eval prints num_q on the "all" line only
+    per_query = [m for m in result.measures if m.kind != "NumQ"]
     for qid in result.scored:
         row = result.per_query[qid]
-        for m in result.measures:
+        for m in per_query:
             lines.append(f"{m.trec_name:<22}\t{qid}\t{m.format(row[m.name])}")
     for g in groups or []:
         for m in result.measures:
