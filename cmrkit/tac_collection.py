@@ -1,8 +1,8 @@
 """Build a sentence-level CMR-style collection from TAC EDL gold mentions and source documents.
 
 Flow: gold mentions (tab file, or queries XML + links) -> checked against their documents ->
-sentence units of the annotated documents (spaCy, or a sentence-offsets file; a sentence that a
-mention crosses is merged with the next) -> within-document chains (gold entity ids plus the
+sentence units (spaCy; sentences of a sentence-offsets file replace those they overlap; the
+sentences a mention crosses are merged) -> within-document chains (gold entity ids plus the
 tagger mentions :mod:`cmrkit.chains` links) -> queries (the longest mention per entity, ties by
 seed, or every mention) and their known relevant sentences (the sentences of the entity's other
 mentions, never in the query's own document unless ``keep_own_doc``) -> the sentences of the
@@ -159,23 +159,20 @@ def _sentences(
     doc: tac.TacDocument,
     offsets: dict[str, list[tuple[int, int]]] | None,
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int, str, str]]]:
-    """Sentences (spaCy, or the sentence-offsets file when given) and entities of a document."""
+    """Sentences and entities of a document. Sentences of the sentence-offsets file, when given,
+    replace the spaCy sentences they overlap; spaCy's others are kept."""
     sents, ents = analyser.analyse(doc)
-    if offsets is None:
-        return sents, ents
-    sents = offsets.get(doc.doc_id, [])
-    if not sents:
-        raise CmrkitError(
-            f"document {doc.doc_id} has no sentences in the sentence-offsets file",
-            path=doc.path,
-            where=f"line {doc.line}",
-        )
-    for s, e in sents:
+    given = offsets.get(doc.doc_id, []) if offsets is not None else []
+    for s, e in given:
         if e > len(doc.raw):
             raise CmrkitError(
-                f"sentence {s}:{e} of the sentence-offsets file lies outside document "
+                f"sentence {s}:{e - 1} of the sentence-offsets file lies outside document "
                 f"{doc.doc_id} ({len(doc.raw)} characters)"
             )
+    if given:
+        sents = sorted(
+            given + [(s, e) for s, e in sents if not any(gs < e and s < ge for gs, ge in given)]
+        )
     return sents, ents
 
 

@@ -294,8 +294,9 @@ def test_merge_spans_for_crossing_mentions():
 
 def test_sentence_offsets_file(tmp_path):
     path = tmp_path / "sents.txt"
-    path.write_text("D1:10:20\nD1:0:9\nD2\t5\t8\n", encoding="utf-8")
-    assert tac.read_sentence_offsets(path) == {"D1": [(0, 9), (10, 20)], "D2": [(5, 8)]}
+    path.write_text("D1:10:20\nD1:0:9\nD2\t5\t8\nD1:0:9\n", encoding="utf-8")
+    # docno layout (last character included) -> end-exclusive spans
+    assert tac.read_sentence_offsets(path) == {"D1": [(0, 10), (10, 21)], "D2": [(5, 9)]}
     path.write_text("D1:10:5\n", encoding="utf-8")
-    with pytest.raises(CmrkitError, match="line 1: empty or negative"):
+    with pytest.raises(CmrkitError, match="line 1: sentence 10:5 ends before it starts"):
         tac.read_sentence_offsets(path)

@@ -230,3 +230,26 @@ def test_malformed_queries_xml_and_existing_output(tmp_path):
     with pytest.raises(CmrkitError, match="already exists; pass --force"):
         build(tmp_path, ds, "once")
     shutil.rmtree(tmp_path / "collections" / "once")
+
+
+def test_sentence_offsets_file_replaces_overlapping_sentences(tmp_path):
+    ds = write_dataset(tmp_path)
+    raw = DOCS["AFP_ENG_20091001.0001"]
+    start = raw.index("The speech in New York")
+    last = raw.index("Hall thanked them.") + len("Hall thanked them.") - 1
+    offsets = tmp_path / "sentences.txt"
+    offsets.write_text(f"AFP_ENG_20091001.0001:{start}:{last}\n", encoding="utf-8")
+    inputs = TacInputs(ds.docs, ds.mentions, sentence_offsets=offsets)
+    build(tmp_path, ds, "given", inputs=inputs)
+    units = {u["id"]: u for u in corpus(tmp_path, "given")}
+    given = units[f"AFP_ENG_20091001.0001:{start}:{last}"]
+    assert given["contents"].endswith("delegates. Hall thanked them.")
+    assert [m["cluster"] for m in given["mentions"]] == ["E02"]
+    # no other unit of the document overlaps the given sentence; spaCy's others remain
+    spans = [
+        tuple(map(int, u["id"].rsplit(":", 2)[1:]))
+        for u in units.values()
+        if u["doc_id"] == "AFP_ENG_20091001.0001"
+    ]
+    assert all(e < start or s > last or (s, e) == (start, last) for s, e in spans)
+    assert any(u["contents"].startswith("Bobby Hall addressed") for u in units.values())

@@ -13,6 +13,7 @@ from cmrkit.errors import CmrkitError
 
 SAMPLE_FILES = {"dev": "ecbplus.dev.json.gz", "test": "ecbplus.test.json.gz"}
 SAMPLE_DISTRACTORS = "ecbplus.train-documents.txt.gz"
+TAC = "TAC (--source tac)"
 
 
 def _sample_path(name: str) -> Path:
@@ -43,7 +44,11 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def build_collection(
         source: str = typer.Option(
-            "wec-eng", "--source", "-s", help="Input format: wec-eng, coresearch, jsonl or hf."
+            "wec-eng",
+            "--source",
+            "-s",
+            help="Input format: wec-eng, coresearch, jsonl, hf or tac (TAC KBP EDL, see the "
+            "TAC options).",
         ),
         inputs: list[str] = typer.Option(
             [],
@@ -90,6 +95,58 @@ def register(app: typer.Typer) -> None:
         collections_dir: Path = typer.Option(Path("collections"), help="Where collections go."),
         qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
+        tac_mentions: Path | None = typer.Option(
+            None, "--mentions", help="TAC 2015+ gold mention tab file.", rich_help_panel=TAC
+        ),
+        tac_queries_xml: Path | None = typer.Option(
+            None, "--queries-xml", help="TAC 2014 queries XML (with --links).", rich_help_panel=TAC
+        ),
+        tac_links: Path | None = typer.Option(
+            None, "--links", help="TAC 2014 links tab file.", rich_help_panel=TAC
+        ),
+        tac_docs: Path | None = typer.Option(
+            None, "--docs", help="Folder of TAC source documents (SGML/XML).", rich_help_panel=TAC
+        ),
+        tac_sentence_offsets: Path | None = typer.Option(
+            None,
+            "--sentence-offsets",
+            help="Sentence spans, one 'DOC:start:last' per line (the docno layout), "
+            "instead of spaCy's.",
+            rich_help_panel=TAC,
+        ),
+        tac_types: str = typer.Option(
+            "PER,ORG,GPE", "--types", help="Entity types to keep.", rich_help_panel=TAC
+        ),
+        tac_date_range: str | None = typer.Option(
+            None,
+            "--date-range",
+            help="auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
+            rich_help_panel=TAC,
+        ),
+        tac_keep_own_doc: bool = typer.Option(
+            False,
+            "--keep-own-doc",
+            help="Let the query document's other sentences be candidates and relevant.",
+            rich_help_panel=TAC,
+        ),
+        tac_skip_bad: bool = typer.Option(
+            False, "--skip-bad", help="Count and skip bad mention records.", rich_help_panel=TAC
+        ),
+        tac_split: str = typer.Option(
+            "test", "--split", help="Split name of the queries.", rich_help_panel=TAC
+        ),
+        tac_qid_tag: str | None = typer.Option(
+            None,
+            "--qid-tag",
+            help="Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
+            rich_help_panel=TAC,
+        ),
+        tac_chains: bool = typer.Option(
+            True,
+            "--chains/--no-chains",
+            help="spaCy NER for within-document chains.",
+            rich_help_panel=TAC,
+        ),
     ) -> None:
         """Build a TREC-style test collection (corpus, topics, qrels, manifest) from mentions.
 
@@ -97,7 +154,39 @@ def register(app: typer.Typer) -> None:
 
         Example: cmrkit build-collection -i Dev_Event_gold_mentions_validated.json
         -i Test_Event_gold_mentions_validated.json -d Train_Event_gold_mentions.json --name wec
+
+        TAC example: cmrkit build-collection --source tac --name tac15 --mentions gold.tab
+        --docs source_docs/ --queries longest --date-range auto
         """
+        if source == "tac":
+            from cmrkit.commands.tac import build_tac
+
+            with _progress() as progress:
+                report = build_tac(
+                    name=name,
+                    mentions=tac_mentions,
+                    queries_xml=tac_queries_xml,
+                    links=tac_links,
+                    docs=tac_docs,
+                    sentence_offsets=tac_sentence_offsets,
+                    types=tac_types,
+                    queries=queries,
+                    min_relevant=min_relevant,
+                    seed=seed,
+                    split=tac_split,
+                    qid_tag=tac_qid_tag,
+                    date_range=tac_date_range,
+                    keep_own_doc=tac_keep_own_doc,
+                    skip_bad=tac_skip_bad,
+                    chains=tac_chains,
+                    spacy_model=spacy_model,
+                    collections_dir=collections_dir,
+                    qrels_dir=qrels_dir,
+                    force=force,
+                    progress=progress,
+                )
+            _print_report(report)
+            return
         from cmrkit import collection as col
         from cmrkit.loaders import load_inputs
 

@@ -569,8 +569,12 @@ def merge_spans(
 
 
 def read_sentence_offsets(path: str | os.PathLike) -> dict[str, list[tuple[int, int]]]:
-    """A sentence-offsets file: ``DOC:start:end`` or ``DOC<TAB>start<TAB>end`` per line, end
-    exclusive (the CMR docno layout)."""
+    """A sentence-offsets file -> {doc: [(start, end)]} with ``end`` exclusive.
+
+    One sentence per line, ``DOC:start:last`` (the CMR docno layout, so the docnos of published
+    qrels can be used as they are) or ``DOC<TAB>start<TAB>last``; ``last`` is the offset of
+    the sentence's last character.
+    """
     out: dict[str, list[tuple[int, int]]] = {}
     for n, line in iter_lines(path):
         text = line.strip()
@@ -579,17 +583,19 @@ def read_sentence_offsets(path: str | os.PathLike) -> dict[str, list[tuple[int, 
         parts = text.split("\t") if "\t" in text else text.rsplit(":", 2)
         if len(parts) != 3:
             raise CmrkitError(
-                "expected 'DOC:start:end' or 'DOC<TAB>start<TAB>end'", path=path, where=f"line {n}"
+                "expected 'DOC:start:last' or 'DOC<TAB>start<TAB>last'",
+                path=path,
+                where=f"line {n}",
             )
         try:
-            s, e = int(parts[1]), int(parts[2])
+            s, last = int(parts[1]), int(parts[2])
         except ValueError:
             raise CmrkitError(
                 f"offsets {parts[1]!r}, {parts[2]!r} are not integers", path=path, where=f"line {n}"
             ) from None
-        if not 0 <= s < e:
+        if not 0 <= s <= last:
             raise CmrkitError(
-                f"empty or negative sentence span {s}:{e}", path=path, where=f"line {n}"
+                f"sentence {s}:{last} ends before it starts", path=path, where=f"line {n}"
             )
-        out.setdefault(parts[0], []).append((s, e))
-    return {doc: sorted(spans) for doc, spans in out.items()}
+        out.setdefault(parts[0], []).append((s, last + 1))
+    return {doc: sorted(set(spans)) for doc, spans in out.items()}
