@@ -1,0 +1,195 @@
+"""`cmrkit compare` and the significance tests, checked against scipy and trec_eval."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from trec_eval_fixtures import extract_trec_eval, parse_trec_eval, run_trec_eval, write_collection
+from typer.testing import CliRunner
+
+from cmrkit.cli import app
+from cmrkit.errors import CmrkitError
+from cmrkit.evaluation import correct_pvalues, paired_t_test, permutation_test
+from cmrkit.trec import read_qrels
+
+# per-query scores of two systems (known data: 12 queries)
+A = [0.31, 0.52, 0.12, 0.77, 0.40, 0.05, 0.66, 0.29, 0.91, 0.48, 0.35, 0.60]
+B = [0.25, 0.50, 0.20, 0.61, 0.33, 0.05, 0.58, 0.30, 0.80, 0.41, 0.36, 0.49]
+
+
+def _mean_diff(x, y, axis=0):
+    return np.mean(x - y, axis=axis)
+
+
+def test_t_test_is_scipys_paired_t_test():
+    assert paired_t_test(A, B) == pytest.approx(stats.ttest_rel(A, B).pvalue, rel=1e-12)
+    # by hand: t = mean(d) / (sd(d) / sqrt(n)), two-sided
+    d = np.subtract(A, B)
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
+    assert paired_t_test(A, B) == pytest.approx(2 * stats.t.sf(abs(t), len(d) - 1), rel=1e-9)
+    assert paired_t_test(A, A) == 1.0
+    assert math.isnan(paired_t_test([0.1], [0.2]))
+
+
+def test_exact_permutation_test_is_scipys():
+    expected = stats.permutation_test(
+        (np.array(A), np.array(B)),
+        _mean_diff,
+        permutation_type="samples",
+        n_resamples=np.inf,
+        alternative="two-sided",
+        vectorized=True,
+    ).pvalue
+    # 2**12 = 4096 sign patterns <= 10000: every one is enumerated
+    assert permutation_test(A, B, permutations=10000) == pytest.approx(expected, rel=1e-12)
+
+
+def test_random_permutation_test_is_close_to_exact_and_seeded():
+    rng = np.random.default_rng(11)
+    a = rng.random(18)
+    b = a - 0.04 + rng.normal(0, 0.12, 18)
+    exact = stats.permutation_test(
+        (a, b), _mean_diff, permutation_type="samples", n_resamples=np.inf, vectorized=True
+    ).pvalue
+    p = permutation_test(a, b, permutations=20000, seed=1)
+    # Monte Carlo error of a p-value near 0.1 with 20,000 samples is about 0.002
+    assert abs(p - exact) < 0.01
+    assert permutation_test(a, b, permutations=20000, seed=1) == p
+    assert permutation_test(a, b, permutations=20000, seed=2) != p
+
+
+def test_corrections_by_their_definitions():
+    p = [0.01, 0.04, 0.03, math.nan]
+    # Holm: sorted 0.01, 0.03, 0.04 times 3, 2, 1 -> 0.03, 0.06, max(0.06, 0.04) = 0.06
+    holm = correct_pvalues(p, "holm")
+    assert holm[:3] == pytest.approx([0.03, 0.06, 0.06])
+    assert math.isnan(holm[3])
+    assert correct_pvalues(p, "bonferroni")[:3] == pytest.approx([0.03, 0.12, 0.09])
+    assert correct_pvalues([0.6, 0.5], "bonferroni") == [1.0, 1.0]
+    assert correct_pvalues(p, "none")[:3] == p[:3]
+    with pytest.raises(CmrkitError):
+        correct_pvalues(p, "sidak")
+
+
+def _variant(run: Path, qrels: Path, out: Path, seed: int, boost: float) -> Path:
+    """The run with noisy scores, relevant documents pushed up by ``boost`` on average."""
+    r = random.Random(seed)
+    judged = read_qrels(qrels)
+    lines = []
+    for line in run.read_text().splitlines():
+        qid, q0, docno, rank, score, _ = line.split()
+        relevant = judged.get(qid, {}).get(docno, 0) >= 1
+        new = float(score) + r.gauss(0, 2) + (r.random() * 2 * boost if relevant else 0)
+        lines.append(f"{qid} {q0} {docno} {rank} {new!r} {out.stem}\n")
+    out.write_text("".join(lines))
+    return out
+
+
+@pytest.fixture(scope="module")
+def systems(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("compare")
+    binary = extract_trec_eval(folder)
+    qrels, base, _ = write_collection(folder, seed=7, name="base")
+    better = _variant(base, qrels, folder / "better.trec", seed=1, boost=4.0)
+    other = _variant(base, qrels, folder / "other.trec", seed=2, boost=0.0)
+    return binary, qrels, [base, better, other]
+
+
+def _per_query(binary, qrels, run, measure):
+    printed = parse_trec_eval(run_trec_eval(binary, qrels, run, "-m", measure))
+    return {q: float(v) for (_, q), v in printed.items() if q != "all"}
+
+
+def test_compare_json_against_trec_eval_and_scipy(systems):
+    binary, qrels, runs = systems
+    result = CliRunner().invoke(
+        app, ["compare", str(qrels), *map(str, runs), "-m", "AP", "-m", "P@10", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    obj = json.loads(result.stdout)
+    assert obj["baseline"] == "base" and obj["test"] == "t" and obj["correction"] == "holm"
+    assert list(obj["systems"]) == ["base", "better", "other"]
+    base = _per_query(binary, qrels, runs[0], "map")
+    raw = {}
+    for run in runs[1:]:
+        name = run.stem
+        mine = _per_query(binary, qrels, run, "map")
+        paired = sorted(set(base) & set(mine))
+        entry = obj["systems"][name]["against_baseline"]["AP"]
+        assert entry["paired_queries"] == len(paired)
+        assert entry["improved"] == sum(mine[q] > base[q] for q in paired)
+        assert entry["hurt"] == sum(mine[q] < base[q] for q in paired)
+        # trec_eval's values are rounded to 4 decimals: the p-value agrees closely
+        raw[name] = stats.ttest_rel([mine[q] for q in paired], [base[q] for q in paired]).pvalue
+        assert entry["p"] == pytest.approx(raw[name], abs=2e-3)
+        printed_all = run_trec_eval(binary, qrels, run, "-m", "map").splitlines()[-1].split()[-1]
+        assert f"{obj['systems'][name]['measures']['AP']:.4f}" == printed_all
+    # Holm over the two systems
+    expected = correct_pvalues([raw["better"], raw["other"]], "holm")
+    got = [obj["systems"][n]["against_baseline"]["AP"]["p_adjusted"] for n in ("better", "other")]
+    assert got == pytest.approx(expected, abs=4e-3)
+
+
+def test_compare_table_baseline_and_formats(systems):
+    _, qrels, runs = systems
+    args = ["compare", str(qrels), *map(str, runs), "-m", "RR@10"]
+    table = CliRunner().invoke(app, [*args, "--baseline", "other"])
+    assert table.exit_code == 0, table.stderr
+    assert "other (baseline)" in table.stdout and "comparison" in table.stdout
+    csv_out = CliRunner().invoke(app, [*args, "-f", "csv", "--correction", "none"])
+    rows = csv_out.stdout.splitlines()
+    assert rows[0].startswith("system,measure,value,delta")
+    assert len(rows) == 1 + 3 and rows[1].startswith("base,RR@10,")
+    trec = CliRunner().invoke(app, [*args, "-f", "trec"])
+    names = [line.split("\t")[0].strip() for line in trec.stdout.splitlines()]
+    assert names == ["RR@10", "RR@10", "RR@10_p", "RR@10", "RR@10_p"]
+
+
+def test_permutation_compare_is_deterministic(systems):
+    _, qrels, runs = systems
+    args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "--test", "permutation",
+            "--permutations", "2000", "-f", "json"]  # fmt: skip
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.stderr
+    assert first.stdout == CliRunner().invoke(app, args).stdout
+    assert json.loads(first.stdout)["test"] == "permutation"
+
+
+def test_plot_is_written_once(systems, tmp_path):
+    _, qrels, runs = systems
+    png = tmp_path / "diff.png"
+    args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "--plot", str(png)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 2 and "--force" in again.stderr
+    assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--baseline", "nope"], "--baseline 'nope' is none of the runs"),
+        (["--plot", "x.pdf"], "PNG"),
+        (["-m", "AP@ten"], "cutoff"),
+    ],
+)
+def test_compare_bad_options(systems, extra, words):
+    _, qrels, runs = systems
+    result = CliRunner().invoke(app, ["compare", str(qrels), *map(str, runs), *extra])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ") and words in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_compare_needs_two_runs(systems):
+    _, qrels, runs = systems
+    result = CliRunner().invoke(app, ["compare", str(qrels), str(runs[0])])
+    assert result.exit_code == 2 and "at least two runs" in result.stderr
