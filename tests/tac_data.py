@@ -38,7 +38,7 @@ DOC_B = news(
     "Reaction to the speech",
     [
         "Delegates said Hall spoke well about food aid programs.",
-        "The U.N. plans a vote on the aid next week.",
+        "The United Nations, or U.N., plans a vote on the aid next week.",
     ],
 )
 DOC_C = news(

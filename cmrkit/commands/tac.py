@@ -82,7 +82,7 @@ def build_tac(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `tac check` and `run coref`."""
+    """Add `tac check`, and `coref` to the `run` group of cmrkit.commands.retrieval."""
 
     @tac_app.command("check")
     @user_errors
@@ -143,3 +143,52 @@ def register(app: typer.Typer) -> None:
             raise CmrkitError(f"{len(problems)} bad mention record(s); see the list above")
 
     app.add_typer(tac_app, name="tac")
+    _register_coref()
+
+
+def _register_coref() -> None:
+    from cmrkit.commands import retrieval as r
+
+    @r.run_app.command("coref")
+    @user_errors
+    def coref(
+        collection: Path = r.COLLECTION_ARG,
+        split: str = r.SPLIT,
+        k: int = r.K,
+        k1: float = r.K1,
+        b: float = r.B,
+        threads: int = r.THREADS,
+        name: str | None = r.NAME,
+        runs_dir: Path = r.RUNS,
+        force: bool = r.FORCE,
+        verbose: bool = r.VERBOSE,
+        quiet: bool = r.QUIET,
+    ) -> None:
+        """BM25 over the words of within-document coreference chains (the CMR coref baseline).
+
+        The query is the words of the query mention's chain in its document; a unit is matched
+        on the words of the chains with a mention in it (the `chain` field that
+        `build-collection --source tac` stores and `cmrkit index` indexes).
+
+        Example: cmrkit run coref collections/tac15 --split test
+        """
+        from cmrkit.retrieval import run_fields
+
+        r._report(
+            run_fields(
+                collection,
+                split=split,
+                weights={"chain": 1.0},
+                query="chain",
+                k=k,
+                k1=k1,
+                b=b,
+                threads=threads,
+                name=name or "coref",
+                runs_dir=runs_dir,
+                force=force,
+                verbose=verbose,
+                progress=not quiet,
+                argv=r._argv(),
+            )
+        )

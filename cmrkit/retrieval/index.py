@@ -33,6 +33,9 @@ from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter
 
 MANIFEST = "cmrkit-index.json"
 FIELDS = ("contents", "title", "entities", "document")
+# per-unit features a corpus may carry (TAC collections: within-document coreference chain words,
+# mention acronyms, character trigrams); indexed as fields when the corpus has them
+FEATURE_FIELDS = ("chain", "acronyms", "trigrams")
 FORMAT = "cmrkit-index/1"
 
 
@@ -150,6 +153,7 @@ def build_index(
     timings: dict[str, float] = {}
     with StagedOutputs([target], force=True, anchor=coll) as staged:
         shard_dir = staged.tmp / "jsonl"
+        features: set[str] = set()
         shard_dir.mkdir()
         shards = [
             open(shard_dir / f"part-{i:03d}.jsonl", "w", encoding="utf-8") for i in range(threads)
@@ -175,6 +179,10 @@ def build_index(
                         if key
                         else record["contents"],
                     }
+                    for name in FEATURE_FIELDS:
+                        if isinstance(record.get(name), str):
+                            line[name] = record[name]
+                            features.add(name)
                     shards[i % threads].write(json.dumps(line, ensure_ascii=False) + "\n")
                     if i % 512 == 0:
                         bar.update(task, completed=i)
@@ -200,6 +208,7 @@ def build_index(
             "-storeRaw",
             "-fields",
             *FIELDS[1:],
+            *(f for f in FEATURE_FIELDS if f in features),
         ]
         if not verbose:
             args.append("-quiet")
@@ -230,7 +239,7 @@ def build_index(
         timings["total"] = round(time.perf_counter() - started, 3)
         shutil.rmtree(shard_dir, ignore_errors=True)
         settings = {
-            "fields": list(FIELDS),
+            "fields": [*FIELDS, *(f for f in FEATURE_FIELDS if f in features)],
             "analyzer": "DefaultEnglishAnalyzer (Porter stemmer, Lucene English stopwords)",
             "stored": ["positions", "docvectors", "raw"],
             "entities": ner.spacy_version(spacy_model) if entities else None,

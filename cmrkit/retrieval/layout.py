@@ -26,6 +26,8 @@ class Topic:
     context: str
     span: tuple[int, int]
     unit: str
+    exclude_doc: str | None = None  # units of this document are never results (TAC collections)
+    chain: str | None = None  # words of the mention's within-document coreference chain
 
 
 def collection_dir(collection: str | Path) -> Path:
@@ -112,6 +114,8 @@ def read_topics(collection: Path, split: str | None = None) -> list[Topic]:
                     rec["context"],
                     (span[0], span[1]),
                     rec["unit"],
+                    rec.get("exclude_doc") if isinstance(rec.get("exclude_doc"), str) else None,
+                    rec.get("chain") if isinstance(rec.get("chain"), str) else None,
                 )
             )
     if split is not None and not topics:

@@ -5,7 +5,9 @@
   distinct entity once, in text order, leaving out entities that overlap the mention (CoreSearch's
   best BM25 formulation);
 - ``sentence``: the sentence of the context that holds the mention (spaCy sentence boundaries);
-- ``context``: the whole context (the query's own unit text).
+- ``context``: the whole context (the query's own unit text);
+- ``chain``: the words of the mention's within-document coreference chain (topics that carry
+  ``chain``, as TAC collections do; else the mention text).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.layout import Topic
 
-FORMULATIONS = ("mention", "mention+entities", "sentence", "context")
+FORMULATIONS = ("mention", "mention+entities", "sentence", "context", "chain")
 
 
 def check_formulation(name: str) -> str:
@@ -36,6 +38,8 @@ def formulate(
         return {t.qid: t.mention for t in topics}
     if formulation == "context":
         return {t.qid: t.context for t in topics}
+    if formulation == "chain":
+        return {t.qid: t.chain or t.mention for t in topics}
     contexts = sorted({t.context for t in topics})
     analysed = dict(zip(contexts, ner.analyse(contexts, spacy_model), strict=True))
     queries: dict[str, str] = {}

@@ -19,6 +19,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,8 @@ from typing import Any
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs
 from cmrkit.retrieval import entities as ner
-from cmrkit.retrieval.index import FIELDS, IndexInfo, open_index, progress_bar
-from cmrkit.retrieval.layout import Topic, qrels_path, read_topics
+from cmrkit.retrieval.index import FEATURE_FIELDS, FIELDS, IndexInfo, open_index, progress_bar
+from cmrkit.retrieval.layout import Topic, iter_corpus, qrels_path, read_topics
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.trec import format_score, ranked, read_qrels, write_run
 
@@ -40,6 +41,7 @@ PRESETS: dict[str, dict[str, float]] = {
 PRESET_QUERY = "mention"
 DEFAULT_QUERY = "mention+entities"
 WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
+WEIGHTED_FIELDS = FIELDS + FEATURE_FIELDS
 TIE_BREAK = "score descending (as written, 6 decimals), then docno descending (trec_eval order)"
 
 RankedRun = dict[str, list[tuple[str, float]]]
@@ -168,13 +170,16 @@ class Searcher:
         *,
         k: int,
         exclude: Mapping[str, str] | None = None,
+        exclude_units: Mapping[str, AbstractSet[str]] | None = None,
         fields: Mapping[str, float] | None = None,
         threads: int = 2,
         progress: Callable[[int], None] | None = None,
         warnings: list[dict[str, str]] | None = None,
     ) -> RankedRun:
-        """Rank k units per query (its ``exclude`` unit left out), in the documented order."""
+        """Rank k units per query (its ``exclude`` unit and ``exclude_units`` left out), in the
+        documented order."""
         exclude = exclude or {}
+        exclude_units = exclude_units or {}
         jlist = self._jclass("java.util.ArrayList")
         jfields = None
         if fields:
@@ -196,7 +201,7 @@ class Searcher:
                         "(only stopwords or punctuation): no results",
                     }
                 )
-        n = k + 1
+        n = k + 1 + max((len(units) for units in exclude_units.values()), default=0)
         chunk = max(64, 32 * threads)
         done = len(queries) - len(searchable)
         if progress and done:
@@ -214,10 +219,11 @@ class Searcher:
             for qid in part:
                 hits = results.get(qid)
                 own = exclude.get(qid)
+                more = exclude_units.get(qid, frozenset())
                 docs = {}
                 for h in hits:
                     docno = h.docid
-                    if docno != own:
+                    if docno != own and docno not in more:
                         docs[docno] = float(format_score(h.score))
                 run[qid] = ranked(docs)[:k]
             if progress:
@@ -240,9 +246,10 @@ def parse_weights(text: str) -> dict[str, float]:
                 f"--weights item {part!r} is not FIELD=WEIGHT (e.g. contents=1,document=0.1)"
             )
         name, value = (s.strip() for s in part.split("=", 1))
-        if name not in FIELDS:
+        if name not in WEIGHTED_FIELDS:
             raise CmrkitError(
-                f"unknown field {name!r} in --weights; the index has the fields {', '.join(FIELDS)}"
+                f"unknown field {name!r} in --weights; the index has the fields "
+                f"{', '.join(WEIGHTED_FIELDS)}"
             )
         try:
             weight = float(value)
@@ -258,14 +265,14 @@ def parse_weights(text: str) -> dict[str, float]:
 
 def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     for name in weights:
-        if name not in FIELDS:
+        if name not in WEIGHTED_FIELDS:
             raise CmrkitError(
                 f"unknown field {name!r} in the field weights; the index has the "
-                f"fields {', '.join(FIELDS)}"
+                f"fields {', '.join(WEIGHTED_FIELDS)}"
             )
     if not any(w > 0 for w in weights.values()):
         raise CmrkitError("at least one field weight must be above 0")
-    return {name: float(weights[name]) for name in FIELDS if name in weights}
+    return {name: float(weights[name]) for name in WEIGHTED_FIELDS if name in weights}
 
 
 def _weights_text(weights: Mapping[str, float]) -> str:
@@ -349,6 +356,7 @@ def _execute(
                     queries,
                     k=plan.k,
                     exclude={t.qid: t.unit for t in topics},
+                    exclude_units=_own_document_units(info.collection, topics),
                     fields=plan.fields,
                     threads=plan.threads,
                     warnings=warnings,
@@ -383,7 +391,11 @@ def _execute(
                 **plan.params,
             },
             **extra,
-            "ranking": {"own_unit_removed": True, "tie_break": TIE_BREAK},
+            "ranking": {
+                "own_unit_removed": True,
+                "own_document_removed": any(t.exclude_doc for t in topics),
+                "tie_break": TIE_BREAK,
+            },
             "index": {
                 "path": str(info.path),
                 "index_id": info.index_id,
@@ -405,6 +417,18 @@ def _execute(
         raise
     staged.commit()
     return RunResult(run_path, sidecar_path, run, sidecar)
+
+
+def _own_document_units(collection: Path, topics: Sequence[Topic]) -> dict[str, frozenset[str]]:
+    """For topics with ``exclude_doc``: the units of that document, never results."""
+    wanted = {t.exclude_doc for t in topics if t.exclude_doc}
+    if not wanted:
+        return {}
+    units: dict[str, set[str]] = {d: set() for d in wanted}
+    for _, record in iter_corpus(collection):
+        if record.get("doc_id") in units:
+            units[record["doc_id"]].add(record["id"])
+    return {t.qid: frozenset(units[t.exclude_doc]) for t in topics if t.exclude_doc}
 
 
 def _tag(plan: _Plan) -> str:
