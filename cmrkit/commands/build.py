@@ -271,10 +271,11 @@ def _print_report(report) -> None:
         )
     out.print(table)
     dropped = ", ".join(f"{k.replace('_', ' ')}: {v:,}" for k, v in report.dropped.items() if v)
+    c = report.counts
+    context = f", other sentences of annotated passages {c['context_units']:,}"
     out.print(
-        f"corpus units: {report.counts['corpus_units']:,}"
-        f" (annotated {report.counts['annotated_units']:,},"
-        f" distractors {report.counts['distractor_units']:,})"
+        f"corpus units: {c['corpus_units']:,} (annotated {c['annotated_units']:,}"
+        f"{context if c['context_units'] else ''}, distractors {c['distractor_units']:,})"
     )
     out.print(f"dropped: {dropped or 'nothing'}")
     out.print(
