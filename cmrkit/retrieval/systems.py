@@ -5,8 +5,10 @@ Every system writes ``RUNS/<collection>/<name>.<split>.trec`` and a JSON sidecar
 versions and the timings. The run file is a pure function of the inputs and parameters: the same
 command rewrites it byte for byte.
 
-Ranking order in the run: score descending (the score as written, six decimals), ties broken by
-docno descending: trec_eval's own order, so the rank column agrees with how trec_eval reads it.
+Ranking order in the run: Anserini rounds Lucene's scores to 4 decimals and separates exact
+ties by lowering scores in steps of 1e-6 in docno-ascending order (as in its own runs); the file
+is then sorted by the score as written (6 decimals) descending, any remaining tie by docno
+descending, which is trec_eval's order, so the rank column agrees with how trec_eval reads it.
 A query's own unit (``unit`` in topics.jsonl) is never returned; each query still gets k results
 when the index holds that many other units. A query whose text analyses to no terms (only
 stopwords or punctuation) gets no results and a warning in the sidecar.
@@ -42,7 +44,10 @@ PRESET_QUERY = "mention"
 DEFAULT_QUERY = "mention+entities"
 WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 WEIGHTED_FIELDS = FIELDS + FEATURE_FIELDS
-TIE_BREAK = "score descending (as written, 6 decimals), then docno descending (trec_eval order)"
+TIE_BREAK = (
+    "Anserini separates equal scores by 1e-6 steps, docno ascending; then score descending "
+    "(as written, 6 decimals), then docno descending (trec_eval order)"
+)
 
 RankedRun = dict[str, list[tuple[str, float]]]
 
