@@ -78,10 +78,10 @@ def top_docs(docs: Mapping[str, float], k: int | None) -> list[str]:
 
     scores = np.fromiter(docs.values(), dtype=np.float64, count=n).astype(np.float32)
     kth = np.partition(scores, n - k)[n - k]
+    chosen = np.flatnonzero(scores >= kth)
     names = list(docs)
-    chosen = np.flatnonzero(scores >= kth).tolist()
-    values = scores.tolist()
-    best = sorted(((values[i], names[i]) for i in chosen), reverse=True)
+    pairs = zip(scores[chosen].tolist(), [names[i] for i in chosen], strict=True)
+    best = sorted(pairs, reverse=True)
     return [d for _, d in best[:k]]
 
 

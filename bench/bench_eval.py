@@ -1,0 +1,116 @@
+"""Time `cmrkit eval` (default measures) against the trec_eval C binary on the same files.
+
+Usage: python bench/bench_eval.py [--queries 1000] [--docs 1000] [--repeat 5] [--trec-eval PATH]
+
+Writes a seeded run (queries x docs lines, with ties) and qrels (300 judgments per query, grades
+-1..2) to a temporary folder, then runs, interleaved, `cmrkit eval RUN QRELS` (default measures,
+table output) and `trec_eval` computing the trec_eval counterparts of the same measures in one
+call (RR@10 -> recip_rank; Judged@10 has none), each as a subprocess. Prints the minimum and
+median wall time of each and the ratio, and checks that the shared measures agree.
+By default trec_eval is the linux-amd64 binary shipped in the Anserini jar inside Pyserini.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import stat
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+TREC_EVAL_MEASURES = [
+    "infAP", "map", "map_cut.10,50", "recip_rank", "recall.10,50,100,500", "P.10", "ndcg_cut.10",
+]  # fmt: skip
+SHARED = {"infAP": "infAP", "AP": "map", "AP@10": "map_cut_10", "AP@50": "map_cut_50",
+          "R@10": "recall_10", "R@50": "recall_50", "R@100": "recall_100",
+          "R@500": "recall_500", "P@10": "P_10", "nDCG@10": "ndcg_cut_10"}  # fmt: skip
+
+
+def write_files(folder: Path, queries: int, docs: int, seed: int = 0) -> tuple[Path, Path]:
+    r = random.Random(seed)
+    run, qrels = folder / "run.trec", folder / "qrels.txt"
+    with open(run, "w") as f, open(qrels, "w") as g:
+        for q in range(queries):
+            qid = f"q{q}"
+            ranked = r.sample(range(docs * 20), docs)
+            for i, d in enumerate(ranked):
+                score = round(30 - i * 0.02 + r.random() * 0.01, 4)
+                f.write(f"{qid} Q0 D{d} {i + 1} {score} bench\n")
+            judged = r.sample(ranked, docs // 10) + r.sample(range(docs * 20), docs // 5)
+            for d in dict.fromkeys(judged):
+                g.write(f"{qid} 0 D{d} {r.choice([1, 0, 0, -1, 2])}\n")
+    return run, qrels
+
+
+def trec_eval_binary(folder: Path) -> Path:
+    spec = importlib.util.find_spec("pyserini")
+    if spec is None or spec.origin is None:
+        sys.exit("pyserini is not installed; pass --trec-eval PATH to a trec_eval binary")
+    jar = sorted((Path(spec.origin).parent / "resources" / "jars").glob("anserini-*.jar"))[-1]
+    target = folder / "trec_eval"
+    with zipfile.ZipFile(jar) as zf:
+        target.write_bytes(zf.read("trec_eval/trec_eval-linux-amd64"))
+    target.chmod(target.stat().st_mode | stat.S_IEXEC)
+    return target
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--trec-eval", type=Path, default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        run, qrels = write_files(folder, args.queries, args.docs)
+        binary = args.trec_eval or trec_eval_binary(folder)
+        cmrkit = [sys.executable, "-m", "cmrkit", "eval", str(run), str(qrels)]
+        trec = [str(binary)] + [a for m in TREC_EVAL_MEASURES for a in ("-m", m)]
+        trec += [str(qrels), str(run)]
+
+        # the same numbers first
+        ours = json.loads(subprocess.run([*cmrkit, "-f", "json"], check=True,
+                                         capture_output=True, text=True).stdout)  # fmt: skip
+        theirs = {}
+        for line in subprocess.run(trec, check=True, capture_output=True, text=True).stdout.split(
+            "\n"
+        ):
+            if line.strip():
+                name, _, value = line.split()
+                theirs[name] = value
+        same = all(f"{ours['measures'][m]:.4f}" == theirs[t] for m, t in SHARED.items())
+
+        times: dict[str, list[float]] = {"trec_eval": [], "cmrkit eval": []}
+        for _ in range(args.repeat):
+            times["trec_eval"].append(timed(trec))
+            times["cmrkit eval"].append(timed(cmrkit))
+        lines = sum(1 for _ in open(run))
+        judgments = sum(1 for _ in open(qrels))
+    base = min(times["trec_eval"])
+    print(f"run: {lines:,} lines ({args.queries:,} queries x {args.docs:,} docs); "
+          f"qrels: {judgments:,} lines; {args.repeat} interleaved repeats")  # fmt: skip
+    print(f"shared measures identical to trec_eval (4 decimals): {'yes' if same else 'NO'}")
+    print()
+    print(f"| {'command':<12} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} |")
+    print(f"|{'-' * 14}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|")
+    for name, values in times.items():
+        print(f"| {name:<12} | {min(values):6.2f} | {statistics.median(values):8.2f} | "
+              f"{min(values) / base:15.2f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
