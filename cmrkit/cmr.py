@@ -37,6 +37,7 @@ class CmrQuery:
     start: int
     end: int
     text: str
+    line: int = 0
 
     @property
     def unit(self) -> str:
@@ -95,7 +96,7 @@ def read_cmr_queries(path: str | os.PathLike) -> dict[str, CmrQuery]:
         if qid in queries:
             raise CmrkitError(f"query id {qid} appears twice", path=path, where=f"line {n}")
         text = "\t".join(cols[3:]).strip()
-        queries[qid] = CmrQuery(qid, etype, mention_id, doc, ss, se, ms, me, text)
+        queries[qid] = CmrQuery(qid, etype, mention_id, doc, ss, se, ms, me, text, n)
     if not queries:
         raise CmrkitError("no queries in the file", path=path)
     return queries

@@ -95,15 +95,25 @@ class TacInputs:
     queries_xml: Path | None = None
     links: Path | None = None
     sentence_offsets: Path | None = None
+    cmr_queries: Path | None = None
+    cmr_qrels: Path | None = None
 
     def check(self) -> None:
-        if self.mentions is None and (self.queries_xml is None or self.links is None):
+        given = [
+            self.mentions is not None,
+            self.queries_xml is not None or self.links is not None,
+            self.cmr_queries is not None or self.cmr_qrels is not None,
+        ]
+        if sum(given) != 1:
             raise CmrkitError(
-                "--source tac needs --mentions GOLD.tab (TAC 2015+), or --queries-xml Q.xml "
-                "with --links L.tab (TAC 2014)"
+                "--source tac needs one of: --mentions GOLD.tab (TAC 2015+); --queries-xml Q.xml "
+                "with --links L.tab (TAC 2014); --cmr-queries Q.txt with --cmr-qrels R.txt "
+                "(the published CMR files)"
             )
-        if self.mentions is not None and self.queries_xml is not None:
-            raise CmrkitError("give either --mentions or --queries-xml/--links, not both")
+        if given[1] and (self.queries_xml is None or self.links is None):
+            raise CmrkitError("--queries-xml and --links go together")
+        if given[2] and (self.cmr_queries is None or self.cmr_qrels is None):
+            raise CmrkitError("--cmr-queries and --cmr-qrels go together")
 
     def records(self) -> list[InputFile]:
         out = []
@@ -112,6 +122,8 @@ class TacInputs:
             (self.queries_xml, "queries-xml"),
             (self.links, "links"),
             (self.sentence_offsets, "sentence-offsets"),
+            (self.cmr_queries, "cmr-queries"),
+            (self.cmr_qrels, "cmr-qrels"),
         ):
             if path is not None:
                 out.append(InputFile.of(str(path), role, format="tac"))
@@ -237,15 +249,18 @@ def build_tac_collection(
     inputs.check()
     problems = tac.Problems(skip_bad=opts.skip_bad)
     dropped: dict[str, int] = defaultdict(int)
-    if inputs.mentions is not None:
-        gold = tac.read_mention_tab(inputs.mentions, types=opts.types, problems=problems)
-    else:
-        gold = tac.read_queries_xml(
-            inputs.queries_xml, inputs.links, types=opts.types, problems=problems
-        )
     offsets = (
         tac.read_sentence_offsets(inputs.sentence_offsets) if inputs.sentence_offsets else None
     )
+    published: dict[str, dict[str, int]] | None = None
+    if inputs.mentions is not None:
+        gold = tac.read_mention_tab(inputs.mentions, types=opts.types, problems=problems)
+    elif inputs.queries_xml is not None:
+        gold = tac.read_queries_xml(
+            inputs.queries_xml, inputs.links, types=opts.types, problems=problems
+        )
+    else:
+        gold, published, offsets, expected = _published(inputs, opts, offsets or {}, problems)
     tick = progress or (lambda description, total: lambda n: None)
 
     by_doc: dict[str, list[tac.TacMention]] = defaultdict(list)
@@ -322,14 +337,20 @@ def build_tac_collection(
         advance(1)
 
     kept = [m for m in kept if m.mention_id in placed]
-    queries = _choose_queries(kept, placed, opts, dropped)
+    if published is None:
+        queries = _choose_queries(kept, placed, opts, dropped)
+    else:
+        queries = _published_queries(kept, placed, published, expected, problems)
     if not queries:
         raise CmrkitError(
             "no queries: no entity has mentions in two documents with at least "
             f"--min-relevant {opts.min_relevant} relevant sentences"
             + ("" if opts.keep_own_doc else " outside the query's document (see --keep-own-doc)")
         )
-    window = _date_filter(parse_date_range(opts.date_range), {q[0].doc_id for q in queries})
+    window = _date_filter(parse_date_range(opts.date_range), {q.mention.doc_id for q in queries})
+    judged_docs = {d.rsplit(":", 2)[0] for q in queries for d in q.judgments}
+    missing = {d for q in queries for d in q.judgments}
+    missing.difference_update(u.id for u in units)
 
     out_dir = Path(collections_dir) / opts.name
     qrels_file = Path(qrels_dir) / f"{opts.name}.{opts.split}.txt"
@@ -351,7 +372,7 @@ def build_tac_collection(
                 if doc.doc_id in annotated:
                     continue
                 day = doc.date
-                if window is not None:
+                if window is not None and doc.doc_id not in judged_docs:
                     if day is None:
                         dropped["undated_documents_kept"] += 1
                     elif not window[0] <= day <= window[1]:
@@ -361,17 +382,24 @@ def build_tac_collection(
                 doc_chains = chains.build_chains(doc.doc_id, [], ents)
                 for u in _units_of(doc, sents, doc_chains, "distractor"):
                     corpus.write(u.line())
+                    missing.discard(u.id)
                     n_candidates += 1
                 chain_out.write(_chain_line(doc.doc_id, doc_chains))
                 counts["candidate_documents"] = counts.get("candidate_documents", 0) + 1
         finally:
             corpus.close()
             chain_out.close()
+        for docno in sorted(missing):
+            problems.report(
+                f"judged sentence {docno} is not a unit of the corpus; check that its document is "
+                f"under {inputs.docs} and the offsets lie inside it",
+                path=inputs.cmr_qrels or qrels_file,
+            )
         _write_topics(cdir, st.path(qrels_file), queries, placed, doc_chains_of, opts)
         counts.update(
             {
                 "entities": len({m.entity for m in kept}),
-                "query_entities": len({q[0].entity for q in queries}),
+                "query_entities": len({q.mention.entity for q in queries}),
                 "queries": len(queries),
                 "annotated_units": sum(1 for u in units if u.kind == "annotated"),
                 "context_units": sum(1 for u in units if u.kind == "context"),
@@ -413,7 +441,91 @@ def build_tac_collection(
     )
 
 
-_Query = tuple[tac.TacMention, list[str]]
+@dataclass
+class _Query:
+    mention: tac.TacMention
+    judgments: dict[str, int]  # docno -> relevance (published qrels: 1, 0 or -1)
+    qid: str
+
+
+def _published(
+    inputs: TacInputs,
+    opts: TacOptions,
+    offsets: dict[str, list[tuple[int, int]]],
+    problems: tac.Problems,
+) -> tuple[
+    list[tac.TacMention],
+    dict[str, dict[str, int]],
+    dict[str, list[tuple[int, int]]],
+    dict[str, str],
+]:
+    """The published CMR queries as gold mentions, their judgments, the sentence spans their
+    docnos name (added to any sentence-offsets file) and each query's published mention id."""
+    queries = cmr.read_cmr_queries(inputs.cmr_queries)
+    qrels, _ = cmr.read_cmr_qrels(inputs.cmr_qrels)
+    spans = {doc: set(s) for doc, s in offsets.items()}
+    gold = []
+    for q in queries.values():
+        parts = q.qid.split(":")
+        if q.type not in opts.types:
+            continue
+        gold.append(
+            tac.TacMention(
+                mention_id=q.qid,
+                text=q.text,
+                doc_id=q.doc_id,
+                start=q.start,
+                end=q.end - 1,
+                entity=parts[1] if len(parts) >= 3 else q.qid,
+                type=q.type,
+                mention_type=None,
+                path=str(inputs.cmr_queries),
+                line=q.line,
+            )
+        )
+        spans.setdefault(q.doc_id, set()).add((q.sent_start, q.sent_end + 1))
+    for docs in qrels.values():
+        for docno in docs:
+            doc, start, last = docno.rsplit(":", 2) if docno.count(":") >= 2 else (docno, "", "")
+            if not (start.isdigit() and last.isdigit()) or int(last) < int(start):
+                problems.report(
+                    f"judged unit {docno!r} is not a 'DOC:start:last' sentence id",
+                    path=inputs.cmr_qrels,
+                )
+                continue
+            spans.setdefault(doc, set()).add((int(start), int(last) + 1))
+    expected = {q.qid: q.mention_id for q in queries.values()}
+    return gold, qrels, {doc: sorted(s) for doc, s in spans.items()}, expected
+
+
+def _published_queries(
+    kept: list[tac.TacMention],
+    placed: dict[str, tuple[_Unit, tuple[int, int], str]],
+    qrels: dict[str, dict[str, int]],
+    expected: dict[str, str],
+    problems: tac.Problems,
+) -> list[_Query]:
+    queries = []
+    for m in kept:
+        mention_id = placed[m.mention_id][2]
+        published = expected[m.mention_id]
+        if mention_id != published:
+            problems.report(
+                f"query {m.mention_id}: its sentence became {mention_id}, not the published "
+                f"{published} (overlapping sentences in the offsets); fix the files",
+                path=m.path,
+                where=f"line {m.line}",
+            )
+            continue
+        if m.mention_id not in qrels:
+            problems.report(
+                f"query {m.mention_id} has no judgments in the qrels",
+                path=m.path,
+                where=f"line {m.line}",
+            )
+            continue
+        queries.append(_Query(m, dict(qrels[m.mention_id]), m.mention_id))
+    return queries
 
 
 def _choose_queries(
@@ -448,7 +560,9 @@ def _choose_queries(
         if len(relevant) < max(opts.min_relevant, 1):
             dropped["queries_below_min_relevant"] += 1
             continue
-        queries.append((q, relevant))
+        queries.append(
+            _Query(q, dict.fromkeys(relevant, 1), cmr.cmr_qid(opts.qid_tag, q.entity, q.mention_id))
+        )
     return queries
 
 
@@ -458,11 +572,12 @@ def _topic_records(
     doc_chains: dict[str, list[chains.Chain]],
     opts: TacOptions,
 ) -> Iterator[dict[str, Any]]:
-    for q, relevant in queries:
+    for query in queries:
+        q = query.mention
         unit, span, mention_id = placed[q.mention_id]
         chain = next(c for c in doc_chains[q.doc_id] if c.entity == q.entity)
         rec: dict[str, Any] = {
-            "qid": cmr.cmr_qid(opts.qid_tag, q.entity, q.mention_id),
+            "qid": query.qid,
             "split": opts.split,
             "cluster": q.entity,
             "cluster_title": None,
@@ -473,10 +588,10 @@ def _topic_records(
             "doc_id": q.doc_id,
             "title": None,
             "type": q.type,
-            "n_relevant": len(relevant),
+            "n_relevant": sum(1 for rel in query.judgments.values() if rel > 0),
             "cmr_mention_id": mention_id,
             "chain": chain.words(),
-            "relevant": relevant,
+            "judgments": query.judgments,
         }
         if not opts.keep_own_doc:
             rec["exclude_doc"] = q.doc_id
@@ -496,7 +611,7 @@ def _write_topics(
     with open(cdir / "topics.jsonl", "w", encoding="utf-8", newline="\n") as f:
         for rec in records:
             f.write(
-                json.dumps({k: v for k, v in rec.items() if k != "relevant"}, ensure_ascii=False)
+                json.dumps({k: v for k, v in rec.items() if k != "judgments"}, ensure_ascii=False)
                 + "\n"
             )
     with open(cdir / f"topics.{opts.split}.tsv", "w", encoding="utf-8", newline="\n") as f:
@@ -507,7 +622,7 @@ def _write_topics(
     with open(qrels_path, "w", encoding="utf-8", newline="\n") as f:
         cmr.write_cmr_qrels(
             f,
-            {r["qid"]: dict.fromkeys(r["relevant"], 1) for r in records},
+            {r["qid"]: r["judgments"] for r in records},
             {r["qid"]: r["type"] for r in records},
         )
 
@@ -529,9 +644,9 @@ def _chain_line(doc_id: str, doc_chains: list[chains.Chain]) -> str:
 
 
 def _stats(queries: list[_Query], units: list[_Unit], n_candidates: int) -> dict[str, float]:
-    rel = [len(r) for _, r in queries]
+    rel = [sum(1 for r in q.judgments.values() if r > 0) for q in queries]
     return {
-        "clusters": len({q.entity for q, _ in queries}),
+        "clusters": len({q.mention.entity for q in queries}),
         "queries": len(queries),
         "annotated_units": sum(1 for u in units if u.kind == "annotated"),
         "distractors": n_candidates,

@@ -253,3 +253,38 @@ def test_sentence_offsets_file_replaces_overlapping_sentences(tmp_path):
     ]
     assert all(e < start or s > last or (s, e) == (start, last) for s, e in spans)
     assert any(u["contents"].startswith("Bobby Hall addressed") for u in units.values())
+
+
+def test_published_cmr_files_as_topics_and_qrels(tmp_path, built):
+    root0, _ = built
+    ds = write_dataset(tmp_path)
+    queries = tmp_path / "CMR_queries.txt"
+    qrels = tmp_path / "CMR_char_offset_qrels.txt"
+    # the published layout: trailing spaces, and judged non-relevant / unknown sentences too
+    lines = (root0 / "collections" / "tac" / "queries.test.txt").read_text().splitlines()
+    queries.write_text("".join(line + " \n" for line in lines), encoding="utf-8")
+    extra = next(u["id"] for u in corpus(root0, "tac") if u["contents"].startswith("Markets"))
+    (qid,) = [line.split("\t")[0] for line in lines if ":NIL0001:" in line]
+    qrels.write_text(
+        (root0 / "qrels" / "tac.test.txt").read_text() + f"{qid}\tPER\t{extra}\t-1.0\n",
+        encoding="utf-8",
+    )
+    inputs = TacInputs(ds.docs, cmr_queries=queries, cmr_qrels=qrels)
+    build(tmp_path, ds, "published", inputs=inputs)
+    # the judgments come through unchanged, in the published layout
+    assert (tmp_path / "qrels" / "published.test.txt").read_text() == qrels.read_text()
+    ts = {t["qid"]: t for t in topics(tmp_path, "published")}
+    assert set(ts) == {line.split("\t")[0] for line in lines}
+    for t0 in topics(root0, "tac"):
+        t = ts[t0["qid"]]
+        assert (t["unit"], t["cmr_mention_id"], t["mention"], t["type"]) == (
+            t0["unit"], t0["cmr_mention_id"], t0["mention"], t0["type"]
+        )  # fmt: skip
+    ids = {u["id"] for u in corpus(tmp_path, "published")}
+    judged, _ = cmr.read_cmr_qrels(qrels)
+    assert all(d in ids for docs in judged.values() for d in docs)
+    # a judged sentence whose document is missing is reported with the qrels file
+    with qrels.open("a", encoding="utf-8") as f:
+        f.write(f"{qid}\tPER\tAFP_ENG_20091009.0001:0:20\t1.0\n")
+    with pytest.raises(CmrkitError, match=r"CMR_char_offset_qrels\.txt: judged sentence AFP_ENG"):
+        build(tmp_path, ds, "missing", inputs=inputs)

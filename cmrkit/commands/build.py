@@ -107,6 +107,15 @@ def register(app: typer.Typer) -> None:
         tac_docs: Path | None = typer.Option(
             None, "--docs", help="Folder of TAC source documents (SGML/XML).", rich_help_panel=TAC
         ),
+        tac_cmr_queries: Path | None = typer.Option(
+            None,
+            "--cmr-queries",
+            help="Published CMR queries file as the topics (with --cmr-qrels).",
+            rich_help_panel=TAC,
+        ),
+        tac_cmr_qrels: Path | None = typer.Option(
+            None, "--cmr-qrels", help="Published CMR qrels file.", rich_help_panel=TAC
+        ),
         tac_sentence_offsets: Path | None = typer.Option(
             None,
             "--sentence-offsets",
@@ -169,6 +178,8 @@ def register(app: typer.Typer) -> None:
                     links=tac_links,
                     docs=tac_docs,
                     sentence_offsets=tac_sentence_offsets,
+                    cmr_queries=tac_cmr_queries,
+                    cmr_qrels=tac_cmr_qrels,
                     types=tac_types,
                     queries=queries,
                     min_relevant=min_relevant,

@@ -28,6 +28,8 @@ def build_tac(
     docs: Path | None,
     sentence_offsets: Path | None,
     types: str,
+    cmr_queries: Path | None = None,
+    cmr_qrels: Path | None = None,
     queries: str,
     min_relevant: int,
     seed: int,
@@ -49,7 +51,7 @@ def build_tac(
 
     if docs is None:
         raise CmrkitError("--source tac needs --docs DIR (the TAC source documents)")
-    inputs = TacInputs(docs, mentions, queries_xml, links, sentence_offsets)
+    inputs = TacInputs(docs, mentions, queries_xml, links, sentence_offsets, cmr_queries, cmr_qrels)
     opts = TacOptions(
         name=name or "tac",
         types=_types(types),
