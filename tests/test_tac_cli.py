@@ -43,8 +43,8 @@ def workdir(tmp_path_factory):
             ("fields", "--preset", "doc"),
             ("qe", "--method", "rocchio", "--base", "fields", "--preset", "doc"),
             ("coref",),
-            ("fields", "--weights", "contents=1,chain=0.5,acronyms=0.5", "--query", "mention",
-             "--name", "features"),
+            ("fields", "--weights", "contents=1,chain=0.5,acronyms=0.5,trigrams=0.3",
+             "--query", "features", "--name", "features"),
         ):  # fmt: skip
             result = invoke("run", args[0], "collections/tac15", *args[1:], "--quiet")
             assert result.exit_code == 0, result.output
@@ -83,6 +83,19 @@ def test_coref_queries_are_chain_words(workdir):
     run = read_run(root / "runs" / "tac15" / "coref.test.trec")
     (qid,) = [q for q in chains if ":NIL0001:" in q]
     assert any(d.startswith("NYT_ENG_20091005.0003:") for d in run[qid])
+
+
+def test_features_query_holds_acronym_trigrams_and_chain(workdir):
+    root, _ = workdir
+    sidecar = json.loads((root / "runs" / "tac15" / "features.test.json").read_text())
+    assert sidecar["parameters"]["fields"] == {
+        "contents": 1.0, "chain": 0.5, "acronyms": 0.5, "trigrams": 0.3
+    }  # fmt: skip
+    for t in topics(root):
+        words = sidecar["queries"][t["qid"]].split()
+        if t["mention"] == "United Nations":
+            assert "UN" in words and "nat" in words
+        assert t["chain"].split()[0] in words
 
 
 def test_infap_per_entity_type(workdir):

@@ -7,7 +7,10 @@
 - ``sentence``: the sentence of the context that holds the mention (spaCy sentence boundaries);
 - ``context``: the whole context (the query's own unit text);
 - ``chain``: the words of the mention's within-document coreference chain (topics that carry
-  ``chain``, as TAC collections do; else the mention text).
+  ``chain``, as TAC collections do; else the mention text);
+- ``features``: the mention, its acronym, its character trigrams and its chain words (the CMR
+  DiscK features; pair with ``fields`` weights on ``contents``, ``acronyms``, ``trigrams``,
+  ``chain``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.layout import Topic
 
-FORMULATIONS = ("mention", "mention+entities", "sentence", "context", "chain")
+FORMULATIONS = ("mention", "mention+entities", "sentence", "context", "chain", "features")
 
 
 def check_formulation(name: str) -> str:
@@ -40,6 +43,15 @@ def formulate(
         return {t.qid: t.context for t in topics}
     if formulation == "chain":
         return {t.qid: t.chain or t.mention for t in topics}
+    if formulation == "features":
+        from cmrkit.chains import acronym, char_trigrams
+
+        return {
+            t.qid: " ".join(
+                p for p in (t.mention, acronym(t.mention), *char_trigrams(t.mention), t.chain) if p
+            )
+            for t in topics
+        }
     contexts = sorted({t.context for t in topics})
     analysed = dict(zip(contexts, ner.analyse(contexts, spacy_model), strict=True))
     queries: dict[str, str] = {}
