@@ -218,11 +218,11 @@ def _run_name(path: Path) -> str:
 def infer_collection(runs: Sequence[str | os.PathLike]) -> Path:
     """``runs/NAME/system.trec`` -> ``collections/NAME`` when that folder exists."""
     for r in runs:
-        p = Path(r).resolve()
-        if len(p.parts) >= 3 and p.parent.parent.name == "runs":
-            guess = p.parent.parent.parent / "collections" / p.parent.name
-            if guess.is_dir():
-                return guess
+        for p in (Path(r), Path(r).resolve()):
+            if p.parent.parent.name == "runs":
+                guess = p.parent.parent.parent / "collections" / p.parent.name
+                if guess.is_dir():
+                    return guess
     raise CmrkitError(
         "cannot tell which collection the runs belong to; pass --collection collections/NAME"
     )
@@ -457,16 +457,17 @@ def pool_report(pool: Pool) -> dict[str, Any]:
 
 
 def score_runs(runs: Mapping[str, Run], qrels: Qrels, measure: str = "infAP") -> dict[str, float]:
-    """Mean of a trec_eval measure per run, over the queries of the run that have judgments."""
-    import pytrec_eval
+    """trec_eval's mean of one measure (e.g. ``infAP``, ``AP``, ``map``) per run, over the
+    queries of the run that have judgments."""
+    from cmrkit.evaluation import evaluate
+    from cmrkit.measures import parse_measures
 
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {measure})
-    scores = {}
-    for name, run in runs.items():
-        per_query = evaluator.evaluate(run)
-        values = [v[measure] for v in per_query.values()]
-        scores[name] = sum(values) / len(values) if values else 0.0
-    return scores
+    parsed = parse_measures([measure])
+    if len(parsed) != 1:
+        raise CmrkitError(f"--measure {measure!r} must name one measure")
+    return {
+        name: evaluate(run, qrels, parsed).aggregate[parsed[0].name] for name, run in runs.items()
+    }
 
 
 def _ranks_of(scores: Mapping[str, float]) -> dict[str, int]:

@@ -110,15 +110,20 @@ def write_mturk(tasks: Sequence[Task], csv_path: Path, layout_path: Path) -> Non
 
 
 def page_html(tasks: Sequence[Task], title: str) -> str:
-    """A self-contained offline assessment page for the tasks (gold answers are not embedded)."""
-    items = []
+    """A self-contained offline assessment page for the tasks (gold answers are not embedded).
+
+    Each query's and each candidate's HTML is stored once; tasks refer to them by id."""
+    items, queries, units = [], {}, {}
     for t in tasks:
         f = _fragments(t)
-        items.append({"query_id": t.query_id, "doc_id": t.doc_id, "hit_id": t.hit_id, **f})
-    body = json.dumps(items, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        items.append({"query_id": t.query_id, "doc_id": t.doc_id, "hit_id": t.hit_id})
+        queries[t.query_id] = f["query"]
+        units[t.doc_id] = {k: f[k] for k in ("title", "first", "candidate", "next")}
+    content = {"queries": queries, "tasks": items, "units": units}
+    body = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     page_id = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
     data = json.dumps(
-        {"page_id": page_id, "scale": SCALE, "tasks": items},
+        {"page_id": page_id, "scale": SCALE, **content},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

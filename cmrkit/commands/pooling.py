@@ -19,6 +19,7 @@ judgments_app = typer.Typer(
 )
 
 FORMATS = ("mturk", "jsonl", "html")
+MAX_QUERY_ROWS = 30
 
 
 def _fmt(value: object) -> str:
@@ -107,14 +108,14 @@ def _print_pool_report(rep: dict) -> None:
     )
     t = Table(title="runs")
     for c in ("run", "contributed", "unique"):
-        t.add_column(c, justify="left" if c == "run" else "right")
+        t.add_column(c, justify="left" if c == "run" else "right", no_wrap=c == "run")
     for name, r in rep["runs"].items():
         t.add_row(name, str(r["contributed"]), str(r["unique"]))
     out.print(t)
     if rep["overlap"]:
         t = Table(title="overlap between runs")
         for c in ("runs", "shared", "jaccard"):
-            t.add_column(c, justify="left" if c == "runs" else "right")
+            t.add_column(c, justify="left" if c == "runs" else "right", no_wrap=c == "runs")
         for pair, o in rep["overlap"].items():
             t.add_row(pair.replace("|", " & "), str(o["shared"]), f"{o['jaccard']:.3f}")
         out.print(t)
@@ -209,8 +210,14 @@ def bias(
         "rank",
         "rank_without",
     )
+    heads = {
+        "unique_pairs": "only it",
+        "unique_relevant": "rel only it",
+        "score_without": "score w/o",
+        "rank_without": "rank w/o",
+    }
     for c in cols:
-        t.add_column(c.replace("_", " "), justify="left" if c == "run" else "right")
+        t.add_column(heads.get(c, c), justify="left" if c == "run" else "right", no_wrap=c == "run")
     for r in rows:
         t.add_row(*(_fmt(r[c]) for c in cols))
     out.print(t)
@@ -322,7 +329,7 @@ def _print_aggregate_report(rep: dict) -> None:
     if any(w["gold"] for w in rep["workers"].values()):
         t = Table(title="workers on gold pairs")
         for c in ("worker", "judgments", "gold", "accuracy", "dropped"):
-            t.add_column(c, justify="left" if c == "worker" else "right")
+            t.add_column(c, justify="left" if c == "worker" else "right", no_wrap=c == "worker")
         for name, w in rep["workers"].items():
             t.add_row(
                 name,
@@ -332,6 +339,14 @@ def _print_aggregate_report(rep: dict) -> None:
                 "yes" if w["dropped"] else "",
             )
         out.print(t)
+    statuses = [q["status"] for q in rep["queries"].values()]
+    out.print(
+        f"queries kept {statuses.count('kept')}  hard (set aside) {len(rep['hard_queries'])}  "
+        f"too few relevant (dropped) {len(rep['dropped_queries'])}"
+    )
+    if len(statuses) > MAX_QUERY_ROWS:
+        out.print("per-query agreement and incompleteness: see --report FILE.json")
+        return
     t = Table(title="queries")
     cols = (
         "status",
@@ -343,7 +358,7 @@ def _print_aggregate_report(rep: dict) -> None:
         "unanimous",
         "kappa",
     )
-    t.add_column("query")
+    t.add_column("query", no_wrap=True)
     for c in cols:
         t.add_column(c, justify="left" if c == "status" else "right")
     for qid, q in rep["queries"].items():

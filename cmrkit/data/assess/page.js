@@ -37,13 +37,14 @@
   function render() {
     if (state.current < 0 || state.current >= tasks.length) { state.current = 0; }
     var t = tasks[state.current];
+    var u = data.units[t.doc_id];
     $("counter").textContent = "Pair " + (state.current + 1) + " of " + tasks.length;
     $("ids").textContent = t.query_id + " / " + t.doc_id;
-    $("query").innerHTML = t.query;
-    $("title").innerHTML = t.title;
-    $("first").innerHTML = t.first;
-    $("candidate").innerHTML = t.candidate;
-    $("next").innerHTML = t.next;
+    $("query").innerHTML = data.queries[t.query_id];
+    $("title").innerHTML = u.title;
+    $("first").innerHTML = u.first;
+    $("candidate").innerHTML = u.candidate;
+    $("next").innerHTML = u.next;
     var chosen = state.answers[keyOf(t)];
     Array.prototype.forEach.call($("scale").children, function (b) {
       b.className = Number(b.getAttribute("data-label")) === chosen ? "chosen" : "";
