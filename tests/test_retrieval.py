@@ -378,3 +378,17 @@ def test_cli_run_hides_java_output(ws, tmp_path):
     assert side["command"][:3] == ["cmrkit", "run", "bm25"]
     lines = (tmp_path / "tiny" / "bm25.test.trec").read_text().splitlines()
     assert lines and all(len(line.split()) == 6 for line in lines)
+
+
+def test_relative_paths_after_chdir(ws, monkeypatch):
+    # the JVM keeps the working folder it started in; cmrkit must hand it absolute paths
+    monkeypatch.chdir(ws)
+    r = run_bm25(
+        Path("collections/tiny"),
+        runs_dir=Path("runs"),
+        name="relative",
+        force=True,
+        query="mention",
+    )
+    assert docs(r, "q1")[0] == "P:exact"
+    assert (ws / "runs" / "tiny" / "relative.test.trec").exists()

@@ -196,9 +196,9 @@ def build_index(
             "-collection",
             "JsonCollection",
             "-input",
-            str(shard_dir),
+            str(shard_dir.resolve()),
             "-index",
-            str(staged_index),
+            str(staged_index.resolve()),
             "-generator",
             "DefaultLuceneDocumentGenerator",
             "-threads",
@@ -219,7 +219,7 @@ def build_index(
         try:
             with quiet(log, verbose=verbose):
                 jclass("io.anserini.index.IndexCollection").main(args)
-                searcher = jclass("io.anserini.search.SimpleSearcher")(str(staged_index))
+                searcher = jclass("io.anserini.search.SimpleSearcher")(str(staged_index.resolve()))
                 n_indexed = int(searcher.get_total_num_docs())
                 searcher.close()
         except Exception as e:  # a Java exception arrives as jnius.JavaException

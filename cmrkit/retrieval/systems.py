@@ -124,7 +124,7 @@ class Searcher:
         with quiet(java_log_path(), verbose=verbose):
             # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
             jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
-            self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path))
+            self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
             self.java.set_bm25(float(k1), float(b))
         self._analyzer = jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         self._analyze = jclass("io.anserini.analysis.AnalyzerUtils").analyze
