@@ -77,7 +77,7 @@ def create(
     from cmrkit.pooling import create_pool, infer_collection, pool_report, write_pool
 
     targets = [output] + ([report] if report else [])
-    with StagedOutputs(targets, force=force) as staged:
+    with StagedOutputs(targets, force=force) as staged, console.status("pooling the runs"):
         pool = create_pool(
             runs,
             collection or infer_collection(runs),

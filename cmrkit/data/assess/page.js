@@ -10,7 +10,9 @@
   function load() {
     try {
       var s = JSON.parse(window.localStorage.getItem(storeKey) || "null");
-      if (s && typeof s === "object" && s.answers) { return s; }
+      if (s && typeof s === "object" && s.answers) {
+        return { worker: String(s.worker || ""), current: Number(s.current) || 0, answers: s.answers };
+      }
     } catch (e) { /* a corrupt entry starts afresh */ }
     return { worker: "", current: 0, answers: {} };
   }
