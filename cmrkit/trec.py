@@ -85,30 +85,31 @@ def _no_gc() -> Iterator[None]:
 _NOT_SPACE = bytes(c for c in range(256) if c not in b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
 
 
-def _regular_columns(text: str, width: int) -> list[str] | None:
-    """The tokens, when every line holds exactly ``width`` fields split by single spaces.
+def _regular_columns(text: str, width: int) -> list[bytes] | None:
+    """The fields as bytes, when every line holds exactly ``width`` fields split by single
+    spaces.
 
     Returns None for anything less regular (tabs, repeated or edge spaces, blank lines,
     non-ASCII, a short or long line): the caller then parses line by line, which reports the
-    exact line of a problem.
+    exact line of a problem. (Splitting bytes is about twice as fast as splitting str.)
     """
     if not text or not text.isascii():
         return None
-    if "  " in text or "\n " in text or " \n" in text or text[0] == " ":
+    raw = text.encode("ascii")
+    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
         return None
-    if text[-1] != "\n":
-        text += "\n"
-    separators = text.encode("ascii").translate(None, _NOT_SPACE)
-    lines = text.count("\n")
-    if separators != (b" " * (width - 1) + b"\n") * lines:
+    if raw[-1:] != b"\n":
+        raw += b"\n"
+    lines = raw.count(b"\n")
+    if raw.translate(None, _NOT_SPACE) != (b" " * (width - 1) + b"\n") * lines:
         return None
-    tokens = text.split()
+    tokens = raw.split()
     if len(tokens) != width * lines:
         return None
     return tokens
 
 
-def _groups(qids: list[str]) -> list[tuple[str, int, int]] | None:
+def _groups(qids: list[bytes]) -> list[tuple[str, int, int]] | None:
     """(qid, start, end) slices when each qid's lines are contiguous, else None."""
     order = list(dict.fromkeys(qids))
     out = []
@@ -117,7 +118,7 @@ def _groups(qids: list[str]) -> list[tuple[str, int, int]] | None:
         end = qids.index(order[i + 1], start) if i + 1 < len(order) else len(qids)
         if qids[start:end].count(qid) != end - start:
             return None
-        out.append((qid, start, end))
+        out.append((qid.decode("ascii"), start, end))
         start = end
     return out
 
@@ -127,16 +128,17 @@ def _read_qrels_fast(text: str) -> Qrels | None:
     tokens = _regular_columns(text, 4)
     if tokens is None:
         return None
-    qids, docnos, rel_texts = tokens[0::4], tokens[2::4], tokens[3::4]
-    if "_" in "".join(rel_texts):
+    rel_texts = tokens[3::4]
+    if b"_" in b"".join(rel_texts):
         return None
     try:
         rels = list(map(int, rel_texts))
     except ValueError:
         return None
-    groups = _groups(qids)
+    groups = _groups(tokens[0::4])
     if groups is None:
         return None
+    docnos = list(map(bytes.decode, tokens[2::4]))
     qrels: Qrels = {}
     for qid, a, b in groups:
         docs = dict(zip(docnos[a:b], rels[a:b], strict=True))
@@ -226,11 +228,11 @@ def _read_run_fast(text: str) -> Run | None:
     tokens = _regular_columns(text, 6)
     if tokens is None:
         return None
-    qids, docnos = tokens[0::6], tokens[2::6]
-    if not all(map(str.isdigit, tokens[3::6])):
+    if not all(map(bytes.isdigit, tokens[3::6])):
         return None
     score_texts = tokens[4::6]
-    if "_" in "".join(score_texts):
+    # float() accepts "1_0" (trec_eval's atof reads 1): such a score goes the strict way
+    if "_" in text and b"_" in b"".join(score_texts):
         return None
     try:
         scores = list(map(float, score_texts))
@@ -238,9 +240,10 @@ def _read_run_fast(text: str) -> Run | None:
         return None
     if not all(map(math.isfinite, scores)):
         return None
-    groups = _groups(qids)
+    groups = _groups(tokens[0::6])
     if groups is None:
         return None
+    docnos = list(map(bytes.decode, tokens[2::6]))
     run: Run = {}
     for qid, a, b in groups:
         docs = dict(zip(docnos[a:b], scores[a:b], strict=True))
