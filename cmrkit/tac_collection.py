@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
@@ -166,26 +166,26 @@ class _Unit:
         return (min(inside), max(inside) + 1) if inside else (0, 0)
 
 
-def _sentences(
+def _analysed(
     analyser: tac.Analyser,
-    doc: tac.TacDocument,
+    docs: Iterable[tac.TacDocument],
     offsets: dict[str, list[tuple[int, int]]] | None,
-) -> tuple[list[tuple[int, int]], list[tuple[int, int, str, str]]]:
-    """Sentences and entities of a document. Sentences of the sentence-offsets file, when given,
-    replace the spaCy sentences they overlap; spaCy's others are kept."""
-    sents, ents = analyser.analyse(doc)
-    given = offsets.get(doc.doc_id, []) if offsets is not None else []
-    for s, e in given:
-        if e > len(doc.raw):
-            raise CmrkitError(
-                f"sentence {s}:{e - 1} of the sentence-offsets file lies outside document "
-                f"{doc.doc_id} ({len(doc.raw)} characters)"
+) -> Iterator[tuple[tac.TacDocument, list[tuple[int, int]], list[tuple[int, int, str, str]]]]:
+    """Each document with its sentences and entities. Sentences of the sentence-offsets file,
+    when given, replace the spaCy sentences they overlap; spaCy's others are kept."""
+    for doc, sents, ents in analyser.analyse_many(docs):
+        given = offsets.get(doc.doc_id, []) if offsets is not None else []
+        for s, e in given:
+            if e > len(doc.raw):
+                raise CmrkitError(
+                    f"sentence {s}:{e - 1} of the sentence-offsets file lies outside document "
+                    f"{doc.doc_id} ({len(doc.raw)} characters)"
+                )
+        if given:
+            sents = sorted(
+                given + [(s, e) for s, e in sents if not any(gs < e and s < ge for gs, ge in given)]
             )
-    if given:
-        sents = sorted(
-            given + [(s, e) for s, e in sents if not any(gs < e and s < ge for gs, ge in given)]
-        )
-    return sents, ents
+        yield doc, sents, ents
 
 
 def _units_of(
@@ -306,10 +306,10 @@ def build_tac_collection(
         kept_by_doc[m.doc_id].append(m)
     advance = tick("annotated documents", len(kept_by_doc))
     doc_chains_of: dict[str, list[chains.Chain]] = {}
-    for doc_id in sorted(kept_by_doc):
-        doc = annotated[doc_id]
+    ordered = (annotated[doc_id] for doc_id in sorted(kept_by_doc))
+    for doc, sents, ents in _analysed(analyser, ordered, offsets):
+        doc_id = doc.doc_id
         ms = kept_by_doc[doc_id]
-        sents, ents = _sentences(analyser, doc, offsets)
         spans = tac.merge_spans(sents, [(m.start, m.end + 1) for m in ms])
         doc_chains = chains.build_chains(
             doc_id, [(m.start, m.end + 1, m.text, m.entity, m.type) for m in ms], ents
@@ -367,18 +367,22 @@ def build_tac_collection(
             for line in chain_lines:
                 chain_out.write(line)
             advance = tick("candidate documents", None)
-            for doc in tac.iter_documents(inputs.docs):
-                advance(1)
-                if doc.doc_id in annotated:
-                    continue
-                day = doc.date
-                if window is not None and doc.doc_id not in judged_docs:
-                    if day is None:
-                        dropped["undated_documents_kept"] += 1
-                    elif not window[0] <= day <= window[1]:
-                        dropped["documents_outside_date_range"] += 1
+
+            def candidates() -> Iterator[tac.TacDocument]:
+                for doc in tac.iter_documents(inputs.docs):
+                    advance(1)
+                    if doc.doc_id in annotated:
                         continue
-                sents, ents = _sentences(analyser, doc, offsets)
+                    day = doc.date
+                    if window is not None and doc.doc_id not in judged_docs:
+                        if day is None:
+                            dropped["undated_documents_kept"] += 1
+                        elif not window[0] <= day <= window[1]:
+                            dropped["documents_outside_date_range"] += 1
+                            continue
+                    yield doc
+
+            for doc, sents, ents in _analysed(analyser, candidates(), offsets):
                 doc_chains = chains.build_chains(doc.doc_id, [], ents)
                 for u in _units_of(doc, sents, doc_chains, "distractor"):
                     corpus.write(u.line())

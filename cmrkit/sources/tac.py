@@ -525,26 +525,49 @@ class Analyser:
         self, doc: TacDocument
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int, str, str]]]:
         """(sentence spans ``[start, end)``, entities (start, end, text, TAC type))."""
+        ((_, sents, ents),) = self.analyse_many([doc])
+        return sents, ents
+
+    def analyse_many(
+        self, docs: Iterable[TacDocument], batch_docs: int = 64
+    ) -> Iterator[tuple[TacDocument, list[tuple[int, int]], list[tuple[int, int, str, str]]]]:
+        """(document, sentences, entities) for each document, in order; spaCy sees the blocks of
+        ``batch_docs`` documents at a time."""
+        chunk: list[TacDocument] = []
+        for doc in docs:
+            chunk.append(doc)
+            if len(chunk) == batch_docs:
+                yield from self._batch(chunk)
+                chunk = []
+        if chunk:
+            yield from self._batch(chunk)
+
+    def _batch(
+        self, docs: list[TacDocument]
+    ) -> Iterator[tuple[TacDocument, list[tuple[int, int]], list[tuple[int, int, str, str]]]]:
         from cmrkit.chains import NER_TYPES
 
-        sents: list[tuple[int, int]] = []
-        ents: list[tuple[int, int, str, str]] = []
-        blocks = doc.blocks
-        for block, parsed in zip(blocks, self.nlp.pipe(b.text for b in blocks), strict=True):
-            for sent in parsed.sents:
-                cs, ce = sent.start_char, sent.end_char
-                while cs < ce and block.text[cs].isspace():
-                    cs += 1
-                while ce > cs and block.text[ce - 1].isspace():
-                    ce -= 1
-                if cs < ce:
-                    sents.append((block.raw_start[cs], block.raw_end[ce - 1]))
-            for ent in parsed.ents if self.entities else ():
-                etype = NER_TYPES.get(ent.label_)
-                if etype is not None:
-                    start = block.raw_start[ent.start_char]
-                    ents.append((start, block.raw_end[ent.end_char - 1], ent.text, etype))
-        return sents, ents
+        blocks = [b for d in docs for b in d.blocks]
+        parsed = iter(self.nlp.pipe((b.text for b in blocks), batch_size=256))
+        for doc in docs:
+            sents: list[tuple[int, int]] = []
+            ents: list[tuple[int, int, str, str]] = []
+            for block in doc.blocks:
+                result = next(parsed)
+                for sent in result.sents:
+                    cs, ce = sent.start_char, sent.end_char
+                    while cs < ce and block.text[cs].isspace():
+                        cs += 1
+                    while ce > cs and block.text[ce - 1].isspace():
+                        ce -= 1
+                    if cs < ce:
+                        sents.append((block.raw_start[cs], block.raw_end[ce - 1]))
+                for ent in result.ents if self.entities else ():
+                    etype = NER_TYPES.get(ent.label_)
+                    if etype is not None:
+                        start = block.raw_start[ent.start_char]
+                        ents.append((start, block.raw_end[ent.end_char - 1], ent.text, etype))
+            yield doc, sents, ents
 
 
 def merge_spans(
