@@ -281,6 +281,14 @@ def aggregate(
             continue
         pair_votes[j.worker] = j.label
 
+    if judgments and len(ignored) == len(judgments):
+        j = judgments[0]
+        raise CmrkitError(
+            f"none of the {len(judgments)} judgments is for a pair of the pool (e.g. {j.qid} "
+            f"{j.docno}); are they for another pool?",
+            path=j.path,
+            where=f"line {j.line}",
+        )
     labels: dict[tuple[str, str], int] = {}
     needs: dict[tuple[str, str], int] = {}
     items: dict[str, list[tuple[list[int], list[int]]]] = {}
@@ -398,6 +406,11 @@ def simulate(
         raise CmrkitError(f"--assessors must be at least 1, not {assessors}")
     if not 0.0 <= noise <= 1.0:
         raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
+    if pool.queries and not set(pool.queries) & set(truth):
+        raise CmrkitError(
+            f"the qrels judge none of the pool's queries (e.g. {pool.queries[0]}); "
+            "are they from another collection?"
+        )
     width = max(2, len(str(assessors)))
     rows = []
     for a in range(1, assessors + 1):

@@ -251,6 +251,20 @@ def test_bad_judgment_files(setup, cli):
     assert r.exit_code == 2
     assert "bad.csv: line 3:" in r.stderr and "'7'" in r.stderr and "1..5" in r.stderr
     assert not (tmp / "out.txt").exists() and not (tmp / "out.hard.txt").exists()
+    stray = write_simple(tmp / "stray.csv", [("x1", "d01", "w1", 4)])
+    r = cli("judgments", "aggregate", stray, "--pool", tmp / "p.jsonl", "-o", tmp / "out.txt")
+    assert r.exit_code == 2 and "stray.csv: line 2:" in r.stderr and "another pool" in r.stderr
+    r = cli(
+        "judgments",
+        "simulate",
+        "--qrels",
+        write_qrels(tmp / "o.txt", {"x1": {"d1": 1}}),
+        "--pool",
+        tmp / "p.jsonl",
+        "-o",
+        tmp / "sim.csv",
+    )
+    assert r.exit_code == 2 and "another collection" in r.stderr
     (tmp / "cols.csv").write_text("query_id,doc_id,label\nq1,d01,4\n")
     r = cli(
         "judgments", "aggregate", tmp / "cols.csv", "--pool", tmp / "p.jsonl", "-o", tmp / "out.txt"

@@ -115,10 +115,12 @@ def page_html(tasks: Sequence[Task], title: str) -> str:
     Each query's and each candidate's HTML is stored once; tasks refer to them by id."""
     items, queries, units = [], {}, {}
     for t in tasks:
-        f = _fragments(t)
         items.append({"query_id": t.query_id, "doc_id": t.doc_id, "hit_id": t.hit_id})
-        queries[t.query_id] = f["query"]
-        units[t.doc_id] = {k: f[k] for k in ("title", "first", "candidate", "next")}
+        if t.query_id not in queries:
+            queries[t.query_id] = marked(t.query, "q")
+        if t.doc_id not in units:
+            f = _fragments(t)
+            units[t.doc_id] = {k: f[k] for k in ("title", "first", "candidate", "next")}
     content = {"queries": queries, "tasks": items, "units": units}
     body = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     page_id = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]

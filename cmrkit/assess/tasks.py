@@ -137,6 +137,7 @@ def describe_pairs(
         records.update(extra)
 
     out = {}
+    shown: dict[str, Text] = {}
     for qid, docno in pairs:
         topic = topics.get(qid)
         if topic is None:
@@ -150,11 +151,13 @@ def describe_pairs(
         if isinstance(span, list) and len(span) == 2 and 0 <= span[0] < span[1] <= len(context):
             qspans = [(int(span[0]), int(span[1]))]
         first, nxt = neighbours.get(docno, (None, None))
+        if docno not in shown:
+            shown[docno] = Text(str(rec.get("contents", "")), _mention_spans(rec, corpus))
         out[(qid, docno)] = {
             "query": Text(context, qspans),
             "title": rec.get("title"),
             "first": records[first]["contents"] if first else None,
-            "candidate": Text(str(rec.get("contents", "")), _mention_spans(rec, corpus)),
+            "candidate": shown[docno],
             "next": records[nxt]["contents"] if nxt else None,
         }
     return out
