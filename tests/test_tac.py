@@ -300,3 +300,14 @@ def test_sentence_offsets_file(tmp_path):
     path.write_text("D1:10:5\n", encoding="utf-8")
     with pytest.raises(CmrkitError, match="line 1: sentence 10:5 ends before it starts"):
         tac.read_sentence_offsets(path)
+
+
+def test_gzipped_documents(tmp_path):
+    import gzip
+
+    (tmp_path / "nyt.sgm.gz").write_bytes(gzip.compress(NEWS_2.encode("utf-8"), mtime=0))
+    (doc,) = tac.iter_documents(tmp_path)
+    assert doc.doc_id == "NYT_ENG_20091003.0001" and doc.raw == NEWS_2.rstrip("\n")
+    (tmp_path / "nyt.sgm.gz").write_bytes(gzip.compress(NEWS_2.encode("utf-8"))[:40])
+    with pytest.raises(CmrkitError, match=r"nyt\.sgm\.gz: corrupt or truncated gzip"):
+        list(tac.iter_documents(tmp_path))

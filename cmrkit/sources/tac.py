@@ -407,12 +407,7 @@ def _parse_queries_xml(path: str | os.PathLike) -> list[dict]:
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = buf.append
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise CmrkitError("file not found; check the path", path=path) from None
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+    data = _read_bytes(Path(path))
     try:
         parser.Parse(data, True)
     except xml.parsers.expat.ExpatError as e:
@@ -425,11 +420,23 @@ def _parse_queries_xml(path: str | os.PathLike) -> list[dict]:
     return queries
 
 
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a plain or gzipped file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CmrkitError("file not found; check the path", path=path) from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, OSError) as e:
+            raise CmrkitError(f"corrupt or truncated gzip file ({e})", path=path) from None
+    return data
+
+
 def _read_raw(path: Path) -> str:
     """File text with every character kept (no newline translation: offsets count ``\\r``)."""
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+    data = _read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
