@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import gzip
 import math
 import os
 import re
 import warnings
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_lines, read_text
+from cmrkit.fileio import iter_lines, split_zip_member
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -85,17 +87,30 @@ def _no_gc() -> Iterator[None]:
 _NOT_SPACE = bytes(c for c in range(256) if c not in b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
 
 
-def _regular_columns(text: str, width: int) -> list[bytes] | None:
-    """The fields as bytes, when every line holds exactly ``width`` fields split by single
-    spaces.
+def _raw_bytes(path: str | os.PathLike) -> bytes | None:
+    """The bytes of a plain or gzipped file; None for a zip member or anything unreadable
+    (the line-by-line reader then reports the problem)."""
+    file, member = split_zip_member(path)
+    if member is not None or file.suffix == ".zip":
+        return None
+    try:
+        data = file.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error):
+        return None
+    return data
 
-    Returns None for anything less regular (tabs, repeated or edge spaces, blank lines,
+
+def _regular_columns(raw: bytes, width: int) -> list[bytes] | None:
+    """The fields, when every line holds exactly ``width`` fields split by single spaces.
+
+    Returns None for anything less regular (tabs, CR, repeated or edge spaces, blank lines,
     non-ASCII, a short or long line): the caller then parses line by line, which reports the
     exact line of a problem. (Splitting bytes is about twice as fast as splitting str.)
     """
-    if not text or not text.isascii():
+    if not raw or not raw.isascii():
         return None
-    raw = text.encode("ascii")
     if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
         return None
     if raw[-1:] != b"\n":
@@ -123,9 +138,9 @@ def _groups(qids: list[bytes]) -> list[tuple[str, int, int]] | None:
     return out
 
 
-def _read_qrels_fast(text: str) -> Qrels | None:
+def _read_qrels_fast(raw: bytes) -> Qrels | None:
     """The common case (integer grades, one judgment per (qid, docno)) in bulk; else None."""
-    tokens = _regular_columns(text, 4)
+    tokens = _regular_columns(raw, 4)
     if tokens is None:
         return None
     rel_texts = tokens[3::4]
@@ -150,8 +165,9 @@ def _read_qrels_fast(text: str) -> Qrels | None:
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
     """Read a qrels file; identical duplicate lines warn, conflicting ones are an error."""
+    raw = _raw_bytes(path)
     with _no_gc():
-        fast = _read_qrels_fast(read_text(path))
+        fast = _read_qrels_fast(raw) if raw is not None else None
     if fast is not None:
         return fast
     qrels: Qrels = {}
@@ -223,16 +239,16 @@ def read_run_rows(path: str | os.PathLike) -> Iterable[tuple[int, RunRow]]:
         yield n, RunRow(qid, docno, rank, score, tag)
 
 
-def _read_run_fast(text: str) -> Run | None:
+def _read_run_fast(raw: bytes) -> Run | None:
     """The common case (single-space columns, numeric ranks, no duplicates) in bulk; else None."""
-    tokens = _regular_columns(text, 6)
+    tokens = _regular_columns(raw, 6)
     if tokens is None:
         return None
     if not all(map(bytes.isdigit, tokens[3::6])):
         return None
     score_texts = tokens[4::6]
     # float() accepts "1_0" (trec_eval's atof reads 1): such a score goes the strict way
-    if "_" in text and b"_" in b"".join(score_texts):
+    if b"_" in raw and b"_" in b"".join(score_texts):
         return None
     try:
         scores = list(map(float, score_texts))
@@ -259,8 +275,9 @@ def read_run(path: str | os.PathLike, *, dedupe: bool = False) -> Run:
     A repeated (qid, docno) is an error naming both lines, unless ``dedupe``, which keeps the
     best score.
     """
+    raw = _raw_bytes(path)
     with _no_gc():
-        fast = _read_run_fast(read_text(path))
+        fast = _read_run_fast(raw) if raw is not None else None
     if fast is not None:
         return fast
     run: Run = {}
