@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -19,8 +18,31 @@ run_app = typer.Typer(
 )
 
 
-def _argv() -> list[str]:
-    return ["cmrkit", *sys.argv[1:]]
+def _argv(ctx: typer.Context) -> list[str]:
+    """The command as a full, explicit command line (every option spelled out) that reruns it."""
+
+    names, c = [], ctx
+    while c.parent is not None:
+        names.append(c.info_name)
+        c = c.parent
+    words = ["cmrkit", *reversed(names)]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.name in ("quiet", "verbose", "force") or value is None:
+            continue
+        if param.param_type_name == "argument":
+            words.append(str(value))
+        elif isinstance(value, bool):
+            if value:
+                words.append(param.opts[0])
+            elif param.secondary_opts:
+                words.append(param.secondary_opts[0])
+        else:
+            words += [
+                param.opts[-1] if param.opts[-1].startswith("--") else param.opts[0],
+                str(value),
+            ]
+    return words
 
 
 def _report(result) -> None:
@@ -103,6 +125,7 @@ def register(app: typer.Typer) -> None:
     @run_app.command("bm25")
     @user_errors
     def bm25(
+        ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         split: str = SPLIT,
         query: str = typer.Option(
@@ -140,13 +163,14 @@ def register(app: typer.Typer) -> None:
                 force=force,
                 verbose=verbose,
                 progress=not quiet,
-                argv=_argv(),
+                argv=_argv(ctx),
             )
         )
 
     @run_app.command("fields")
     @user_errors
     def fields(
+        ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         split: str = SPLIT,
         weights: str | None = WEIGHTS,
@@ -207,13 +231,14 @@ def register(app: typer.Typer) -> None:
                 force=force,
                 verbose=verbose,
                 progress=not quiet,
-                argv=_argv(),
+                argv=_argv(ctx),
             )
         )
 
     @run_app.command("qe")
     @user_errors
     def qe(
+        ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         method: str = typer.Option("rm3", "--method", help="rm3 or rocchio."),
         base: str = typer.Option("bm25", "--base", help="bm25 or fields."),
@@ -277,7 +302,7 @@ def register(app: typer.Typer) -> None:
                 force=force,
                 verbose=verbose,
                 progress=not quiet,
-                argv=_argv(),
+                argv=_argv(ctx),
             )
         )
 

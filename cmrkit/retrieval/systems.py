@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -231,6 +232,10 @@ class Searcher:
                     if docno != own and docno not in more:
                         docs[docno] = float(format_score(h.score))
                 run[qid] = ranked(docs)[:k]
+                if not docs and warnings is not None:
+                    warnings.append(
+                        {"qid": qid, "warning": "no unit other than the query's own matches it"}
+                    )
             if progress:
                 progress(len(part))
         return {qid: run[qid] for qid in queries if qid in run}
@@ -378,6 +383,7 @@ def _execute(
         timings["total"] = round(time.perf_counter() - started, 3)
         sidecar = {
             "command": list(argv) if argv is not None else None,
+            "argv": list(sys.argv),
             "system": plan.system,
             "name": plan.name,
             "tag": tag,
