@@ -8,7 +8,8 @@ Fields (all analysed by Anserini's default English analyzer: Porter stemming, st
 - ``entities``: the named entities spaCy finds in the unit (empty with ``entities=False``);
 - ``document``: the text of the unit's passage (sentence units: the sentences that share a
   ``passage``) or of its document (units that share a ``doc_id``), in corpus order; a unit alone
-  in its passage and document gets its own text.
+  in its passage and document gets its own text. When every unit is alone the field is not
+  indexed (it would repeat ``contents``) and searches on ``document`` use ``contents``.
 
 The index lives in ``COLLECTION/index/`` with ``cmrkit-index.json`` recording the sha256 of the
 corpus it was built from; :func:`open_index` refuses an index whose corpus has changed.
@@ -175,10 +176,9 @@ def build_index(
                         "contents": record["contents"],
                         "title": record.get("title") or record.get("doc_id") or "",
                         "entities": " ".join(e[0] for e in ents),
-                        "document": documents.get(key, record["contents"])
-                        if key
-                        else record["contents"],
                     }
+                    if documents:
+                        line["document"] = documents.get(key, record["contents"])
                     for name in FEATURE_FIELDS:
                         if isinstance(record.get(name), str):
                             line[name] = record[name]
@@ -207,7 +207,7 @@ def build_index(
             "-storeDocvectors",
             "-storeRaw",
             "-fields",
-            *FIELDS[1:],
+            *(f for f in FIELDS[1:] if f != "document" or documents),
             *(f for f in FEATURE_FIELDS if f in features),
         ]
         if not verbose:
@@ -239,7 +239,12 @@ def build_index(
         timings["total"] = round(time.perf_counter() - started, 3)
         shutil.rmtree(shard_dir, ignore_errors=True)
         settings = {
-            "fields": [*FIELDS, *(f for f in FEATURE_FIELDS if f in features)],
+            "fields": [
+                *(f for f in FIELDS if f != "document" or documents),
+                *(f for f in FEATURE_FIELDS if f in features),
+            ],
+            # every unit alone in its passage and document: `document` would repeat `contents`
+            "document_is_contents": not documents,
             "analyzer": "DefaultEnglishAnalyzer (Porter stemmer, Lucene English stopwords)",
             "stored": ["positions", "docvectors", "raw"],
             "entities": ner.spacy_version(spacy_model) if entities else None,

@@ -130,6 +130,16 @@ class Searcher:
         self._analyzer = jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         self._analyze = jclass("io.anserini.analysis.AnalyzerUtils").analyze
 
+    def index_fields(self, fields: Mapping[str, float]) -> dict[str, float]:
+        """Field weights on the index's own fields (``document`` is ``contents`` in an index
+        whose units are each alone in their document)."""
+        merged: dict[str, float] = {}
+        alias = self.info.manifest["settings"].get("document_is_contents", False)
+        for name, weight in fields.items():
+            target = "contents" if alias and name == "document" else name
+            merged[target] = merged.get(target, 0.0) + weight
+        return merged
+
     def terms(self, text: str) -> list[str]:
         """The index terms of a text (as the query parser sees them)."""
         return [str(t) for t in self._analyze(self._analyzer, text)]
@@ -191,7 +201,7 @@ class Searcher:
         if fields:
             jfields = self._jclass("java.util.HashMap")()
             jfloat = self._jclass("java.lang.Float")
-            for name, weight in sorted(fields.items()):
+            for name, weight in sorted(self.index_fields(fields).items()):
                 if weight > 0:
                     jfields.put(name, jfloat(float(weight)))
         run: RankedRun = {}

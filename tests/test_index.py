@@ -1,0 +1,79 @@
+"""`cmrkit index`: fields, manifest and refusals, on tiny collections with the real Lucene."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from retrieval_collection import topic, unit, write_collection
+from typer.testing import CliRunner
+
+from cmrkit.cli import app
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import sha256_file
+from cmrkit.retrieval import Searcher, build_index, open_index, run_fields
+
+ALONE = [
+    unit("P:a", "Volcano erupted near the coast", doc_id="a", annotated=True),
+    unit("P:b", "The volcano erupted again", doc_id="b", annotated=True),
+    unit("D:c", "Tomatoes and basil grow in summer", doc_id="c"),
+]
+TOPICS = [topic("q", "test", "Volcano", "Volcano erupted near the coast", "P:a")]
+
+
+def test_units_alone_share_contents_as_document(tmp_path):
+    coll = write_collection(tmp_path, "alone", ALONE, TOPICS)
+    info = build_index(coll, entities=False, progress=False)
+    settings = info.manifest["settings"]
+    assert settings["document_is_contents"] is True
+    assert "document" not in settings["fields"]
+    s = Searcher(info)
+    try:
+        via_document = s.search({"q": "tomatoes"}, k=5, fields={"document": 1.0})
+        via_contents = s.search({"q": "tomatoes"}, k=5, fields={"contents": 1.0})
+    finally:
+        s.close()
+    assert via_document == via_contents and via_document["q"][0][0] == "D:c"
+    r = run_fields(coll, preset="doc", runs_dir=tmp_path / "runs")
+    assert [d for d, _ in r.run["q"]] == ["P:b"]
+
+
+def test_no_entities_leaves_the_field_empty(tmp_path):
+    units = [*ALONE, unit("D:e", "Angela Merkel spoke in Berlin", doc_id="e")]
+    coll = write_collection(tmp_path, "noent", units, TOPICS)
+    info = build_index(coll, entities=False, progress=False)
+    assert info.manifest["settings"]["entities"] is None
+    s = Searcher(info)
+    try:
+        assert s.search({"q": "Berlin"}, k=5, fields={"entities": 1.0}) == {"q": []}
+        assert s.search({"q": "Berlin"}, k=5, fields={"contents": 1.0})["q"][0][0] == "D:e"
+    finally:
+        s.close()
+
+
+def test_duplicate_ids_and_bad_records_refused(tmp_path):
+    coll = write_collection(tmp_path, "dup", [*ALONE, ALONE[0]], TOPICS)
+    with pytest.raises(CmrkitError, match="line 4: unit id 'P:a' already used on line 1"):
+        build_index(coll, entities=False, progress=False)
+    assert not (coll / "index").exists()
+    bad = write_collection(tmp_path, "bad", [{"id": "x", "contents": 3}], TOPICS)
+    with pytest.raises(CmrkitError, match="'contents' missing or not a string"):
+        build_index(bad, entities=False, progress=False)
+
+
+def test_cli_index_and_refusals(tmp_path):
+    coll = write_collection(tmp_path, "cli", ALONE, TOPICS)
+    runner = CliRunner()
+    res = runner.invoke(app, ["index", str(coll), "--no-entities", "--quiet"])
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((coll / "index" / "cmrkit-index.json").read_text())
+    assert manifest["corpus_sha256"] == sha256_file(coll / "corpus.jsonl.gz")
+    assert open_index(coll).index_id == manifest["index_id"]
+    res = runner.invoke(app, ["index", str(coll), "--no-entities", "--quiet"])
+    assert res.exit_code == 2 and "is up to date; pass --force" in res.stderr
+    res = runner.invoke(app, ["index", str(tmp_path / "missing")])
+    assert res.exit_code == 2 and res.stderr.startswith("error: ")
+    assert "no such collection folder" in res.stderr
+    (coll / "index" / "cmrkit-index.json").unlink()
+    res = runner.invoke(app, ["run", "bm25", str(coll), "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 2 and "not an index built by cmrkit" in res.stderr
