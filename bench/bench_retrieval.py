@@ -1,0 +1,212 @@
+"""Time `cmrkit index` and `cmrkit run bm25` against Anserini/Pyserini on the same data.
+
+For each N: a synthetic collection of N 100-word passages (Zipf-like vocabulary of 50,000
+words, seeded) and 1,000 test topics (the mention: 3 consecutive words of a random passage,
+whose unit is the query's own unit). In one process (one JVM), with 2 threads:
+
+- index: Anserini's own ``IndexCollection`` on a plain JSONL copy of the corpus (id, contents;
+  positions, document vectors, raw; 2 files, 2 threads) vs ``cmrkit.retrieval.build_index``
+  (--no-entities) from corpus.jsonl.gz, which also hashes, checks and prepares the corpus;
+- search: Pyserini's ``LuceneSearcher.batch_search`` (k=1001, its dict of hits) on cmrkit's
+  index vs ``cmrkit.retrieval.run_bm25`` (--query mention, k=1000: own unit removed, sorted,
+  run file and sidecar written, corpus re-hashed to check the index);
+- ``cmrkit --help`` wall time (best of 5).
+
+    python bench/bench_retrieval.py                 # N = 100k and 1M
+    python bench/bench_retrieval.py 20000           # a quick check
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from cmrkit.fileio import gzip_writer
+
+N_QUERIES = 1000
+
+
+def make_collection(root: Path, n: int, seed: int = 7) -> Path:
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(50_000)]
+    cum = list(itertools.accumulate(1.0 / (r + 1) for r in range(len(vocab))))
+    coll = root / "collections" / f"synth{n}"
+    coll.mkdir(parents=True)
+    picks = set(rng.sample(range(n), N_QUERIES))
+    topics = []
+    with (
+        gzip_writer(coll / "corpus.jsonl.gz", compresslevel=1) as f,
+        open(root / "plain.jsonl", "w", encoding="utf-8") as plain,
+    ):
+        for i in range(n):
+            words = rng.choices(vocab, cum_weights=cum, k=100)
+            text = " ".join(words)
+            docno = f"D:synth:{i}"
+            f.write(
+                json.dumps(
+                    {
+                        "id": docno,
+                        "contents": text,
+                        "doc_id": None,
+                        "title": None,
+                        "kind": "distractor",
+                    }
+                )
+                + "\n"
+            )
+            plain.write(json.dumps({"id": docno, "contents": text}) + "\n")
+            if i in picks:
+                at = rng.randrange(97)
+                mention = " ".join(words[at : at + 3])
+                start = len(" ".join(words[:at])) + (1 if at else 0)
+                topics.append(
+                    {
+                        "qid": f"q{i}",
+                        "split": "test",
+                        "mention": mention,
+                        "span": [start, start + len(mention)],
+                        "context": text,
+                        "unit": docno,
+                    }
+                )
+    with open(coll / "topics.jsonl", "w", encoding="utf-8") as f:
+        for t in topics:
+            f.write(json.dumps(t) + "\n")
+    return coll
+
+
+def anserini_index(plain: Path, out: Path, threads: int) -> float:
+    from cmrkit.retrieval.java import jclass, quiet
+
+    shards = plain.parent / "shards"
+    shards.mkdir()
+    files = [open(shards / f"part-{i}.jsonl", "w", encoding="utf-8") for i in range(threads)]
+    with open(plain, encoding="utf-8") as src:
+        for i, line in enumerate(src):
+            files[i % threads].write(line)
+    for f in files:
+        f.close()
+    args = [
+        "-collection",
+        "JsonCollection",
+        "-input",
+        str(shards),
+        "-index",
+        str(out),
+        "-generator",
+        "DefaultLuceneDocumentGenerator",
+        "-threads",
+        str(threads),
+        "-storePositions",
+        "-storeDocvectors",
+        "-storeRaw",
+        "-quiet",
+    ]
+    t = time.perf_counter()
+    with quiet(None):
+        jclass("io.anserini.index.IndexCollection").main(args)
+    return time.perf_counter() - t
+
+
+def help_wall() -> float:
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "cmrkit", "--help"], check=True, stdout=subprocess.DEVNULL
+        )
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def bench(n: int, threads: int = 2) -> dict[str, float]:
+    from cmrkit.retrieval import build_index, run_bm25
+    from cmrkit.retrieval.java import quiet
+
+    with tempfile.TemporaryDirectory(prefix="bench-retrieval-") as tmp:
+        root = Path(tmp)
+        coll = make_collection(root, n)
+        warm = make_collection(root / "warm", 2000)
+        build_index(warm, entities=False, progress=False, threads=threads)
+        anserini_s = anserini_index(root / "plain.jsonl", root / "anserini-index", threads)
+        t = time.perf_counter()
+        build_index(coll, entities=False, progress=False, threads=threads)
+        cmrkit_index_s = time.perf_counter() - t
+
+        topics = [json.loads(line) for line in open(coll / "topics.jsonl", encoding="utf-8")]
+        qids = [t["qid"] for t in topics]
+        texts = [t["mention"] for t in topics]
+        with quiet(None):
+            from pyserini.search.lucene import LuceneSearcher
+
+            searcher = LuceneSearcher(str((coll / "index").resolve()))
+        searcher.set_bm25(0.9, 0.4)
+        searcher.batch_search(texts[:50], qids[:50], k=1001, threads=threads)
+        run_bm25(warm, query="mention", k=1000, threads=threads, runs_dir=root / "runs", force=True)
+        t = time.perf_counter()
+        hits = searcher.batch_search(texts, qids, k=1001, threads=threads)
+        pyserini_s = time.perf_counter() - t
+        assert len(hits) == len(qids)
+        searcher.close()
+        t = time.perf_counter()
+        result = run_bm25(
+            coll, query="mention", k=1000, threads=threads, runs_dir=root / "runs", force=True
+        )
+        cmrkit_run_s = time.perf_counter() - t
+        search_s = result.sidecar["seconds"]["search"]
+    return {
+        "n": n,
+        "anserini_index_s": anserini_s,
+        "cmrkit_index_s": cmrkit_index_s,
+        "pyserini_qps": N_QUERIES / pyserini_s,
+        "cmrkit_qps": N_QUERIES / cmrkit_run_s,
+        "cmrkit_search_qps": N_QUERIES / search_s,
+    }
+
+
+def main() -> None:
+    sizes = [int(a) for a in sys.argv[1:]] or [100_000, 1_000_000]
+    table = Table(title="cmrkit index / run bm25 vs Anserini / Pyserini (2 threads)")
+    for col in (
+        "N",
+        "Anserini index/s",
+        "cmrkit index/s",
+        "index ratio",
+        "Pyserini q/s",
+        "cmrkit run q/s",
+        "run ratio",
+        "cmrkit search-only q/s",
+    ):
+        table.add_column(col, justify="right")
+    for n in sizes:
+        r = bench(n)
+        table.add_row(
+            f"{n:,}",
+            f"{n / r['anserini_index_s']:,.0f}",
+            f"{n / r['cmrkit_index_s']:,.0f}",
+            f"{r['anserini_index_s'] / r['cmrkit_index_s']:.2f}",
+            f"{r['pyserini_qps']:.1f}",
+            f"{r['cmrkit_qps']:.1f}",
+            f"{r['cmrkit_qps'] / r['pyserini_qps']:.2f}",
+            f"{r['cmrkit_search_qps']:.1f}",
+        )
+    console = Console(width=150)
+    console.print(table)
+    console.print(
+        f"cmrkit --help: {help_wall():.2f} s wall (best of 5); "
+        f"load average {statistics.mean(__import__('os').getloadavg()):.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
