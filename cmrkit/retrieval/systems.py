@@ -31,6 +31,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.index import FEATURE_FIELDS, FIELDS, IndexInfo, open_index, progress_bar
+from cmrkit.retrieval.java import first_line
 from cmrkit.retrieval.layout import Topic, iter_corpus, qrels_path, read_topics
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.trec import format_score, ranked, read_qrels, write_run
@@ -122,11 +123,20 @@ class Searcher:
             raise CmrkitError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
         self.info = info
         self._jclass = jclass
-        with quiet(java_log_path(), verbose=verbose):
-            # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
-            jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
-            self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
-            self.java.set_bm25(float(k1), float(b))
+        try:
+            with quiet(java_log_path(), verbose=verbose):
+                # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
+                jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
+                self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
+                self.java.set_bm25(float(k1), float(b))
+        except CmrkitError:
+            raise
+        except Exception as e:  # a Java exception arrives as jnius.JavaException
+            raise CmrkitError(
+                f"Lucene cannot open the index ({first_line(e)}); rebuild it with "
+                "`cmrkit index --force`",
+                path=info.path,
+            ) from None
         self._analyzer = jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         self._analyze = jclass("io.anserini.analysis.AnalyzerUtils").analyze
 
@@ -228,10 +238,16 @@ class Searcher:
             for qid in part:
                 qs.add(queries[qid])
                 ids.add(qid)
-            if jfields is None:
-                results = self.java.batch_search(qs, ids, n, int(threads))
-            else:
-                results = self.java.batch_search_fields(qs, ids, n, int(threads), jfields)
+            try:
+                if jfields is None:
+                    results = self.java.batch_search(qs, ids, n, int(threads))
+                else:
+                    results = self.java.batch_search_fields(qs, ids, n, int(threads), jfields)
+            except Exception as e:  # a Java exception arrives as jnius.JavaException
+                raise CmrkitError(
+                    f"Lucene search failed on queries {part[0]}..{part[-1]} ({first_line(e)})",
+                    path=self.info.path,
+                ) from None
             for qid in part:
                 hits = results.get(qid)
                 own = exclude.get(qid)
