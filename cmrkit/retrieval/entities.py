@@ -1,4 +1,9 @@
-"""Named entities and sentences with spaCy, for the `entities` index field and the queries."""
+"""Named entities and sentences with spaCy, for the `entities` index field and the queries.
+
+Entities come from the model's NER component alone (no tagger or attribute ruler): about twice as
+fast as the full pipeline, with entities that differ from it in a few percent of texts; index
+and queries use the same pipeline, so the two sides agree.
+"""
 
 from __future__ import annotations
 

@@ -53,7 +53,12 @@ def formulate(
             for t in topics
         }
     contexts = sorted({t.context for t in topics})
-    analysed = dict(zip(contexts, ner.analyse(contexts, spacy_model), strict=True))
+    if formulation == "sentence":
+        analysed = dict(zip(contexts, ner.analyse(contexts, spacy_model), strict=True))
+    else:
+        # entities alone: the NER-only pipeline is several times faster than one with sentences
+        found = ner.iter_entities(contexts, spacy_model, batch_size=64)
+        analysed = {c: (ents, []) for c, ents in zip(contexts, found, strict=True)}
     queries: dict[str, str] = {}
     for t in topics:
         ents, sents = analysed[t.context]
