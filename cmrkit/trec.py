@@ -354,3 +354,182 @@ def write_topics_tsv(out: IO[str], topics: Iterable[tuple[str, str]]) -> None:
     for qid, text in topics:
         clean = " ".join(text.split())
         out.write(f"{qid}\t{clean}\n")
+
+
+# --- columnar runs (the scoring path) -------------------------------------------------------
+
+
+@dataclass
+class RunColumns:
+    """A run as parallel columns, each query's lines contiguous: query ``i`` is ``qids[i]`` and
+    owns rows ``starts[i]:starts[i + 1]`` of ``docnos`` (str, or ASCII bytes when read from a
+    regular file) and ``scores`` (a float64 numpy array). Row order within a query is the file's."""
+
+    qids: list[str]
+    starts: object  # numpy int64 array, len(qids) + 1
+    docnos: list
+    scores: object  # numpy float64 array
+
+    def to_run(self) -> Run:
+        """The same run as {qid: {docno: score}}."""
+        docnos = self.docnos
+        if docnos and isinstance(docnos[0], bytes):
+            docnos = list(map(bytes.decode, docnos))
+        scores = self.scores.tolist()
+        bounds = self.starts.tolist()
+        return {
+            qid: dict(zip(docnos[a:b], scores[a:b], strict=True))
+            for qid, a, b in zip(self.qids, bounds, bounds[1:], strict=False)
+        }
+
+
+def run_columns(run: Mapping[str, Mapping[str, float]]) -> RunColumns:
+    """A {qid: {docno: score}} run as :class:`RunColumns` (str docnos)."""
+    import itertools
+
+    import numpy as np
+
+    sizes = [len(docs) for docs in run.values()]
+    starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    total = int(starts[-1])
+    docnos = list(itertools.chain.from_iterable(run.values()))
+    scores = np.fromiter(
+        itertools.chain.from_iterable(docs.values() for docs in run.values()),
+        dtype=np.float64,
+        count=total,
+    )
+    return RunColumns(list(run), starts, docnos, scores)
+
+
+_MAX_FIELD = 64  # wider fields go the dict way (the fixed-width matrices would grow too large)
+_POW10 = [10.0**i for i in range(23)]  # exact in binary64
+
+
+def _field_matrix(buf, begin, end, width: int):
+    """The bytes of one field of every line, left-aligned, zero-padded to ``width`` columns."""
+    import numpy as np
+
+    n = len(begin)
+    mat = np.zeros((n, width), dtype=np.uint8)
+    last = len(buf) - 1
+    for j in range(width):
+        idx = begin + j
+        inside = idx < end
+        np.minimum(idx, last, out=idx)
+        mat[:, j] = np.where(inside, buf[idx], 0)
+    return mat
+
+
+def _parse_scores(mat, tokens_at) -> object | None:
+    """float64 scores of a zero-padded score matrix, rounded as strtod/float() rounds them.
+
+    Plain decimals of at most 15 digits are exact integers divided by an exact power of ten,
+    so one IEEE division gives the correctly rounded value; anything else is parsed by
+    float() one by one (``tokens_at(rows)`` gives their texts). None when a score is not a
+    finite number trec_eval and cmrkit read alike.
+    """
+    import numpy as np
+
+    n, width = mat.shape
+    mant = np.zeros(n, dtype=np.int64)
+    frac = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int64)
+    dots = np.zeros(n, dtype=np.int64)
+    seen_dot = np.zeros(n, dtype=bool)
+    odd = np.zeros(n, dtype=bool)
+    neg = mat[:, 0] == 45
+    for j in range(width):
+        c = mat[:, j]
+        is_digit = (c >= 48) & (c <= 57)
+        is_dot = c == 46
+        other = ~is_digit & ~is_dot & (c != 0)
+        if j == 0:
+            other &= ~neg
+        odd |= other
+        mant = np.where(is_digit, mant * 10 + (c.astype(np.int64) - 48), mant)
+        digits += is_digit
+        frac += is_digit & seen_dot
+        dots += is_dot
+        seen_dot |= is_dot
+    odd |= (dots > 1) | (digits == 0) | (digits > 15)
+    pow10 = np.asarray(_POW10)[np.minimum(frac, 22)]
+    scores = mant.astype(np.float64) / pow10
+    np.negative(scores, out=scores, where=neg)
+    rows = np.flatnonzero(odd)
+    if len(rows):
+        texts = tokens_at(rows)
+        # float() accepts "1_0" (trec_eval's atof reads 1): such a score goes the strict way
+        if any(b"_" in t for t in texts):
+            return None
+        try:
+            values = [float(t) for t in texts]
+        except ValueError:
+            return None
+        if not all(map(math.isfinite, values)):
+            return None
+        scores[rows] = values
+    return scores
+
+
+def _read_run_columns_fast(raw: bytes) -> RunColumns | None:
+    """Columns of a regular run (single-space columns, numeric ranks, each query's lines
+    together, no repeated document) parsed in bulk with numpy; None for anything else."""
+    if not raw or not raw.isascii() or b"\x00" in raw:
+        return None
+    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
+        return None
+    if raw[-1:] != b"\n":
+        raw += b"\n"
+    lines = raw.count(b"\n")
+    if raw.translate(None, _NOT_SPACE) != b"     \n" * lines:
+        return None
+    import numpy as np
+
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    seps = np.flatnonzero((buf == 32) | (buf == 10)).reshape(lines, 6)
+    line_begin = np.empty(lines, dtype=np.int64)
+    line_begin[0] = 0
+    line_begin[1:] = seps[:-1, 5] + 1
+    begins = [line_begin, seps[:, 0] + 1, seps[:, 1] + 1, seps[:, 2] + 1, seps[:, 3] + 1]
+    ends = [seps[:, 0], seps[:, 1], seps[:, 2], seps[:, 3], seps[:, 4]]
+    widths = [int((e - b).max()) for b, e in zip(begins, ends, strict=True)]
+    if max(widths[0], widths[2], widths[3], widths[4]) > _MAX_FIELD:
+        return None
+    rank = _field_matrix(buf, begins[3], ends[3], widths[3])
+    if not (((rank >= 48) & (rank <= 57)) | (rank == 0)).all():
+        return None
+
+    def tokens_at(rows):
+        return [
+            raw[b:e] for b, e in zip(begins[4][rows].tolist(), ends[4][rows].tolist(), strict=True)
+        ]
+
+    scores = _parse_scores(_field_matrix(buf, begins[4], ends[4], widths[4]), tokens_at)
+    if scores is None:
+        return None
+    qmat = _field_matrix(buf, begins[0], ends[0], widths[0])
+    qs = qmat.view(f"S{widths[0]}").ravel()
+    starts = np.flatnonzero(qs[1:] != qs[:-1]) + 1
+    starts = np.concatenate(([0], starts, [lines])).astype(np.int64)
+    qids = [q.decode("ascii") for q in qs[starts[:-1]].tolist()]
+    if len(set(qids)) != len(qids):
+        return None  # a query's lines are not together
+    dmat = _field_matrix(buf, begins[2], ends[2], widths[2])
+    docnos = dmat.view(f"S{widths[2]}").ravel().tolist()
+    bounds = starts.tolist()
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        if len(set(docnos[a:b])) != b - a:
+            return None  # a repeated document: the strict reader names the lines
+    return RunColumns(qids, starts, docnos, scores)
+
+
+def read_run_columns(path: str | os.PathLike, *, dedupe: bool = False) -> RunColumns:
+    """:func:`read_run` as :class:`RunColumns`; the same checks and errors."""
+    raw = _raw_bytes(path)
+    if raw is not None:
+        with _no_gc():
+            fast = _read_run_columns_fast(raw)
+        if fast is not None:
+            return fast
+    return run_columns(read_run(path, dedupe=dedupe))

@@ -164,7 +164,7 @@ def eval_command(
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
     measures = parse_measures(measure)
     qrels_data = _with_warnings(lambda: evaluation.read_qrels(qrels))
-    run_data = evaluation.read_run(run, dedupe=dedupe)
+    run_data = evaluation.read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
         run_data, qrels_data, measures, all_queries=all_queries, depth=depth
@@ -295,7 +295,7 @@ def compare_command(
             )
     qrels_data = _with_warnings(lambda: evaluation.read_qrels(qrels))
     loaded = {
-        name: evaluation.read_run(path, dedupe=dedupe)
+        name: evaluation.read_run_columns(path, dedupe=dedupe)
         for name, path in zip(names, runs, strict=True)
     }
     comp = evaluation.compare(
