@@ -319,3 +319,73 @@ def test_eval_never_imports_pyserini_torch_or_spacy(env):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HEAVY []" in proc.stderr
     assert json.loads(proc.stdout)["queries"] > 0
+
+
+def _scored_run_text(seed: int) -> str:
+    """A regular run whose scores are written in every way trec_eval's atof reads alike, with
+    float32 ties, lines out of score order and a query the qrels lack."""
+    import random
+
+    r = random.Random(seed)
+    forms = [
+        lambda x: f"{x:.4f}",
+        lambda x: f"{x:.17g}",
+        lambda x: f"{x:.3e}",
+        lambda x: str(int(x)) + ".",
+        lambda x: f"{x:.1f}".replace("0.", "."),
+        lambda x: "1.00000001",
+        lambda x: "1.00000002",
+        lambda x: "-0",
+    ]
+    lines = []
+    for q in list(range(1, 13)) + [99]:
+        docs = r.sample(range(60), 40)
+        for i, d in enumerate(docs):
+            x = r.uniform(-5, 5)
+            lines.append(f"q{q} Q0 doc{d} {i + 1} {r.choice(forms)(x)} t")
+    return "\n".join(lines) + "\n"
+
+
+def _scored_qrels_text(seed: int) -> str:
+    import random
+
+    r = random.Random(seed)
+    lines = []
+    for q in list(range(1, 13)) + [50]:
+        grades = [-1, 0] if q == 7 else [-1, 0, 0, 1, 2, 3]
+        for d in r.sample(range(60), 25):
+            lines.append(f"q{q} 0 doc{d} {r.choice(grades)}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("depth", [None, 7])
+def test_file_path_equals_trec_eval_on_odd_score_texts(env, tmp_path, depth):
+    from cmrkit.evaluation import evaluate_files
+    from cmrkit.trec import read_run_columns
+
+    binary = env[0]
+    run = tmp_path / "odd.run"
+    run.write_text(_scored_run_text(3))
+    qrels = tmp_path / "odd.qrels"
+    qrels.write_text(_scored_qrels_text(3))
+    assert read_run_columns(run).to_run() == read_run(run)
+    measures = [m for m in TREC_MEASURES if m not in ("NumQ",)]
+    args = _binary_args(measures) + ["-c"] + (["-M", str(depth)] if depth else [])
+    expected = parse_trec_eval(run_trec_eval(binary, qrels, run, *args))
+    result = evaluate_files(run, qrels, measures, all_queries=True, depth=depth)
+    assert _check_equal(result, expected, measures) > 100
+
+
+def test_columns_and_dict_runs_score_bit_identically(env, tmp_path):
+    from cmrkit.trec import read_run_columns
+
+    _, qrels, run, _, _ = env
+    odd = tmp_path / "odd.run"
+    odd.write_text(_scored_run_text(4))
+    odd_qrels = tmp_path / "odd.qrels"
+    odd_qrels.write_text(_scored_qrels_text(4))
+    for path, judged in ((run, read_qrels(qrels)), (odd, read_qrels(odd_qrels))):
+        for options in ({}, {"depth": 5, "all_queries": True}):
+            a = evaluate(read_run(path), judged, TREC_MEASURES + ["RR@3", "Judged@10"], **options)
+            b = evaluate(read_run_columns(path), judged, a.measures, **options)
+            assert a.per_query == b.per_query and a.aggregate == b.aggregate
