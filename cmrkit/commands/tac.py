@@ -154,6 +154,7 @@ def _register_coref() -> None:
     @r.run_app.command("coref")
     @user_errors
     def coref(
+        ctx: typer.Context,
         collection: Path = r.COLLECTION_ARG,
         split: str = r.SPLIT,
         k: int = r.K,
@@ -191,6 +192,6 @@ def _register_coref() -> None:
                 force=force,
                 verbose=verbose,
                 progress=not quiet,
-                argv=r._argv(),
+                argv=r._argv(ctx),
             )
         )
