@@ -52,8 +52,19 @@ def io_floor(path: Path, out: Path) -> float:
 
 
 def run_build(annotated: Path, distractors: Path, workdir: Path) -> tuple[float, float]:
-    cmd = [sys.executable, "-m", "cmrkit", "build-collection", "-i", f"train={annotated}",
-           "-d", str(distractors), "--name", "bench", "--force"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cmrkit",
+        "build-collection",
+        "-i",
+        f"train={annotated}",
+        "-d",
+        str(distractors),
+        "--name",
+        "bench",
+        "--force",
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
     subprocess.run(cmd, cwd=workdir, check=True, stdout=subprocess.DEVNULL)
@@ -76,8 +87,14 @@ def main() -> None:
             make_distractors(dpath, n)
             floor = io_floor(dpath, work / "floor.gz")
             elapsed, peak = run_build(annotated, dpath, work)
-            table.add_row(f"{n:,}", f"{elapsed:.1f}", f"{n / elapsed:,.0f}", f"{peak:,.0f}",
-                          f"{floor:.1f}", f"{elapsed / floor:.2f}")
+            table.add_row(
+                f"{n:,}",
+                f"{elapsed:.1f}",
+                f"{n / elapsed:,.0f}",
+                f"{peak:,.0f}",
+                f"{floor:.1f}",
+                f"{elapsed / floor:.2f}",
+            )
             dpath.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)

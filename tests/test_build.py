@@ -57,7 +57,11 @@ def test_sample_layout_and_consistency(sample):
     root, result = sample
     cdir = root / "collections" / "sample"
     assert {p.name for p in cdir.iterdir()} == {
-        "corpus.jsonl.gz", "topics.jsonl", "topics.dev.tsv", "topics.test.tsv", "manifest.json"
+        "corpus.jsonl.gz",
+        "topics.jsonl",
+        "topics.dev.tsv",
+        "topics.test.tsv",
+        "manifest.json",
     }
     corpus = read_corpus(cdir / "corpus.jsonl.gz")
     ids = [d["id"] for d in corpus]
@@ -172,14 +176,32 @@ def test_wec_queries_longest_ties_broken_by_seed(cli, tmp_path):
     chosen = set()
     for seed in range(12):
         name = f"s{seed}"
-        r = cli("build-collection", "-i", f"test={path}", "--queries", "longest",
-                "--seed", seed, "--name", name)
+        r = cli(
+            "build-collection",
+            "-i",
+            f"test={path}",
+            "--queries",
+            "longest",
+            "--seed",
+            seed,
+            "--name",
+            name,
+        )
         assert r.exit_code == 0, r.output
         (t,) = read_topics(tmp_path / f"collections/{name}/topics.jsonl")
         assert t["mention"] in {"alpha", "gamma", "delta"}  # longest strings only, never "beta"
         assert len(read_qrels(tmp_path / f"qrels/{name}.test.txt")[t["qid"]]) == 3
-        again = cli("build-collection", "-i", f"test={path}", "--queries", "longest",
-                    "--seed", seed, "--name", name + "b")
+        again = cli(
+            "build-collection",
+            "-i",
+            f"test={path}",
+            "--queries",
+            "longest",
+            "--seed",
+            seed,
+            "--name",
+            name + "b",
+        )
         assert again.exit_code == 0
         assert read_topics(tmp_path / f"collections/{name}b/topics.jsonl")[0]["qid"] == t["qid"]
         chosen.add(t["qid"])
@@ -204,8 +226,12 @@ def test_gz_and_zip_inputs_give_the_same_collection(cli, tmp_path):
     with zipfile.ZipFile(tmp_path / "many.zip", "w") as z:
         z.write(plain, "a/test.json")
         z.write(plain, "b/other.json")
-    for name, spec in [("p", plain), ("g", gz), ("z", tmp_path / "one.zip"),
-                       ("m", f"{tmp_path / 'many.zip'}::a/test.json")]:
+    for name, spec in [
+        ("p", plain),
+        ("g", gz),
+        ("z", tmp_path / "one.zip"),
+        ("m", f"{tmp_path / 'many.zip'}::a/test.json"),
+    ]:
         r = cli("build-collection", "-i", f"test={spec}", "--name", name)
         assert r.exit_code == 0, r.output
     corpora = {n: (tmp_path / f"collections/{n}/corpus.jsonl.gz").read_bytes() for n in "pgzm"}
@@ -218,13 +244,25 @@ def test_resplit_by_cluster_is_deterministic(cli, tmp_path):
     recs = []
     for c in range(40):
         for k in range(3):
-            recs.append(wec_record(f"{c}-{k}", c, f"doc{c}-{k}",
-                                   ["the", f"event{c}", "in", f"place{k}", "."], [1]))
+            recs.append(
+                wec_record(
+                    f"{c}-{k}", c, f"doc{c}-{k}", ["the", f"event{c}", "in", f"place{k}", "."], [1]
+                )
+            )
     path = write_json(tmp_path / "all.json", recs)
     splits = {}
     for name, seed in (("a", 1), ("b", 1), ("c", 2)):
-        r = cli("build-collection", "-i", path, "--resplit", "train=0.5,dev=0.25,test=0.25",
-                "--seed", seed, "--name", name)
+        r = cli(
+            "build-collection",
+            "-i",
+            path,
+            "--resplit",
+            "train=0.5,dev=0.25,test=0.25",
+            "--seed",
+            seed,
+            "--name",
+            name,
+        )
         assert r.exit_code == 0, r.output
         topics = read_topics(tmp_path / f"collections/{name}/topics.jsonl")
         by_cluster = {}
@@ -247,19 +285,38 @@ def test_distractors_dedupe_filter_and_query_clusters(cli, tmp_path):
         "A quiet day in the mountains with no news at all .\n"
         "\n"
         "A quiet day in the mountains with no news at all .\n"  # duplicate
-        + " ".join(CTX[3]) + "\n"  # equal to an annotated passage
+        + " ".join(CTX[3])
+        + "\n"  # equal to an annotated passage
         + "Officials discussed the 2010 Haiti earthquake response .\n"  # names a cluster title
         "Markets rose on Tuesday .\n"
     )
-    wec_distractors = write_json(tmp_path / "Train.json", [
-        wec_record("901", 7, "Other", ["Another", "report", "on", "the", "quake", "."], [4]),
-        wec_record("902", 55, "Else", ["An", "unrelated", "flood", "story", "."], [2]),
-    ])
+    wec_distractors = write_json(
+        tmp_path / "Train.json",
+        [
+            wec_record("901", 7, "Other", ["Another", "report", "on", "the", "quake", "."], [4]),
+            wec_record("902", 55, "Else", ["An", "unrelated", "flood", "story", "."], [2]),
+        ],
+    )
     jsonl = tmp_path / "more.jsonl"
-    jsonl.write_text(json.dumps({"id": "wiki 1", "contents": "Rivers flood in spring .",
-                                 "title": "Rivers"}) + "\n")
-    r = cli("build-collection", "-i", f"test={path}", "--name", "w", "-d", text,
-            "-d", wec_distractors, "-d", jsonl, "--filter-distractors", "titles")
+    jsonl.write_text(
+        json.dumps({"id": "wiki 1", "contents": "Rivers flood in spring .", "title": "Rivers"})
+        + "\n"
+    )
+    r = cli(
+        "build-collection",
+        "-i",
+        f"test={path}",
+        "--name",
+        "w",
+        "-d",
+        text,
+        "-d",
+        wec_distractors,
+        "-d",
+        jsonl,
+        "--filter-distractors",
+        "titles",
+    )
     assert r.exit_code == 0, r.output
     corpus = read_corpus(tmp_path / "collections/w/corpus.jsonl.gz")
     distractors = {d["id"]: d["contents"] for d in corpus if d["kind"] == "distractor"}
@@ -281,8 +338,17 @@ def test_mentions_filter_drops_multiword_mention_strings(cli, tmp_path):
     path = wec_fixture(tmp_path)
     text = tmp_path / "p.txt"
     text.write_text("Donors pledged help after the haiti EARTHQUAKE .\nThe earthquake was big .\n")
-    r = cli("build-collection", "-i", f"test={path}", "--name", "w", "-d", text,
-            "--filter-distractors", "mentions")
+    r = cli(
+        "build-collection",
+        "-i",
+        f"test={path}",
+        "--name",
+        "w",
+        "-d",
+        text,
+        "--filter-distractors",
+        "mentions",
+    )
     assert r.exit_code == 0, r.output
     corpus = read_corpus(tmp_path / "collections/w/corpus.jsonl.gz")
     kept = [d["contents"] for d in corpus if d["kind"] == "distractor"]
@@ -297,16 +363,30 @@ def test_coresearch_files(cli, tmp_path):
         {"clusterId": 5, "clusterTitle": "2004 Summer Olympics", "mentionIds": ["p1", "p2", "p3"]},
         {"clusterId": 6, "clusterTitle": "Lone", "mentionIds": ["p4"]},
     ]
+
     def passage(pid, chain, ctx, s, e):
-        return {"id": pid, "goldChain": chain, "mention": ctx[s:e + 1], "startIndex": s,
-                "endIndex": e, "context": ctx}
+        return {
+            "id": pid,
+            "goldChain": chain,
+            "mention": ctx[s : e + 1],
+            "startIndex": s,
+            "endIndex": e,
+            "context": ctx,
+        }
+
     passages = [
         passage("p1", 5, "He won gold at the Athens Games in 2004 .".split(), 5, 6),
         passage("p2", 5, "The 2004 Olympics opened in August .".split(), 1, 2),
         passage("p3", 5, "She competed at the Games .".split(), 4, 4),
         passage("p4", 6, "A lone event .".split(), 2, 2),
-        {"id": "x9", "goldChain": -1, "mention": [], "startIndex": -1, "endIndex": -1,
-         "context": "An unrelated paragraph about rivers .".split()},
+        {
+            "id": "x9",
+            "goldChain": -1,
+            "mention": [],
+            "startIndex": -1,
+            "endIndex": -1,
+            "context": "An unrelated paragraph about rivers .".split(),
+        },
     ]
     c = write_json(tmp_path / "Test_gold_clusters.json", clusters)
     p = write_json(tmp_path / "Test_all_passages.json", passages)
@@ -324,12 +404,33 @@ def test_coresearch_files(cli, tmp_path):
 
 def test_generic_jsonl(cli, tmp_path):
     lines = [
-        {"mention_id": "m1", "cluster": "E1", "doc_id": "d1", "context": "Obama visited Paris .",
-         "start": 0, "end": 5, "mention": "Obama", "type": "PER"},
-        {"mention_id": "m2", "cluster": "E1", "doc_id": "d2",
-         "tokens": ["The", "president", "spoke", "."], "token_start": 1, "token_end": 2},
-        {"mention_id": "m3", "cluster": "E1", "doc_id": "d3", "context": "Barack Obama smiled .",
-         "start": 7, "end": 12, "split": "dev"},
+        {
+            "mention_id": "m1",
+            "cluster": "E1",
+            "doc_id": "d1",
+            "context": "Obama visited Paris .",
+            "start": 0,
+            "end": 5,
+            "mention": "Obama",
+            "type": "PER",
+        },
+        {
+            "mention_id": "m2",
+            "cluster": "E1",
+            "doc_id": "d2",
+            "tokens": ["The", "president", "spoke", "."],
+            "token_start": 1,
+            "token_end": 2,
+        },
+        {
+            "mention_id": "m3",
+            "cluster": "E1",
+            "doc_id": "d3",
+            "context": "Barack Obama smiled .",
+            "start": 7,
+            "end": 12,
+            "split": "dev",
+        },
     ]
     path = tmp_path / "mentions.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
@@ -345,14 +446,19 @@ def test_generic_jsonl(cli, tmp_path):
 
 
 def test_sentence_units(cli, tmp_path):
-    tokens = ("The storm hit the coast on Monday . Officials said the hurricane killed ten "
-              "people . Schools stayed closed .").split()
+    tokens = (
+        "The storm hit the coast on Monday . Officials said the hurricane killed ten "
+        "people . Schools stayed closed ."
+    ).split()
     other = "Weather experts tracked the hurricane for days .".split()
-    path = write_json(tmp_path / "s.json", [
-        wec_record("h1", 3, "d1", tokens, [1]),
-        wec_record("h2", 3, "d1", tokens, [11]),
-        wec_record("h3", 3, "d2", other, [4]),
-    ])
+    path = write_json(
+        tmp_path / "s.json",
+        [
+            wec_record("h1", 3, "d1", tokens, [1]),
+            wec_record("h2", 3, "d1", tokens, [11]),
+            wec_record("h3", 3, "d2", other, [4]),
+        ],
+    )
     r = cli("build-collection", "-i", f"test={path}", "--unit", "sentence", "--name", "s")
     assert r.exit_code == 0, r.output
     corpus = {d["id"]: d for d in read_corpus(tmp_path / "collections/s/corpus.jsonl.gz")}
@@ -361,7 +467,7 @@ def test_sentence_units(cli, tmp_path):
     for uid, d in corpus.items():
         if uid.startswith("P:h1:"):
             _, _, s, e = uid.split(":")
-            assert text[int(s):int(e)] == d["contents"] and d["passage"] == "P:h1"
+            assert text[int(s) : int(e)] == d["contents"] and d["passage"] == "P:h1"
     topics = {t["qid"]: t for t in read_topics(tmp_path / "collections/s/topics.jsonl")}
     assert corpus[topics["h1"]["unit"]]["contents"] == "The storm hit the coast on Monday ."
     assert corpus[topics["h2"]["unit"]]["contents"].startswith("Officials said the hurricane")
@@ -430,9 +536,20 @@ def test_duplicate_ids_empty_input_unknown_source_truncated_gzip(cli, tmp_path):
 
 def test_bad_jsonl_and_bad_distractors(cli, tmp_path):
     path = tmp_path / "m.jsonl"
-    path.write_text(json.dumps({"mention_id": "m1", "cluster": "E", "doc_id": "d",
-                                "context": "Obama spoke .", "start": 0, "end": 5,
-                                "mention": "Obam"}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "mention_id": "m1",
+                "cluster": "E",
+                "doc_id": "d",
+                "context": "Obama spoke .",
+                "start": 0,
+                "end": 5,
+                "mention": "Obam",
+            }
+        )
+        + "\n"
+    )
     line = _bad(cli, tmp_path, "--source", "jsonl", "-i", path)
     assert "line 1" in line and "field 'mention'" in line
     good = wec_fixture(tmp_path)
