@@ -69,45 +69,108 @@ def _group_key(record: dict[str, Any]) -> str | None:
     return None
 
 
-def _scan(collection: Path) -> tuple[int, Counter[str]]:
-    """Count units and group sizes; refuse duplicate ids."""
+def _write_shards(
+    collection: Path,
+    shard_paths: list[Path],
+    *,
+    entities: bool,
+    spacy_model: str,
+    progress: bool,
+) -> tuple[int, Counter[str], list[str | None], set[str]]:
+    """One pass over the corpus: check ids, find entities, write the JSONL shards for Anserini.
+
+    Returns the number of units, the size of each passage/document group, each unit's group key
+    and the feature fields present. The ``document`` field is added afterwards (it needs every
+    unit of a group) by :func:`_add_documents`.
+    """
+    import itertools
+
+    path = corpus_path(collection)
     seen: dict[str, int] = {}
     groups: Counter[str] = Counter()
-    n_units = 0
-    for n, record in iter_corpus(collection):
-        docno = record["id"]
-        if docno in seen:
-            raise CmrkitError(
-                f"unit id {docno!r} already used on line {seen[docno]}; "
-                "ids must be unique (rebuild the collection)",
-                path=corpus_path(collection),
-                where=f"line {n}",
-            )
-        if any(c.isspace() for c in docno) or not docno:
-            raise CmrkitError(
-                f"unit id {docno!r} is empty or holds whitespace, which TREC run "
-                "files cannot carry",
-                path=corpus_path(collection),
-                where=f"line {n}",
-            )
-        seen[docno] = n
-        key = _group_key(record)
-        if key is not None:
-            groups[key] += 1
-        n_units += 1
-    if n_units == 0:
-        raise CmrkitError("the corpus holds no units", path=corpus_path(collection))
-    return n_units, groups
+    keys: list[str | None] = []
+    features: set[str] = set()
+    records = ((n, r) for n, r in iter_corpus(collection))
+    if entities:
+        records, for_ner = itertools.tee(records)
+        found = ner.iter_entities((r["contents"] for _, r in for_ner), spacy_model)
+    else:
+        found = itertools.repeat(())
+    shards = [open(p, "w", encoding="utf-8") for p in shard_paths]
+    n_shards = len(shards)
+    i = 0
+    try:
+        bar = progress_bar(progress, "preparing units" + (" (spaCy NER)" if entities else ""))
+        with bar:
+            task = bar.add_task("units", total=None)
+            for (n, record), ents in zip(records, found, strict=False):
+                docno = record["id"]
+                if docno in seen:
+                    raise CmrkitError(
+                        f"unit id {docno!r} already used on line {seen[docno]}; "
+                        "ids must be unique (rebuild the collection)",
+                        path=path,
+                        where=f"line {n}",
+                    )
+                if not docno or any(c.isspace() for c in docno):
+                    raise CmrkitError(
+                        f"unit id {docno!r} is empty or holds whitespace, which TREC run "
+                        "files cannot carry",
+                        path=path,
+                        where=f"line {n}",
+                    )
+                seen[docno] = n
+                key = _group_key(record)
+                keys.append(key)
+                if key is not None:
+                    groups[key] += 1
+                line = {
+                    "id": docno,
+                    "contents": record["contents"],
+                    "title": record.get("title") or record.get("doc_id") or "",
+                    "entities": " ".join(e[0] for e in ents),
+                }
+                for name in FEATURE_FIELDS:
+                    if isinstance(record.get(name), str):
+                        line[name] = record[name]
+                        features.add(name)
+                shards[i % n_shards].write(json.dumps(line, ensure_ascii=False) + "\n")
+                i += 1
+                if i % 1024 == 0:
+                    bar.update(task, completed=i)
+            bar.update(task, completed=i)
+    finally:
+        for f in shards:
+            f.close()
+    if i == 0:
+        raise CmrkitError("the corpus holds no units", path=path)
+    return i, groups, keys, features
 
 
-def _group_texts(collection: Path, groups: Counter[str]) -> dict[str, str]:
+def _add_documents(
+    collection: Path, shard_paths: list[Path], groups: Counter[str], keys: list[str | None]
+) -> bool:
+    """Add the ``document`` field to the shards; False (nothing written) when no unit shares
+    its passage or document with another."""
     texts: dict[str, list[str]] = {k: [] for k, c in groups.items() if c > 1}
-    if texts:
-        for _, record in iter_corpus(collection):
-            key = _group_key(record)
-            if key in texts:
-                texts[key].append(record["contents"])
-    return {k: " ".join(v) for k, v in texts.items()}
+    if not texts:
+        return False
+    for _, record in iter_corpus(collection):
+        key = _group_key(record)
+        if key in texts:
+            texts[key].append(record["contents"])
+    documents = {k: " ".join(v) for k, v in texts.items()}
+    n_shards = len(shard_paths)
+    for s, shard in enumerate(shard_paths):
+        rewritten = shard.with_suffix(".tmp")
+        with open(shard, encoding="utf-8") as src, open(rewritten, "w", encoding="utf-8") as dst:
+            for j, raw in enumerate(src):
+                line = json.loads(raw)
+                key = keys[s + j * n_shards]
+                line["document"] = documents.get(key, line["contents"]) if key else line["contents"]
+                dst.write(json.dumps(line, ensure_ascii=False) + "\n")
+        rewritten.replace(shard)
+    return True
 
 
 def _versions() -> dict[str, str]:
@@ -149,47 +212,16 @@ def build_index(
         raise CmrkitError(f"--threads must be at least 1, got {threads}")
     started = time.perf_counter()
     corpus_sha = sha256_file(corpus_path(coll))
-    n_units, groups = _scan(coll)
-    documents = _group_texts(coll, groups)
     timings: dict[str, float] = {}
     with StagedOutputs([target], force=True, anchor=coll) as staged:
         shard_dir = staged.tmp / "jsonl"
-        features: set[str] = set()
         shard_dir.mkdir()
-        shards = [
-            open(shard_dir / f"part-{i:03d}.jsonl", "w", encoding="utf-8") for i in range(threads)
-        ]
-        try:
-            records = (r for _, r in iter_corpus(coll))
-            if entities:
-                texts = (r["contents"] for _, r in iter_corpus(coll))
-                found = ner.iter_entities(texts, spacy_model)
-            else:
-                found = iter([] for _ in range(n_units))
-            bar = progress_bar(progress, "preparing units" + (" (spaCy NER)" if entities else ""))
-            with bar:
-                task = bar.add_task("units", total=n_units)
-                for i, (record, ents) in enumerate(zip(records, found, strict=True)):
-                    key = _group_key(record)
-                    line = {
-                        "id": record["id"],
-                        "contents": record["contents"],
-                        "title": record.get("title") or record.get("doc_id") or "",
-                        "entities": " ".join(e[0] for e in ents),
-                    }
-                    if documents:
-                        line["document"] = documents.get(key, record["contents"])
-                    for name in FEATURE_FIELDS:
-                        if isinstance(record.get(name), str):
-                            line[name] = record[name]
-                            features.add(name)
-                    shards[i % threads].write(json.dumps(line, ensure_ascii=False) + "\n")
-                    if i % 512 == 0:
-                        bar.update(task, completed=i)
-                bar.update(task, completed=n_units)
-        finally:
-            for f in shards:
-                f.close()
+        shard_paths = [shard_dir / f"part-{i:03d}.jsonl" for i in range(threads)]
+        n_units, groups, keys, features = _write_shards(
+            coll, shard_paths, entities=entities, spacy_model=spacy_model, progress=progress
+        )
+        documents = _add_documents(coll, shard_paths, groups, keys)
+        del keys
         timings["prepare"] = round(time.perf_counter() - started, 3)
         staged_index = staged.path(target)
         args = [
