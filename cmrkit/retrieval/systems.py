@@ -634,9 +634,10 @@ def learn_field_weights(
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Coordinate ascent over ``WEIGHT_GRID`` per field, maximising ``measure`` on train topics.
 
-    A candidate replaces the current weights only if it scores strictly higher, so ties keep the
-    earlier weights and the search is deterministic. Returns the weights and the trace of
-    (weights, score) evaluations in order.
+    Only the fields the index holds are tuned (plus those in ``initial``). A candidate replaces
+    the current weights only if it scores strictly higher, so ties keep the earlier weights and
+    the search is deterministic. Returns the weights and the trace of (weights, score)
+    evaluations in order.
     """
     import pytrec_eval
 
@@ -662,11 +663,19 @@ def learn_field_weights(
     queries = formulate(topics, formulation, spacy_model)
     exclude = {t.qid: t.unit for t in topics}
     evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in exclude}, {measure})
+    # the fields this index really holds (no empty `entities`, no `document` copy of contents)
+    settings = searcher.info.manifest["settings"]
+    tuned = tuple(
+        f
+        for f in WEIGHTED_FIELDS
+        if (f in settings["fields"] and (f != "entities" or settings.get("entities")))
+        or f in initial
+    )
     cache: dict[tuple[float, ...], float] = {}
     trace: list[dict[str, Any]] = []
 
     def score(weights: dict[str, float]) -> float:
-        key = tuple(weights.get(f, 0.0) for f in FIELDS)
+        key = tuple(weights.get(f, 0.0) for f in tuned)
         if key not in cache:
             run = searcher.search(queries, k=k, exclude=exclude, fields=weights, threads=threads)
             res = evaluator.evaluate({q: dict(docs) for q, docs in run.items() if docs})
@@ -674,17 +683,17 @@ def learn_field_weights(
             cache[key] = value
             trace.append(
                 {
-                    "weights": {f: w for f, w in zip(FIELDS, key, strict=True)},
+                    "weights": {f: w for f, w in zip(tuned, key, strict=True)},
                     measure: round(value, 6),
                 }
             )
         return cache[key]
 
-    current = {f: float(initial.get(f, 0.0)) for f in FIELDS}
+    current = {f: float(initial.get(f, 0.0)) for f in tuned}
     best = score(current)
     for _ in range(max_rounds):
         improved = False
-        for f in FIELDS:
+        for f in tuned:
             for value in WEIGHT_GRID:
                 if value == current[f]:
                     continue
