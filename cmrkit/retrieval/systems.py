@@ -284,8 +284,8 @@ def parse_weights(text: str) -> dict[str, float]:
         name, value = (s.strip() for s in part.split("=", 1))
         if name not in WEIGHTED_FIELDS:
             raise CmrkitError(
-                f"unknown field {name!r} in --weights; the index has the fields "
-                f"{', '.join(WEIGHTED_FIELDS)}"
+                f"unknown field {name!r} in --weights; use {', '.join(FIELDS)} (and, in "
+                f"collections that carry them, {', '.join(FEATURE_FIELDS)})"
             )
         try:
             weight = float(value)
@@ -303,8 +303,8 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     for name in weights:
         if name not in WEIGHTED_FIELDS:
             raise CmrkitError(
-                f"unknown field {name!r} in the field weights; the index has the "
-                f"fields {', '.join(WEIGHTED_FIELDS)}"
+                f"unknown field {name!r} in the field weights; use {', '.join(FIELDS)} (and, "
+                f"in collections that carry them, {', '.join(FEATURE_FIELDS)})"
             )
     if not any(w > 0 for w in weights.values()):
         raise CmrkitError("at least one field weight must be above 0")
