@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import hashlib
 import io
+import json
 import os
 import queue
 import shutil
@@ -112,6 +113,30 @@ def iter_lines(spec: str | os.PathLike) -> Iterator[tuple[int, str]]:
         ) from e
     except UnicodeDecodeError as e:
         raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8", path=spec) from e
+
+
+def iter_jsonl(
+    spec: str | os.PathLike, *, what: str = "a JSON object per line"
+) -> Iterator[tuple[int, dict]]:
+    """(1-based line number, object) for every non-blank line of a JSON-lines file.
+
+    A line that is not valid JSON, or not an object, is a CmrkitError naming the file and line;
+    ``what`` says what the file should hold (e.g. "a pool file").
+    """
+    for n, line in iter_lines(spec):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CmrkitError(
+                f"malformed JSON ({e.msg} at column {e.colno}); expected {what}",
+                path=spec,
+                where=f"line {n}",
+            ) from None
+        if not isinstance(obj, dict):
+            raise CmrkitError(f"expected {what}", path=spec, where=f"line {n}")
+        yield n, obj
 
 
 def sha256_file(spec: str | os.PathLike) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_lines, sha256_file
+from cmrkit.fileio import iter_jsonl, iter_lines, sha256_file
 from cmrkit.trec import Qrels, Run, ranked, read_qrels, read_run
 
 POOL_FORMAT = "cmrkit-pool"
@@ -128,14 +128,8 @@ def check_collection(pool: Pool, collection: str | os.PathLike, pool_path: objec
 def read_topics_jsonl(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """``topics.jsonl`` of a collection as {qid: record}."""
     topics: dict[str, dict[str, Any]] = {}
-    for n, line in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CmrkitError(f"not valid JSON ({e.msg})", path=path, where=f"line {n}") from None
-        if not isinstance(rec, dict) or "qid" not in rec:
+    for n, rec in iter_jsonl(path, what="one topic object per line"):
+        if "qid" not in rec:
             raise CmrkitError("a topic needs a 'qid' field", path=path, where=f"line {n}")
         topics[str(rec["qid"])] = rec
     return topics
@@ -337,17 +331,9 @@ def read_pool(path: str | os.PathLike) -> Pool:
     header: dict[str, Any] | None = None
     pairs: list[PoolPair] = []
     seen: set[tuple[str, str]] = set()
-    for n, line in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CmrkitError(
-                f"not valid JSON ({e.msg}); is this a pool file?", path=path, where=f"line {n}"
-            ) from None
+    for n, rec in iter_jsonl(path, what="a pool file from `cmrkit pool create`"):
         if header is None:
-            if not isinstance(rec, dict) or rec.get("format") != POOL_FORMAT:
+            if rec.get("format") != POOL_FORMAT:
                 raise CmrkitError(
                     "not a cmrkit pool file (no pool header on the first line); "
                     "make one with `cmrkit pool create`",

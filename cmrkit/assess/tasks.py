@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_lines
+from cmrkit.fileio import iter_jsonl
 from cmrkit.pooling import Pool, natural_key, read_topics_jsonl
 from cmrkit.trec import read_qrels
 
@@ -78,16 +77,10 @@ def _read_units(corpus: Path, wanted: set[str]) -> tuple[dict[str, dict], dict[s
     """Records of the wanted units, and the ordered sentence units of the groups they belong to."""
     records: dict[str, dict] = {}
     groups: dict[str, list[tuple[int, str]]] = {}
-    for n, line in iter_lines(corpus):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            docno = rec["id"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise CmrkitError(
-                "a corpus unit must be a JSON object with an 'id'", path=corpus, where=f"line {n}"
-            ) from None
+    for n, rec in iter_jsonl(corpus, what="one unit object per line"):
+        docno = rec.get("id")
+        if not isinstance(docno, str):
+            raise CmrkitError("a corpus unit needs a string 'id'", path=corpus, where=f"line {n}")
         g = _group_of(rec)
         if g is not None:
             groups.setdefault(g[0], []).append((g[1], docno))

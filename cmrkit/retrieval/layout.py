@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_lines
+from cmrkit.fileio import iter_jsonl
 
 CORPUS = "corpus.jsonl.gz"
 TOPICS = "topics.jsonl"
@@ -58,15 +57,7 @@ def corpus_path(collection: Path) -> Path:
 def iter_corpus(collection: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for every unit of the corpus, with the keys retrieval needs checked."""
     path = corpus_path(collection)
-    for n, line in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CmrkitError(f"not valid JSON ({e.msg})", path=path, where=f"line {n}") from None
-        if not isinstance(record, dict):
-            raise CmrkitError("expected a JSON object", path=path, where=f"line {n}")
+    for n, record in iter_jsonl(path, what="one unit object per line"):
         for key in ("id", "contents"):
             if not isinstance(record.get(key), str):
                 raise CmrkitError(
@@ -84,13 +75,7 @@ def read_topics(collection: Path, split: str | None = None) -> list[Topic]:
         )
     topics: list[Topic] = []
     splits: set[str] = set()
-    for n, line in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CmrkitError(f"not valid JSON ({e.msg})", path=path, where=f"line {n}") from None
+    for n, rec in iter_jsonl(path, what="one topic object per line"):
         where = f"line {n}"
         for key in ("qid", "split", "mention", "context", "unit"):
             if not isinstance(rec.get(key), str):

@@ -28,18 +28,6 @@ def load_json(path: str | os.PathLike) -> Any:
         ) from None
 
 
-def parse_json_line(line: str, path: object, n: int) -> dict[str, Any]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise CmrkitError(
-            f"malformed JSON ({e.msg} at column {e.colno})", path=path, where=f"line {n}"
-        ) from None
-    if not isinstance(obj, dict):
-        raise CmrkitError("expected a JSON object per line", path=path, where=f"line {n}")
-    return obj
-
-
 class Record:
     """Typed access to one input record, with errors that say where and which field."""
 

@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterator
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_lines, open_text, split_zip_member
+from cmrkit.fileio import iter_jsonl, iter_lines, open_text, split_zip_member
 from cmrkit.model import Passage
-from cmrkit.sources.common import Record, clean_id, join_tokens, parse_json_line
+from cmrkit.sources.common import Record, clean_id, join_tokens
 from cmrkit.sources.wec import iter_wec_records
 
 FORMATS = ("auto", "wec", "jsonl", "text")
@@ -90,10 +90,8 @@ def _wec(path: str | os.PathLike) -> Iterator[Passage]:
 
 
 def _jsonl(path: str | os.PathLike, tag: str) -> Iterator[Passage]:
-    for n, line in iter_lines(path):
-        if not line.strip():
-            continue
-        r = Record(parse_json_line(line, path, n), path, f"line {n}")
+    for n, obj in iter_jsonl(path, what="one passage object per line"):
+        r = Record(obj, path, f"line {n}")
         text = r.get("contents", str, required=False)
         if text is None:
             text = r.get("text", str, required=False)

@@ -24,18 +24,16 @@ from __future__ import annotations
 import os
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_lines
+from cmrkit.fileio import iter_jsonl
 from cmrkit.model import Mention
-from cmrkit.sources.common import Record, join_tokens, parse_json_line
+from cmrkit.sources.common import Record, join_tokens
 
 
 def read_jsonl(path: str | os.PathLike, split: str | None) -> list[Mention]:
     """All mentions of a generic mention JSONL file."""
     mentions = []
-    for n, line in iter_lines(path):
-        if not line.strip():
-            continue
-        r = Record(parse_json_line(line, path, n), path, f"line {n}")
+    for n, obj in iter_jsonl(path, what="one mention object per line"):
+        r = Record(obj, path, f"line {n}")
         mention_id = str(r.get("mention_id", (str, int)))
         cluster = str(r.get("cluster", (str, int)))
         doc_id = str(r.get("doc_id", (str, int)))
