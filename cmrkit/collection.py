@@ -14,11 +14,11 @@ import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from cmrkit import __version__
 from cmrkit.errors import CmrkitError
@@ -32,6 +32,7 @@ QUERY_MODES = ("all", "longest")
 FILTERS = ("none", "titles", "mentions")
 SENTENCE_IDS = ("passage", "document")
 _WORD = re.compile(r"\w+")
+MentionT = TypeVar("MentionT")
 
 
 @dataclass
@@ -257,6 +258,28 @@ def _mention_entry(m: Mention, start: int, end: int) -> dict[str, Any]:
     return {"mention_id": m.mention_id, "cluster": m.cluster, "start": start, "end": end}
 
 
+def pick_longest(group: Sequence[MentionT], seed: int, cluster: str) -> MentionT:
+    """The mention with the longest string (CMR's canonical query); ties are broken by a
+    choice seeded with ``seed`` and the cluster id among the tied mentions sorted by id."""
+    longest = max(len(m.text) for m in group)
+    tied = sorted((m for m in group if len(m.text) == longest), key=lambda m: m.mention_id)
+    return random.Random(f"{seed}:{cluster}").choice(tied)
+
+
+def relevant_units(
+    group: Iterable[MentionT], unit_of: Callable[[str], str], own_unit: str, own_doc: str | None
+) -> list[str]:
+    """The distinct units of a cluster's mentions, in mention order, leaving out the query's
+    own unit and, when ``own_doc`` is given, every unit of that document."""
+    relevant: list[str] = []
+    for m in group:
+        uid = unit_of(m.mention_id)
+        if uid == own_unit or uid in relevant or (own_doc is not None and m.doc_id == own_doc):
+            continue
+        relevant.append(uid)
+    return relevant
+
+
 def choose_queries(
     mentions: list[Mention],
     placed: dict[str, tuple[Unit, tuple[int, int]]],
@@ -273,22 +296,19 @@ def choose_queries(
         if opts.queries == "all":
             candidates.extend(group)
             continue
-        longest = max(len(m.text) for m in group)
-        tied = sorted((m for m in group if len(m.text) == longest), key=lambda m: m.mention_id)
-        candidates.append(random.Random(f"{opts.seed}:{cluster}").choice(tied))
+        candidates.append(pick_longest(group, opts.seed, cluster))
     order = {m.mention_id: i for i, m in enumerate(mentions)}
     candidates.sort(key=lambda m: order[m.mention_id])
     queries: list[Query] = []
     dropped = {"queries_below_min_relevant": 0}
     for q in candidates:
         unit, span = placed[q.mention_id]
-        own_doc = q.doc_id if opts.exclude_own_doc else None
-        relevant: list[str] = []
-        for m in by_cluster[q.cluster]:
-            u = placed[m.mention_id][0]
-            if u.id == unit.id or u.id in relevant or (own_doc is not None and m.doc_id == own_doc):
-                continue
-            relevant.append(u.id)
+        relevant = relevant_units(
+            by_cluster[q.cluster],
+            lambda mid: placed[mid][0].id,
+            unit.id,
+            q.doc_id if opts.exclude_own_doc else None,
+        )
         if len(relevant) < max(opts.min_relevant, 1):
             dropped["queries_below_min_relevant"] += 1
             continue

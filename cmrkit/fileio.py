@@ -88,31 +88,30 @@ def open_text(spec: str | os.PathLike) -> Iterator[IO[str]]:
         f.close()
 
 
-def read_text(spec: str | os.PathLike) -> str:
-    """The whole text of an input; a truncated or corrupt gzip is a CmrkitError."""
+@contextlib.contextmanager
+def _readable(spec: str | os.PathLike) -> Iterator[None]:
+    """Turn a corrupt or truncated compressed file, or non-UTF-8 text, into a CmrkitError."""
     try:
-        with open_text(spec) as f:
-            return f.read()
+        yield
     except (EOFError, gzip.BadGzipFile, zlib.error, zipfile.BadZipFile) as e:
         raise CmrkitError(
             f"corrupt or truncated compressed file ({e}); download it again", path=spec
         ) from e
     except UnicodeDecodeError as e:
         raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8", path=spec) from e
+
+
+def read_text(spec: str | os.PathLike) -> str:
+    """The whole text of an input; a truncated or corrupt gzip is a CmrkitError."""
+    with _readable(spec), open_text(spec) as f:
+        return f.read()
 
 
 def iter_lines(spec: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """(1-based line number, line without newline) of an input, streaming."""
-    try:
-        with open_text(spec) as f:
-            for n, line in enumerate(f, 1):
-                yield n, line.rstrip("\n").rstrip("\r")
-    except (EOFError, gzip.BadGzipFile, zlib.error, zipfile.BadZipFile) as e:
-        raise CmrkitError(
-            f"corrupt or truncated compressed file ({e}); download it again", path=spec
-        ) from e
-    except UnicodeDecodeError as e:
-        raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8", path=spec) from e
+    with _readable(spec), open_text(spec) as f:
+        for n, line in enumerate(f, 1):
+            yield n, line.rstrip("\n").rstrip("\r")
 
 
 def iter_jsonl(

@@ -20,7 +20,6 @@ published CMR qrels layout (entity type in column 2, float rels).
 from __future__ import annotations
 
 import json
-import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit import __version__, chains, cmr
-from cmrkit.collection import BuildReport, InputFile
+from cmrkit.collection import BuildReport, InputFile, pick_longest, relevant_units
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.sources import tac
@@ -547,20 +546,15 @@ def _choose_queries(
         if opts.queries == "all":
             chosen.extend(group)
             continue
-        longest = max(len(m.text) for m in group)
-        tied = sorted((m for m in group if len(m.text) == longest), key=lambda m: m.mention_id)
-        chosen.append(random.Random(f"{opts.seed}:{entity}").choice(tied))
+        chosen.append(pick_longest(group, opts.seed, entity))
     queries: list[_Query] = []
     for q in chosen:
-        own_unit = placed[q.mention_id][0].id
-        relevant: list[str] = []
-        for m in by_entity[q.entity]:
-            uid = placed[m.mention_id][0].id
-            if uid == own_unit or uid in relevant:
-                continue
-            if m.doc_id == q.doc_id and not opts.keep_own_doc:
-                continue
-            relevant.append(uid)
+        relevant = relevant_units(
+            by_entity[q.entity],
+            lambda mid: placed[mid][0].id,
+            placed[q.mention_id][0].id,
+            None if opts.keep_own_doc else q.doc_id,
+        )
         if len(relevant) < max(opts.min_relevant, 1):
             dropped["queries_below_min_relevant"] += 1
             continue
