@@ -37,6 +37,7 @@ def load_inputs(
     hf_dataset: str = "wec-eng",
     hf_splits: str = "dev,test",
     revision: str = "main",
+    hf_cache_dir: str | None = None,
     sample: bool = False,
 ) -> Loaded:
     """Read the annotated inputs and open the distractor streams for a source."""
@@ -48,7 +49,10 @@ def load_inputs(
         from cmrkit.sources import hub
 
         fmt, files = hub.download(
-            hf_dataset, [s.strip() for s in hf_splits.split(",") if s.strip()], revision
+            hf_dataset,
+            [s.strip() for s in hf_splits.split(",") if s.strip()],
+            revision,
+            hf_cache_dir,
         )
         source = fmt
         specs = [(s, str(p)) for s, p in files]

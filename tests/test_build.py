@@ -581,3 +581,34 @@ def test_split_from_file_name(name, split):
     from cmrkit.sources.common import split_from_name
 
     assert split_from_name(name) == split
+
+
+def test_hub_source_uses_the_cache_offline(cli, tmp_path, monkeypatch):
+    """The real huggingface_hub client resolves a cached snapshot without the network; the
+    commit it came from is recorded in the manifest."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "cache" / "datasets--Intel--WEC-Eng"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    wec_fixture(snapshot, "Test_Event_gold_mentions_validated.json")
+    r = cli(
+        "build-collection",
+        "--source",
+        "hf",
+        "--hf-splits",
+        "test",
+        "--name",
+        "hub",
+        "--hf-cache-dir",
+        tmp_path / "cache",
+    )
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "collections/hub/manifest.json").read_text())
+    assert manifest["source"] == "wec-eng"
+    assert manifest["inputs"][0]["format"] == f"hf:wec-eng@{commit}"
+    assert manifest["inputs"][0]["split"] == "test"
+    assert len(read_topics(tmp_path / "collections/hub/topics.jsonl")) == 6

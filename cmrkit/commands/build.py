@@ -92,6 +92,9 @@ def register(app: typer.Typer) -> None:
         hf_dataset: str = typer.Option("wec-eng", help="With --source hf: wec-eng or coresearch."),
         hf_splits: str = typer.Option("dev,test", help="With --source hf: splits to download."),
         revision: str = typer.Option("main", help="With --source hf: hub revision (commit)."),
+        hf_cache_dir: Path | None = typer.Option(
+            None, help="With --source hf: cache folder (default: the hub client's cache)."
+        ),
         collections_dir: Path = typer.Option(Path("collections"), help="Where collections go."),
         qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
@@ -226,6 +229,7 @@ def register(app: typer.Typer) -> None:
             hf_dataset=hf_dataset,
             hf_splits=hf_splits,
             revision=revision,
+            hf_cache_dir=None if hf_cache_dir is None else str(hf_cache_dir),
             sample=sample,
         )
         if name is None and not sample:

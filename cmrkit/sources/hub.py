@@ -7,7 +7,10 @@ cannot be reached, the error says to pass local files instead.
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 from cmrkit.errors import CmrkitError
 
@@ -46,9 +49,15 @@ def download(
         if s not in files:
             raise CmrkitError(f"{dataset} has no split {s!r}; use {', '.join(files)}")
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub.utils import logging as hf_logging
     except ImportError:
         raise CmrkitError("huggingface-hub is not installed; pip install huggingface-hub") from None
+    hf_logging.set_verbosity_error()  # its retry warnings would bury the one-line error
+    # without a network, use the cache alone instead of waiting through the client's retries
+    # HF_HUB_OFFLINE is read here too: the client reads it only once, when first imported
+    offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
+    cache_only = offline or bool(constants.HF_HUB_OFFLINE) or not _reachable(constants.ENDPOINT)
     out: list[tuple[str, Path]] = []
     for s in splits:
         for name in files[s]:
@@ -59,15 +68,29 @@ def download(
                     repo_type="dataset",
                     revision=revision,
                     cache_dir=cache_dir,
+                    local_files_only=cache_only,
                 )
             except Exception as e:  # the hub client raises many types for "offline"
+                why = "offline and not in the cache" if cache_only else type(e).__name__
                 raise CmrkitError(
-                    f"cannot download {spec['repo']}/{name} at revision {revision} "
-                    f"({type(e).__name__}); offline? download the files elsewhere and pass them "
-                    f"with --source {spec['source']} --input PATH"
+                    f"cannot download {spec['repo']}/{name} at revision {revision} ({why}); "
+                    f"download the files elsewhere and pass them with --source {spec['source']} "
+                    "--input PATH"
                 ) from None
             out.append((s, Path(path)))
     return str(spec["source"]), out
+
+
+def _reachable(endpoint: str) -> bool:
+    """Whether the hub's host name resolves (a quick test for 'no network at all')."""
+    host = urlparse(endpoint).hostname
+    if not host:
+        return False
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        return False
+    return True
 
 
 def resolved_commit(path: Path) -> str | None:
