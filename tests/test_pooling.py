@@ -428,3 +428,28 @@ def test_bias_refuses_a_run_that_was_not_pooled(hand, cli):
     qrels = write_qrels(tmp / "q.txt", {"q1": {"d1": 1}})
     r = cli("pool", "bias", tmp / "p.jsonl", b, "--qrels", qrels)
     assert r.exit_code == 2 and "B.trec" in r.stderr and "not one of the pooled runs" in r.stderr
+
+
+def test_no_highlight_candidates_hides_annotated_mentions(tmp_path, cli):
+    units = sentence_units("doc7-p0", "doc7", mention=(5, 11))
+    coll = write_collection(tmp_path / "collections", ["q1"], ["d1"], extra_units=units)
+    middle = units[1]["id"]
+    run = write_run(tmp_path / "r.trec", {"q1": [(middle, 2.0), ("d1", 0.5)]})
+    assert cli("pool", "create", run, "-c", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    r = cli(
+        "pool",
+        "export",
+        tmp_path / "p.jsonl",
+        "-f",
+        "jsonl",
+        "-o",
+        tmp_path / "t.jsonl",
+        "--no-highlight-candidates",
+    )
+    assert r.exit_code == 0, r.output
+    tasks = {
+        t["doc_id"]: t for t in map(json.loads, (tmp_path / "t.jsonl").read_text().split("\n")[:-1])
+    }
+    assert tasks[middle]["candidate"]["unit"]["spans"] == []
+    q = tasks[middle]["query"]  # the query mention stays marked
+    assert q["text"][q["spans"][0][0] : q["spans"][0][1]] == "q1"

@@ -104,9 +104,16 @@ def _mention_spans(rec: dict[str, Any], path: object) -> list[tuple[int, int]]:
 
 
 def describe_pairs(
-    pairs: list[tuple[str, str]], collection: str | os.PathLike
+    pairs: list[tuple[str, str]],
+    collection: str | os.PathLike,
+    *,
+    highlight_candidates: bool = True,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """What to show for each (qid, docno): query text and span, candidate and its neighbours."""
+    """What to show for each (qid, docno): query text and span, candidate and its neighbours.
+
+    The candidate's annotated mentions are highlighted unless ``highlight_candidates`` is off:
+    only annotated units have them, so highlighting tells assessors which candidates were
+    annotated."""
     root = Path(collection)
     corpus = root / "corpus.jsonl.gz"
     topics = read_topics_jsonl(root / "topics.jsonl")
@@ -145,7 +152,8 @@ def describe_pairs(
             qspans = [(int(span[0]), int(span[1]))]
         first, nxt = neighbours.get(docno, (None, None))
         if docno not in shown:
-            shown[docno] = Text(str(rec.get("contents", "")), _mention_spans(rec, corpus))
+            spans = _mention_spans(rec, corpus) if highlight_candidates else []
+            shown[docno] = Text(str(rec.get("contents", "")), spans)
         out[(qid, docno)] = {
             "query": Text(context, qspans),
             "title": rec.get("title"),
@@ -174,6 +182,7 @@ def build_tasks(
     gold: dict[tuple[str, str], int] | None = None,
     gold_per_hit: int = 0,
     seed: int = 0,
+    highlight_candidates: bool = True,
 ) -> list[Task]:
     """Tasks for the sampled pairs of a pool, in HITs of ``per_hit`` pool pairs plus
     ``gold_per_hit`` pairs of known answer; pairs and HITs shuffled with ``seed``."""
@@ -227,7 +236,11 @@ def build_tasks(
         hits.append(chunk)
     rng.shuffle(hits)
 
-    shown = describe_pairs(sorted({k for h in hits for k, _ in h}), collection)
+    shown = describe_pairs(
+        sorted({k for h in hits for k, _ in h}),
+        collection,
+        highlight_candidates=highlight_candidates,
+    )
     tasks = []
     width = max(4, len(str(len(hits))))
     for h, chunk in enumerate(hits, 1):

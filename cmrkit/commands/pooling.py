@@ -141,6 +141,11 @@ def export(
     ),
     gold_per_hit: int = typer.Option(0, help="Pairs of known answer added to each HIT."),
     seed: int = typer.Option(0, help="Seed for the order of pairs, HITs and gold pairs."),
+    highlight_candidates: bool = typer.Option(
+        True,
+        help="Highlight the candidate's annotated mentions (the protocol's 'where known'); "
+        "off hides which candidates were annotated from the assessors.",
+    ),
     title: str = typer.Option("Coreference search assessment", help="Title of the HTML page."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
@@ -166,7 +171,13 @@ def export(
     with StagedOutputs(targets, force=force, anchor=output.parent) as staged:
         with console.status("reading the collection"):
             tasks = build_tasks(
-                pool, where, per_hit=per_hit, gold=known, gold_per_hit=gold_per_hit, seed=seed
+                pool,
+                where,
+                per_hit=per_hit,
+                gold=known,
+                gold_per_hit=gold_per_hit,
+                seed=seed,
+                highlight_candidates=highlight_candidates,
             )
         if fmt == "mturk":
             write_mturk(tasks, staged.path(targets[0]), staged.path(targets[1]))
