@@ -138,6 +138,23 @@ def _groups(qids: list[bytes]) -> list[tuple[str, int, int]] | None:
     return out
 
 
+def _by_query(tokens: list[bytes], width: int, values: list) -> dict[str, dict] | None:
+    """{qid: {docno: value}} from the whitespace tokens of a regular file with ``width``
+    columns (qid first, docno third); None when a query's lines are not together or a docno
+    repeats within a query, for the line-by-line reader to report."""
+    groups = _groups(tokens[0::width])
+    if groups is None:
+        return None
+    docnos = list(map(bytes.decode, tokens[2::width]))
+    out: dict[str, dict] = {}
+    for qid, a, b in groups:
+        docs = dict(zip(docnos[a:b], values[a:b], strict=True))
+        if len(docs) != b - a:
+            return None
+        out[qid] = docs
+    return out
+
+
 def _read_qrels_fast(raw: bytes) -> Qrels | None:
     """The common case (integer grades, one judgment per (qid, docno)) in bulk; else None."""
     tokens = _regular_columns(raw, 4)
@@ -150,17 +167,7 @@ def _read_qrels_fast(raw: bytes) -> Qrels | None:
         rels = list(map(int, rel_texts))
     except ValueError:
         return None
-    groups = _groups(tokens[0::4])
-    if groups is None:
-        return None
-    docnos = list(map(bytes.decode, tokens[2::4]))
-    qrels: Qrels = {}
-    for qid, a, b in groups:
-        docs = dict(zip(docnos[a:b], rels[a:b], strict=True))
-        if len(docs) != b - a:
-            return None
-        qrels[qid] = docs
-    return qrels
+    return _by_query(tokens, 4, rels)
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
@@ -256,17 +263,7 @@ def _read_run_fast(raw: bytes) -> Run | None:
         return None
     if not all(map(math.isfinite, scores)):
         return None
-    groups = _groups(tokens[0::6])
-    if groups is None:
-        return None
-    docnos = list(map(bytes.decode, tokens[2::6]))
-    run: Run = {}
-    for qid, a, b in groups:
-        docs = dict(zip(docnos[a:b], scores[a:b], strict=True))
-        if len(docs) != b - a:
-            return None
-        run[qid] = docs
-    return run
+    return _by_query(tokens, 6, scores)
 
 
 def read_run(path: str | os.PathLike, *, dedupe: bool = False) -> Run:
