@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from cmrkit.sources import tac
-from cmrkit.tac_collection import TacInputs, TacOptions, build_tac_collection
+from cmrkit.tac.collection import TacInputs, TacOptions, build_tac_collection
 
 FIRST = ["Bobby", "Maria", "Chen", "Omar", "Lena", "Ravi", "Ana", "Tom", "Ines", "Yuki"]
 LAST = ["Hall", "Garcia", "Wei", "Haddad", "Berg"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cmrkit import chains
+from cmrkit.tac import chains
 
 
 @pytest.mark.parametrize(

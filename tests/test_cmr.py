@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from cmrkit import cmr
 from cmrkit.errors import CmrkitError
+from cmrkit.tac import cmr
 from cmrkit.trec import read_qrels
 
 QUERIES = (

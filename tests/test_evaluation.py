@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from cmrkit.cli import app
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation import by_group, evaluate, load_groups
-from cmrkit.measures import DEFAULT_MEASURES, parse_measure, parse_measures
+from cmrkit.evaluation.measures import DEFAULT_MEASURES, parse_measure, parse_measures
 from cmrkit.trec import read_qrels, read_run
 
 # measures with a trec_eval counterpart, each checked against the binary's own value

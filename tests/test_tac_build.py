@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from tac_data import DOCS, GOLD, write_dataset
 
-from cmrkit import cmr
 from cmrkit.errors import CmrkitError
 from cmrkit.sources import tac
-from cmrkit.tac_collection import TacInputs, TacOptions, build_tac_collection
+from cmrkit.tac import cmr
+from cmrkit.tac.collection import TacInputs, TacOptions, build_tac_collection
 from cmrkit.trec import read_qrels
 
 

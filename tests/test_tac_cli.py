@@ -11,9 +11,9 @@ import pytest
 from tac_data import write_dataset
 from typer.testing import CliRunner
 
-from cmrkit import cmr
 from cmrkit.cli import app
 from cmrkit.commands import tac as tac_commands
+from cmrkit.tac import cmr
 from cmrkit.trec import read_run
 
 if not any(g.name == "tac" for g in app.registered_groups):

@@ -158,13 +158,14 @@ def eval_command(
     Example: cmrkit eval runs/wec/bm25.trec qrels/wec.test.txt -m infAP -m AP@10 -m RR@10
     """
     from cmrkit import evaluation
-    from cmrkit.measures import parse_measures
+    from cmrkit.evaluation.measures import parse_measures
+    from cmrkit.trec import read_qrels, read_run_columns
 
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
     measures = parse_measures(measure)
-    qrels_data = _with_warnings(lambda: evaluation.read_qrels(qrels))
-    run_data = evaluation.read_run_columns(run, dedupe=dedupe)
+    qrels_data = _with_warnings(lambda: read_qrels(qrels))
+    run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
         run_data, qrels_data, measures, all_queries=all_queries, depth=depth
@@ -271,8 +272,9 @@ def compare_command(
     Example: cmrkit compare qrels/wec.test.txt runs/wec/bm25.trec runs/wec/qe.trec -m AP -m RR@10 --test permutation --plot diff.png
     """  # noqa: E501
     from cmrkit import evaluation
+    from cmrkit.evaluation.measures import parse_measure, parse_measures
     from cmrkit.fileio import StagedOutputs
-    from cmrkit.measures import parse_measure, parse_measures
+    from cmrkit.trec import read_qrels, read_run_columns
 
     measures = parse_measures(measure)
     plot_m = parse_measure(plot_measure) if plot_measure else measures[0]
@@ -293,10 +295,9 @@ def compare_command(
                 f"--baseline {baseline!r} is none of the runs "
                 f"({', '.join(names)}); give its path or name"
             )
-    qrels_data = _with_warnings(lambda: evaluation.read_qrels(qrels))
+    qrels_data = _with_warnings(lambda: read_qrels(qrels))
     loaded = {
-        name: evaluation.read_run_columns(path, dedupe=dedupe)
-        for name, path in zip(names, runs, strict=True)
+        name: read_run_columns(path, dedupe=dedupe) for name, path in zip(names, runs, strict=True)
     }
     comp = evaluation.compare(
         loaded,

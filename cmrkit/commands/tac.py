@@ -47,7 +47,7 @@ def build_tac(
 ):
     """`build-collection --source tac`: the options as the build command received them."""
     from cmrkit.errors import CmrkitError
-    from cmrkit.tac_collection import TacInputs, TacOptions, build_tac_collection
+    from cmrkit.tac.collection import TacInputs, TacOptions, build_tac_collection
 
     if docs is None:
         raise CmrkitError("--source tac needs --docs DIR (the TAC source documents)")
@@ -111,7 +111,7 @@ def register(app: typer.Typer) -> None:
         """
         from cmrkit.errors import CmrkitError
         from cmrkit.sources import tac
-        from cmrkit.tac_collection import TacInputs
+        from cmrkit.tac.collection import TacInputs
 
         inputs = TacInputs(docs, mentions, queries_xml, links)
         inputs.check()

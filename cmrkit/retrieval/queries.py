@@ -44,7 +44,7 @@ def formulate(
     if formulation == "chain":
         return {t.qid: t.chain or t.mention for t in topics}
     if formulation == "features":
-        from cmrkit.chains import acronym, char_trigrams
+        from cmrkit.tac.chains import acronym, char_trigrams
 
         return {
             t.qid: " ".join(

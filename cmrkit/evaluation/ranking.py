@@ -1,0 +1,336 @@
+"""Scoring runs against qrels with trec_eval's numbers, per query, per group, and compared.
+
+Ranking follows trec_eval 9.0.x: score descending (scores compared as single-precision floats,
+as trec_eval stores them), ties broken by docno descending; the rank column is ignored. A
+qrels grade >= 1 is relevant, 0 non-relevant, < 0 pooled but unjudged (used by infAP, never
+relevant). AP, infAP, RR, P, R, Success, nDCG@k and the counts are computed here with numpy,
+following trec_eval's C code operation for operation (same doubles, sums added in trec_eval's
+order), so the values are bit-identical; the other measures (Bpref, Rprec, nDCG) go to
+trec_eval's own code (pytrec_eval). RR@k and Judged@k, which trec_eval lacks, are computed on
+the same ranking.
+
+By default a query counts when it is in both the run and the qrels (trec_eval's default);
+``all_queries`` is trec_eval ``-c``: a qrels query missing from the run is scored as an empty
+ranking (0 for every measure but NumRel and NumQ).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from cmrkit.errors import CmrkitError
+from cmrkit.evaluation.measures import Measure, parse_measures
+from cmrkit.trec import Qrels, Run, RunColumns, read_qrels, read_run_columns, run_columns
+
+
+@dataclass
+class Result:
+    """Per-query and aggregate values of one run; values keyed by measure name (``AP@10``)."""
+
+    measures: list[Measure]
+    per_query: dict[str, dict[str, float]]
+    aggregate: dict[str, float]
+    missing_from_run: list[str]
+    missing_from_qrels: list[str]
+    all_queries: bool = False
+    depth: int | None = None
+
+    @property
+    def queries(self) -> int:
+        """Number of queries averaged."""
+        return len(self.per_query)
+
+    @property
+    def scored(self) -> list[str]:
+        """Queries with a ranking in the run (trec_eval -q prints these), sorted."""
+        missing = set(self.missing_from_run)
+        return [q for q in self.per_query if q not in missing]
+
+    def values(self, measure: Measure | str, queries: Iterable[str]) -> list[float]:
+        name = str(measure)
+        return [self.per_query[q][name] for q in queries]
+
+
+def _measures(measures: Sequence[Measure | str] | None) -> list[Measure]:
+    if measures and all(isinstance(m, Measure) for m in measures):
+        return list(measures)  # type: ignore[arg-type]
+    return parse_measures([str(m) for m in measures] if measures else None)
+
+
+def aggregate(measure: Measure, values: Sequence[float]) -> float:
+    """trec_eval's summary of per-query values: the sum for counts, else the mean (0 if none)."""
+    if measure.summed:
+        return float(sum(values))
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+_NATIVE = frozenset(
+    {"AP", "infAP", "RR", "R", "P", "Success", "Judged", "NumRel", "NumRet", "NumRelRet", "NumQ"}
+)
+_MISSING = -(1 << 40)  # relevance of a retrieved document the qrels lack (not in the pool)
+_INFAP_EPSILON = 0.00001  # trec_eval's INFAP_EPSILON
+
+
+def _native(measure: Measure) -> bool:
+    """Computed here with trec_eval's arithmetic; the others go to trec_eval's code."""
+    return measure.kind in _NATIVE or (measure.kind == "nDCG" and measure.cutoff is not None)
+
+
+def _prefix_sums(values, counts, picks):
+    """For each query q (``counts[q]`` consecutive ``values``), the sum of its first
+    ``pick[q]`` values for each pick, added one by one left to right as trec_eval's loops do
+    (so the doubles are bit-identical; numpy's sum would add pairwise)."""
+    import numpy as np
+
+    nq = len(counts)
+    width = int(counts.max()) if nq else 0
+    offsets = np.zeros(nq + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    if nq * (width + 1) <= 4 * len(values) + (1 << 20):
+        table = np.zeros((nq, width + 1))
+        rows = np.repeat(np.arange(nq), counts)
+        table[rows, np.arange(len(values)) - offsets[:-1][rows] + 1] = values
+        np.cumsum(table, axis=1, out=table)  # accumulate: strictly sequential per row
+        return [table[np.arange(nq), pick] for pick in picks]
+    out = [np.zeros(nq) for _ in picks]
+    for q in range(nq):
+        sums = np.concatenate(([0.0], np.cumsum(values[offsets[q] : offsets[q + 1]])))
+        for o, pick in zip(out, picks, strict=True):
+            o[q] = sums[pick[q]]
+    return out
+
+
+def _ranking(cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | None):
+    """Per-query sizes and, in trec_eval's order (cut at ``depth``), the rows and grades."""
+    import itertools
+
+    import numpy as np
+
+    bounds = cols.starts.tolist()
+    if len(blocks) == len(cols.qids):
+        docnos, scores = cols.docnos, cols.scores
+        lens = np.diff(cols.starts)
+    else:
+        docnos = list(
+            itertools.chain.from_iterable(cols.docnos[bounds[i] : bounds[i + 1]] for i in blocks)
+        )
+        lens = np.asarray([bounds[i + 1] - bounds[i] for i in blocks], dtype=np.int64)
+        rows = np.concatenate(
+            [np.arange(bounds[i], bounds[i + 1]) for i in blocks] + [np.zeros(0, np.int64)]
+        )
+        scores = cols.scores[rows]
+    nq = len(blocks)
+    starts = np.zeros(nq + 1, dtype=np.int64)
+    np.cumsum(lens, out=starts[1:])
+    single = scores.astype(np.float32)  # trec_eval keeps scores as C floats
+    gid = np.repeat(np.arange(nq), lens)
+    descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
+    order = np.arange(len(single)) if descending.all() else np.lexsort((-single, gid))
+    ordered = single[order]
+    tied = np.flatnonzero((ordered[1:] == ordered[:-1]) & (gid[1:] == gid[:-1]))
+    if len(tied):
+        # ties: docno descending (strcmp order; str and ASCII bytes sort alike)
+        breaks = np.flatnonzero(np.diff(tied) != 1)
+        firsts = tied[np.concatenate(([0], breaks + 1))].tolist()
+        lasts = (tied[np.concatenate((breaks, [len(tied) - 1]))] + 2).tolist()
+        for a, b in zip(firsts, lasts, strict=True):
+            order[a:b] = sorted(order[a:b].tolist(), key=docnos.__getitem__, reverse=True)
+    as_bytes = bool(docnos) and isinstance(docnos[0], bytes)
+    grades = []
+    for k, i in enumerate(blocks):
+        judged = qrels[cols.qids[i]]
+        if as_bytes:
+            judged = dict(zip(map(str.encode, judged), judged.values(), strict=True))
+        a, b = int(starts[k]), int(starts[k + 1])
+        grades.append(map(judged.get, docnos[a:b], itertools.repeat(_MISSING)))
+    grade = np.fromiter(itertools.chain.from_iterable(grades), dtype=np.int64, count=len(docnos))
+    if depth is not None and int(lens.max(initial=0)) > depth:
+        keep = (np.arange(len(order)) - np.repeat(starts[:-1], lens)) < depth
+        order = order[keep]
+        lens = np.minimum(lens, depth)
+        np.cumsum(lens, out=starts[1:])
+    return lens, starts, order, grade[order], docnos, scores
+
+
+def _native_values(
+    ms: list[Measure], lens, starts, rel, num_rel: list[int], qrels_rows: list[dict[str, int]]
+) -> dict[str, list[float]]:
+    """Per-query values of the native measures, trec_eval's formulas and order of operations
+    (m_map.c, m_map_cut.c, m_infap.c, m_P.c, m_recall.c, m_recip_rank.c, m_success.c,
+    m_ndcg_cut.c) on the ranked grades ``rel`` (``_MISSING`` when not in the qrels)."""
+    import numpy as np
+
+    nq = len(lens)
+    total = len(rel)
+    gid = np.repeat(np.arange(nq), lens)
+    pos = np.arange(total) - np.repeat(starts[:-1], lens)
+    nrel = np.asarray(num_rel, dtype=np.float64)
+    relevant = rel >= 1
+    cum = np.zeros(total + 1, dtype=np.int64)
+
+    def first_k(flags, k: int | None):
+        np.cumsum(flags, out=cum[1:])
+        head = lens if k is None else np.minimum(lens, k)
+        return cum[starts[:-1] + head] - cum[starts[:-1]]
+
+    hits = np.flatnonzero(relevant)
+    found = first_k(relevant, None)
+    hit_rank = np.arange(len(hits)) - np.repeat(np.concatenate(([0], np.cumsum(found)[:-1])), found)
+    hit_rank += 1  # rel_so_far at each relevant document
+    hit_pos = pos[hits].astype(np.float64)
+    counts = {k: first_k(relevant, k) for k in {m.cutoff for m in ms}}
+    out: dict[str, list[float]] = {}
+    safe = np.where(nrel > 0, nrel, 1.0)
+
+    ap_cuts = [m for m in ms if m.kind == "AP"]
+    if ap_cuts:
+        terms = hit_rank / (hit_pos + 1.0)
+        sums = _prefix_sums(terms, found, [counts[m.cutoff] for m in ap_cuts])
+        for m, s in zip(ap_cuts, sums, strict=True):
+            out[m.name] = np.where(nrel > 0, s / safe, 0.0).tolist()
+    if any(m.kind == "infAP" for m in ms):
+        hit_q = gid[hits]
+        np.cumsum(rel == 0, out=cum[1:])
+        nonrel = cum[hits] - cum[starts[:-1]][hit_q]
+        np.cumsum((rel < 0) & (rel != _MISSING), out=cum[1:])
+        unjudged = cum[hits] - cum[starts[:-1]][hit_q]
+        fj = np.where(hit_pos == 0, 1.0, hit_pos)
+        before = hit_rank - 1
+        x = (before + nonrel + unjudged) / fj
+        y = (before + _INFAP_EPSILON) / ((before + nonrel) + 2 * _INFAP_EPSILON)
+        terms = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * x * y
+        terms[hit_pos == 0] = 1.0
+        (s,) = _prefix_sums(terms, found, [found])
+        out["infAP"] = np.where(nrel > 0, s / safe, s).tolist()
+    first = np.full(nq, -1.0)
+    first[found > 0] = hit_pos[np.concatenate(([0], np.cumsum(found)[:-1]))[found > 0]]
+    for m in ms:
+        k = m.cutoff
+        if m.kind == "RR":
+            ok = (first >= 0) & ((first < k) if k is not None else True)
+            out[m.name] = np.where(ok, 1.0 / (np.maximum(first, 0.0) + 1.0), 0.0).tolist()
+        elif m.kind == "P":
+            out[m.name] = (counts[k] / float(k)).tolist()
+        elif m.kind == "R":
+            out[m.name] = np.where(nrel > 0, counts[k] / safe, 0.0).tolist()
+        elif m.kind == "Success":
+            out[m.name] = (counts[k] > 0).astype(np.float64).tolist()
+        elif m.kind == "Judged":
+            head = np.minimum(lens, k)
+            judged = first_k(rel != _MISSING, k)
+            out[m.name] = np.where(head > 0, judged / np.maximum(head, 1), 0.0).tolist()
+        elif m.kind == "NumRel":
+            out[m.name] = nrel.tolist()
+        elif m.kind == "NumRet":
+            out[m.name] = lens.astype(np.float64).tolist()
+        elif m.kind == "NumRelRet":
+            out[m.name] = found.astype(np.float64).tolist()
+        elif m.kind == "NumQ":
+            out[m.name] = [1.0] * nq
+        elif m.kind == "nDCG":
+            log2 = np.asarray([math.log2(i + 2) for i in range(k)])  # rank i + 1
+            gain = (rel > 0) & (pos < k)
+            at = np.flatnonzero(gain)
+            terms = rel[at].astype(np.float64) / log2[pos[at]]
+            positive = first_k(gain, None)
+            (dcg,) = _prefix_sums(terms, positive, [positive])
+            ideal = np.asarray([_ideal_dcg(row, k) for row in qrels_rows])
+            out[m.name] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg).tolist()
+    return out
+
+
+def _ideal_dcg(judged: Mapping[str, int], k: int) -> float:
+    ideal = 0.0
+    for i, gain in enumerate(sorted((g for g in judged.values() if g > 0), reverse=True)[:k]):
+        ideal += gain / math.log2(i + 2)
+    return ideal
+
+
+def evaluate(
+    run: Run | RunColumns,
+    qrels: Qrels,
+    measures: Sequence[Measure | str] | None = None,
+    *,
+    all_queries: bool = False,
+    depth: int | None = None,
+) -> Result:
+    """Score a run: per-query values and their trec_eval aggregate for each measure.
+
+    ``run`` is {qid: {docno: score}} or :class:`~cmrkit.trec.RunColumns`. ``depth`` keeps
+    only the top ``depth`` documents of each ranking (trec_eval ``-M``).
+    """
+    ms = _measures(measures)
+    if depth is not None and depth < 1:
+        raise CmrkitError(f"depth {depth} must be a positive number of documents")
+    cols = run if isinstance(run, RunColumns) else run_columns(run)
+    in_run = set(cols.qids)
+    common = sorted(in_run & set(qrels))
+    missing_from_run = sorted(set(qrels) - in_run)
+    missing_from_qrels = sorted(in_run - set(qrels))
+    if not common:
+        raise CmrkitError(
+            "no query in common between the run and the qrels (run queries such as "
+            f"{missing_from_qrels[0]!r}, qrels queries such as {missing_from_run[0]!r}); "
+            "check that the files belong together"
+        )
+    scored = sorted(common + missing_from_run) if all_queries else common
+    blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
+    lens, starts, order, rel, docnos, scores = _ranking(cols, blocks, qrels, depth)
+    qids = [cols.qids[i] for i in blocks]
+    rows = [qrels[q] for q in qids]
+    num_rel = [sum(g >= 1 for g in judged.values()) for judged in rows]
+    native = [m for m in ms if _native(m)]
+    values = _native_values(native, lens, starts, rel, num_rel, rows) if native else {}
+    per_query: dict[str, dict[str, float]] = {qid: {} for qid in scored}
+    where = {q: k for k, q in enumerate(qids)}
+    others = [m for m in ms if not _native(m)]
+    computed: dict[str, dict[str, float]] = {}
+    if others:
+        import pytrec_eval
+
+        evaluated: Run = {}
+        for k, qid in enumerate(qids):
+            at = order[int(starts[k]) : int(starts[k + 1])].tolist()
+            names = [docnos[i] for i in at]
+            if names and isinstance(names[0], bytes):
+                names = [d.decode() for d in names]
+            evaluated[qid] = dict(zip(names, scores[at].tolist(), strict=True))
+        if all_queries:
+            for qid in missing_from_run:
+                evaluated[qid] = {}
+        requests = {m.pytrec_request for m in others}
+        evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in scored}, requests)
+        computed = evaluator.evaluate(evaluated)
+    for qid in scored:
+        row = per_query[qid]
+        k = where.get(qid)
+        for m in ms:
+            if not _native(m):
+                row[m.name] = computed[qid][m.trec_name] if qid in computed else 0.0
+            elif k is not None:
+                row[m.name] = values[m.name][k]
+            elif m.kind == "NumRel":
+                row[m.name] = float(sum(g >= 1 for g in qrels[qid].values()))
+            else:
+                row[m.name] = 1.0 if m.kind == "NumQ" else 0.0
+    agg = {m.name: aggregate(m, [per_query[q][m.name] for q in scored]) for m in ms}
+    return Result(ms, per_query, agg, missing_from_run, missing_from_qrels, all_queries, depth)
+
+
+def evaluate_files(
+    run_path: str | os.PathLike,
+    qrels_path: str | os.PathLike,
+    measures: Sequence[Measure | str] | None = None,
+    *,
+    all_queries: bool = False,
+    depth: int | None = None,
+    dedupe: bool = False,
+) -> Result:
+    """:func:`evaluate` on a run file and a qrels file."""
+    ms = _measures(measures)
+    qrels = read_qrels(qrels_path)
+    run = read_run_columns(run_path, dedupe=dedupe)
+    return evaluate(run, qrels, ms, all_queries=all_queries, depth=depth)

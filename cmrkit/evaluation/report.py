@@ -1,0 +1,174 @@
+"""Results and comparisons as JSON, CSV and trec_eval ``-q`` text."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+
+from cmrkit.evaluation.groups import GroupResult
+from cmrkit.evaluation.ranking import Result
+from cmrkit.evaluation.significance import Comparison
+
+
+def result_to_json(
+    result: Result, groups: Sequence[GroupResult] | None = None, extra: Mapping | None = None
+) -> str:
+    """``{"measures": {...}, "per_query": {...}, "queries": n, ...}`` as indented JSON."""
+    obj: dict = dict(extra or {})
+    obj["measures"] = result.aggregate
+    obj["trec_names"] = {m.name: m.trec_name for m in result.measures}
+    obj["queries"] = result.queries
+    obj["all_queries"] = result.all_queries
+    obj["depth"] = result.depth
+    obj["missing_from_run"] = result.missing_from_run
+    obj["missing_from_qrels"] = result.missing_from_qrels
+    if groups is not None:
+        obj["groups"] = {
+            g.group: {"queries": len(g.queries), "measures": g.aggregate} for g in groups
+        }
+    obj["per_query"] = result.per_query
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def result_to_csv(result: Result, groups: Sequence[GroupResult] | None = None) -> str:
+    """One row per query and measure, then the aggregate rows (qid ``all``)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    with_groups = groups is not None
+    w.writerow((["group"] if with_groups else []) + ["qid", "measure", "value"])
+    member = {q: g.group for g in groups or [] for q in g.queries}
+    for qid, row in result.per_query.items():
+        for m in result.measures:
+            w.writerow(([member[qid]] if with_groups else []) + [qid, m.name, repr(row[m.name])])
+    for g in groups or []:
+        for m in result.measures:
+            w.writerow([g.group, "all", m.name, repr(g.aggregate[m.name])])
+    for m in result.measures:
+        w.writerow(
+            (["all"] if with_groups else []) + ["all", m.name, repr(result.aggregate[m.name])]
+        )
+    return buf.getvalue()
+
+
+def result_to_trec(result: Result, groups: Sequence[GroupResult] | None = None) -> str:
+    """trec_eval ``-q`` lines ``measure<TAB>qid<TAB>value``, the ``all`` lines last.
+
+    Laid out as trec_eval prints them (name padded to 22 characters, 4 decimals), so the
+    lines of measures trec_eval has diff cleanly against its output. As with ``trec_eval -q
+    -c``, queries missing from the run are averaged but not listed. Group aggregates use the
+    qid ``all:<group>``.
+    """
+    lines = []
+    # trec_eval prints num_q on the "all" line only
+    per_query = [m for m in result.measures if m.kind != "NumQ"]
+    for qid in result.scored:
+        row = result.per_query[qid]
+        for m in per_query:
+            lines.append(f"{m.trec_name:<22}\t{qid}\t{m.format(row[m.name])}")
+    for g in groups or []:
+        for m in result.measures:
+            lines.append(f"{m.trec_name:<22}\tall:{g.group}\t{m.format(g.aggregate[m.name])}")
+    for m in result.measures:
+        lines.append(f"{m.trec_name:<22}\tall\t{m.format(result.aggregate[m.name])}")
+    return "\n".join(lines) + "\n"
+
+
+def format_p(p: float) -> str:
+    if math.isnan(p):
+        return "n/a"
+    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+
+
+def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None) -> str:
+    obj: dict = {
+        "baseline": comp.baseline,
+        "test": comp.test,
+        "correction": comp.correction,
+        "alpha": comp.alpha,
+        "measures": [m.name for m in comp.measures],
+        "systems": {},
+    }
+    for name, result in comp.results.items():
+        entry: dict = {}
+        if paths:
+            entry["run"] = paths[name]
+        entry["queries"] = result.queries
+        entry["measures"] = result.aggregate
+        if name in comp.stats:
+            entry["against_baseline"] = {
+                m: {
+                    "delta": c.delta,
+                    "paired_queries": c.queries,
+                    "improved": c.improved,
+                    "hurt": c.hurt,
+                    "p": None if math.isnan(c.p) else c.p,
+                    "p_adjusted": None if math.isnan(c.p_adjusted) else c.p_adjusted,
+                    "significant": c.significant,
+                }
+                for m, c in comp.stats[name].items()
+            }
+        obj["systems"][name] = entry
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def comparison_to_csv(comp: Comparison) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(
+        [
+            "system",
+            "measure",
+            "value",
+            "delta",
+            "paired_queries",
+            "improved",
+            "hurt",
+            "p",
+            "p_adjusted",
+            "significant",
+        ]
+    )
+    for name, result in comp.results.items():
+        for m in comp.measures:
+            c = comp.stats.get(name, {}).get(m.name)
+            if c is None:
+                w.writerow(
+                    [name, m.name, repr(result.aggregate[m.name]), "", "", "", "", "", "", ""]
+                )
+                continue
+            w.writerow(
+                [
+                    name,
+                    m.name,
+                    repr(c.mean),
+                    repr(c.delta),
+                    c.queries,
+                    c.improved,
+                    c.hurt,
+                    "" if math.isnan(c.p) else repr(c.p),
+                    "" if math.isnan(c.p_adjusted) else repr(c.p_adjusted),
+                    str(c.significant).lower(),
+                ]
+            )
+    return buf.getvalue()
+
+
+def comparison_to_trec(comp: Comparison) -> str:
+    """trec_eval-style lines ``measure<TAB>system<TAB>value``; ``<measure>_p`` holds the
+    corrected p-value of each system against the baseline."""
+    lines = []
+    for name, result in comp.results.items():
+        for m in comp.measures:
+            lines.append(f"{m.trec_name:<22}\t{name}\t{m.format(result.aggregate[m.name])}")
+            c = comp.stats.get(name, {}).get(m.name)
+            if c is not None:
+                p = "nan" if math.isnan(c.p_adjusted) else f"{c.p_adjusted:.4f}"
+                lines.append(f"{m.trec_name + '_p':<22}\t{name}\t{p}")
+    return "\n".join(lines) + "\n"
