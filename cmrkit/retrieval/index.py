@@ -306,7 +306,27 @@ def build_index(
         (staged_index / MANIFEST).write_text(
             json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
+        _write_docnos(staged_index, index_id, verbose=verbose)
     return IndexInfo(coll, target, manifest)
+
+
+def _write_docnos(index_dir: Path, index_id: str, *, verbose: bool) -> None:
+    """Store the doc-number table beside a freshly built index (see docnos.py)."""
+    from cmrkit.retrieval.docnos import write_table
+    from cmrkit.retrieval.java import jclass, quiet
+
+    with quiet(index_dir.parent / "lucene.log", verbose=verbose):
+        helper = jclass("cmrkit.lucene.BatchSearcher")(
+            str(index_dir.resolve()),
+            jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance(),
+            0.9,
+            0.4,
+            1,
+        )
+        try:
+            write_table(index_dir, index_id, helper)
+        finally:
+            helper.close()
 
 
 def progress_bar(enabled: bool, description: str) -> Any:
