@@ -29,9 +29,9 @@ import numpy as np
 
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval import entities as ner
+from cmrkit.retrieval.docnos import DocnoTable
 from cmrkit.retrieval.index import FEATURE_FIELDS, FIELDS, IndexInfo, ensure_index, progress_bar
 from cmrkit.retrieval.java import first_line
-from cmrkit.retrieval.docnos import DocnoTable
 from cmrkit.retrieval.layout import Topic, collection_dir, qrels_path, read_topics, resolve_split
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.queries import check_formulation, formulate
@@ -304,7 +304,9 @@ class Searcher:
                 # trec_eval's order: score as written (in single precision) descending, then
                 # docno descending
                 ordered = idx[np.lexsort((order_keys[idx], single[idx]))[::-1]][:k]
-                run[qid] = list(zip(names[ordered].tolist(), written[ordered].tolist()))
+                run[qid] = list(
+                    zip(names[ordered].tolist(), written[ordered].tolist(), strict=True)
+                )
                 if not len(idx) and warnings is not None:
                     warnings.append(
                         {"qid": qid, "warning": "no unit other than the query's own matches it"}
