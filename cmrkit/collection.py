@@ -495,6 +495,23 @@ def _split_order(splits: Iterable[str]) -> list[str]:
     return sorted(set(splits), key=lambda s: (known.index(s) if s in known else 3, s))
 
 
+def _counted(
+    segmenter: Callable[[list[str]], Iterator[list[tuple[int, int]]]] | None,
+    progress: Callable[[str, int | None], Callable[[int], None]] | None,
+) -> Callable[[list[str]], Iterator[list[tuple[int, int]]]] | None:
+    """The segmenter, showing how many of the annotated texts it has split."""
+    if segmenter is None or progress is None:
+        return segmenter
+
+    def split(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
+        tick = progress("sentence splitting (annotated texts)", len(texts))
+        for spans in segmenter(texts):
+            yield spans
+            tick(1)
+
+    return split
+
+
 def build_collection(
     mentions: list[Mention],
     distractors: list[DistractorSource],
@@ -523,7 +540,7 @@ def build_collection(
         def segmenter(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
             return sentence_spans(nlp, texts)
 
-    units, placed = build_units(mentions, opts, segmenter)
+    units, placed = build_units(mentions, opts, _counted(segmenter, progress))
     queries, dropped = choose_queries(mentions, placed, opts)
     if not queries:
         raise CmrkitError(

@@ -38,7 +38,7 @@ def spacy_entities(texts):
 def test_workers_and_cache_give_spacy_entities(cache_dir, monkeypatch):
     expected = spacy_entities(TEXTS)
     assert any(expected)
-    monkeypatch.setattr(ner, "POOL_MIN", 1)
+    monkeypatch.setattr(ner, "POOL_MIN_CHARS", 1)
     monkeypatch.setattr(ner, "TASK", 2)
     with ner.Recogniser(processes=2) as rec:
         assert rec.block(list(TEXTS)) == expected
