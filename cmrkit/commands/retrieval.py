@@ -22,6 +22,10 @@ run_app = typer.Typer(
 )
 
 
+# how a run is made, not what it is: the sidecar records the engine apart
+_NOT_IN_COMMAND = ("quiet", "verbose", "force", "auto_index", "engine", "address", "workers")
+
+
 def _argv(ctx: typer.Context) -> list[str]:
     """The command as a full, explicit command line (every option spelled out) that reruns it."""
 
@@ -32,7 +36,7 @@ def _argv(ctx: typer.Context) -> list[str]:
     words = ["cmrkit", *reversed(names)]
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
-        if param.name in ("quiet", "verbose", "force", "auto_index") or value is None:
+        if param.name in _NOT_IN_COMMAND or value is None:
             continue
         if param.param_type_name == "argument":
             words.append(str(value))
@@ -49,12 +53,20 @@ def _argv(ctx: typer.Context) -> list[str]:
     return words
 
 
+def _engine(engine: str, address: str | None, workers: int | None):
+    """The --engine, --address and --workers options as one record."""
+    from cmrkit.retrieval.distributed.engine import EngineOptions
+
+    return EngineOptions(engine, address, workers)
+
+
 def _options(ctx: typer.Context, **values) -> RunOptions:
     """The shared run options of a command, as one record (with the rerunnable command)."""
     from cmrkit.retrieval.options import RunOptions
 
     quiet = values.pop("quiet")
-    return RunOptions(progress=not quiet, argv=tuple(_argv(ctx)), **values)
+    engine = _engine(values.pop("engine"), values.pop("address"), values.pop("workers"))
+    return RunOptions(progress=not quiet, argv=tuple(_argv(ctx)), engine=engine, **values)
 
 
 def _report(result) -> None:
@@ -102,6 +114,20 @@ AUTO_INDEX = typer.Option(
     help="Build a missing or stale index first (with the index defaults); "
     "--no-auto-index refuses instead.",
 )
+ENGINE = typer.Option(
+    "local",
+    "--engine",
+    help="local (this process) or ray (a Ray cluster; needs pip install 'cmrkit[ray]').",
+)
+ADDRESS = typer.Option(
+    None,
+    "--address",
+    help="Ray cluster address (auto, HOST:PORT, ray://HOST:10001) [default: start a Ray "
+    "cluster on this machine].",
+)
+WORKERS = typer.Option(
+    None, "--workers", help="Ray: tasks at once [default: the cluster's CPUs].", min=1
+)
 WEIGHTS = typer.Option(
     None,
     "--weights",
@@ -128,26 +154,36 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Rebuild an existing index."),
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """Build the Lucene index of a collection (COLLECTION/index/).
 
         Fields: contents (unit text), title, entities (spaCy NER), document (passage or document
         text); positions, document vectors and raw records are stored. A stale index (corpus
-        changed) is refused by the run commands until rebuilt with --force.
+        changed) is refused by the run commands until rebuilt with --force. With --engine ray
+        the corpus is indexed in shards on a Ray cluster (one CPU each; --threads does not
+        apply) and merged into an index with the same content (docs/scaling.md).
 
-        Example: cmrkit index collections/sample
+        Example: cmrkit index collections/sample --engine ray --workers 2
         """
         from cmrkit.retrieval import build_index
 
-        info = build_index(
-            collection,
-            threads=threads,
-            entities=entities,
-            spacy_model=spacy_model,
-            force=force,
-            verbose=verbose,
-            progress=not quiet,
-        )
+        options = _engine(engine, address, workers)
+        common = {
+            "entities": entities,
+            "spacy_model": spacy_model,
+            "force": force,
+            "verbose": verbose,
+            "progress": not quiet,
+        }
+        if options.distributed:
+            from cmrkit.retrieval.distributed.index import build_sharded
+
+            info = build_sharded(collection, engine=options, **common)
+        else:
+            info = build_index(collection, threads=threads, **common)
         m = info.manifest
         if info.up_to_date:
             out.print(
@@ -176,6 +212,9 @@ def register(app: typer.Typer) -> None:
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
         auto_index: bool = AUTO_INDEX,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """BM25 over the unit text; the query is the mention plus its context's named entities.
 
@@ -201,6 +240,9 @@ def register(app: typer.Typer) -> None:
                     verbose=verbose,
                     quiet=quiet,
                     auto_index=auto_index,
+                    engine=engine,
+                    address=address,
+                    workers=workers,
                 ),
             )
         )
@@ -241,6 +283,9 @@ def register(app: typer.Typer) -> None:
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
         auto_index: bool = AUTO_INDEX,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """Multi-field BM25 with per-field weights (default: the CMR doc preset).
 
@@ -273,6 +318,9 @@ def register(app: typer.Typer) -> None:
                     verbose=verbose,
                     quiet=quiet,
                     auto_index=auto_index,
+                    engine=engine,
+                    address=address,
+                    workers=workers,
                 ),
             )
         )
@@ -311,6 +359,9 @@ def register(app: typer.Typer) -> None:
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
         auto_index: bool = AUTO_INDEX,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """Pseudo-relevance feedback (RM3, or Rocchio with CMR's 0.9/0.1) on bm25 or fields.
 
@@ -348,6 +399,9 @@ def register(app: typer.Typer) -> None:
                     verbose=verbose,
                     quiet=quiet,
                     auto_index=auto_index,
+                    engine=engine,
+                    address=address,
+                    workers=workers,
                 ),
             )
         )
