@@ -23,7 +23,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.retrieval import QE, Searcher, build_index, open_index, run_bm25, run_fields, run_qe
 from cmrkit.retrieval.distributed.engine import EngineOptions, connect, disconnect
 from cmrkit.retrieval.distributed.index import build_sharded, index_shard
-from cmrkit.retrieval.docnos import TABLE
+from cmrkit.retrieval.docnos import TABLE, read_table
 from cmrkit.retrieval.index import MANIFEST
 
 ray = pytest.importorskip("ray")
@@ -146,6 +146,15 @@ def test_sharded_index_equals_the_single_machine_index(faults, single, tmp_path)
     assert "document" in ref.manifest["settings"]["fields"]
     assert "chain" in ref.manifest["settings"]["fields"]
     assert info.manifest["ner"]["recognised"] + info.manifest["ner"]["cached"] == 90
+    table = (info.path / TABLE).read_bytes()
+    s = Searcher(info)  # the doc-number table written beside the merged index is valid
+    try:
+        helper = s._helper(1)
+        commit, n = str(helper.commitId()), int(helper.maxDoc())
+    finally:
+        s.close()
+    assert read_table(info.path / TABLE, info.index_id, commit, n) is not None
+    assert (info.path / TABLE).read_bytes() == table  # used as written, not rebuilt
     ours, theirs = postings(info.path), postings(ref.path)
     assert ours == theirs
     assert len(theirs) > 100 and any(k[0] == "entities" for k in theirs if isinstance(k, tuple))
