@@ -352,7 +352,11 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
         out,
         dense=DenseOptions(device="cpu", batch_size=2, passage_max_length=32, query_max_length=24),
         train=TrainOptions(
-            train_split="train", dev_split="test", batch_size=2, max_steps=2, learning_rate=1e-4
+            train_split="train",
+            dev_split="test",
+            batch_size=2,
+            pairs_per_query=None,
+            learning_rate=1e-4,
         ),
         run_options=RunOptions(runs_dir=root / "runs", progress=False),
         qrels_dir=root / "qrels",
@@ -375,7 +379,7 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
         not torch.equal(p, q) for p, q in zip(base.parameters(), tuned.parameters(), strict=True)
     ]
     assert any(changed)
-    assert result.metadata["data"]["n_examples"] == 2
+    assert result.metadata["data"]["n_examples"] == 3  # t1: two positives, t2: one
     # the folder is a model for run dense, with its training lengths and markers
     ran = run_dense(
         coll,

@@ -236,8 +236,11 @@ def load_sentence_transformer(path: Path, device: str) -> Any:
         raise CmrkitError(f"dense retrieval needs sentence-transformers; {EXTRA_HINT}") from None
     import logging
 
+    from transformers.utils import logging as transformers_logging
+
     for noisy in ("sentence_transformers", "transformers"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
+    transformers_logging.disable_progress_bar()  # "Loading weights", "Writing model shards"
     try:
         model = SentenceTransformer(str(path), device=device, local_files_only=True)
     except Exception as e:  # a broken folder surfaces as many exception types

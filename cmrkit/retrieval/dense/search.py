@@ -165,15 +165,6 @@ def run_dense(
             loaded.append(load_encoders(ref, dense.device))
         return loaded[0]
 
-    encoded = ensure_encoded(
-        coll,
-        ref,
-        dense,
-        passage_len,
-        auto=opts.auto_index,
-        progress=opts.progress,
-        loader=loader,
-    )
     name = opts.name or f"dense-{ref.tag}"
     run_path, sidecar_path = run_paths(opts.runs_dir, coll, name, split)
     parameters = {
@@ -184,6 +175,20 @@ def run_dense(
         "k": opts.k,
         "similarity": "inner product",
     }
+    if not opts.force:
+        # refuse a conflicting run before spending time on encoding the corpus
+        _refuse_other_run(
+            run_path, sidecar_path, identity("dense", split, parameters, "", topics_sha256(coll))
+        )
+    encoded = ensure_encoded(
+        coll,
+        ref,
+        dense,
+        passage_len,
+        auto=opts.auto_index,
+        progress=opts.progress,
+        loader=loader,
+    )
     wanted = identity("dense", split, parameters, encoded.index_id, topics_sha256(coll))
     found = existing(run_path, sidecar_path, wanted, force=opts.force)
     if found is not None:
@@ -264,6 +269,20 @@ def run_dense(
     }
     write_run_files(run_path, sidecar_path, run, tag, sidecar)
     return RunResult(run_path, sidecar_path, run, sidecar)
+
+
+def _refuse_other_run(run_path: Path, sidecar_path: Path, wanted: dict[str, Any]) -> None:
+    """A run at these paths made with other parameters (any encoding) is refused now."""
+    import json
+
+    if not sidecar_path.is_file():
+        return
+    try:
+        found = json.loads(sidecar_path.read_text(encoding="utf-8")).get("identity") or {}
+    except (OSError, ValueError, AttributeError):
+        found = {}
+    if any(found.get(key) != value for key, value in wanted.items() if key != "index_id"):
+        existing(run_path, sidecar_path, wanted, force=False)  # raises the usual error
 
 
 def _tag(name: str, ref: ModelRef, query_len: int, passage_len: int) -> str:
