@@ -347,22 +347,32 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
 
     root, coll = ws
     out = root / "models" / "ft"
-    result = train_dense(
-        coll,
-        out,
-        dense=DenseOptions(device="cpu", batch_size=2, passage_max_length=32, query_max_length=24),
-        train=TrainOptions(
-            train_split="train",
-            dev_split="test",
-            batch_size=2,
-            pairs_per_query=None,
-            learning_rate=1e-4,
-        ),
-        run_options=RunOptions(runs_dir=root / "runs", progress=False),
-        qrels_dir=root / "qrels",
-        plot=True,
-        progress=False,
-    )
+
+    def train(target: Path, plot: bool):
+        return train_dense(
+            coll,
+            target,
+            dense=DenseOptions(
+                device="cpu", batch_size=2, passage_max_length=32, query_max_length=24
+            ),
+            train=TrainOptions(
+                train_split="train",
+                dev_split="test",
+                batch_size=2,
+                pairs_per_query=None,
+                learning_rate=1e-4,
+            ),
+            run_options=RunOptions(runs_dir=root / "runs", progress=False),
+            qrels_dir=root / "qrels",
+            plot=plot,
+            progress=False,
+        )
+
+    result = train(out, plot=True)
+    # the same data, parameters and seed: the same weights
+    again = train(root / "models" / "ft-again", plot=False)
+    for name in ("model.safetensors", f"{QUERY_ENCODER}/model.safetensors", "cmrkit-model.json"):
+        assert (out / name).read_bytes() == (again.path / name).read_bytes()
     meta = json.loads((out / "cmrkit-model.json").read_text())
     assert meta["markers"] == ["<S>", "</S>"]
     assert meta["base_model"]["name"] == "all-MiniLM-L6-v2"
