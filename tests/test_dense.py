@@ -142,6 +142,24 @@ def test_search_is_exact_with_trec_eval_tie_order():
     for q, ranked_docs in enumerate(hits):
         best = np.argsort(-scores[q])[:5]
         assert [d for d, _ in ranked_docs] == [ids[i] for i in best]
+    # the same lists as scoring every unit in Python and ranking with cmrkit.trec.ranked,
+    # scores rounded to few values so that many tie, some units excluded
+    from cmrkit.trec import format_score, ranked
+
+    coarse = np.round(rng.normal(size=(60, 4)), 1).astype(np.float32)
+    probes = np.round(rng.normal(size=(20, 4)), 1).astype(np.float32)
+    names = [f"u{rng.integers(0, 10**6)}-{i}" for i in range(60)]
+    banned = [set(rng.choice(names, size=3, replace=False).tolist()) for _ in range(20)]
+    products = probes @ coarse.T  # the same matrix product as search's
+    for k in (1, 7, 57, 100):
+        got = search(probes, coarse, names, k, exclude=banned)
+        for q in range(20):
+            full = {
+                d: float(format_score(float(s)))
+                for d, s in zip(names, products[q], strict=True)
+                if d not in banned[q]
+            }
+            assert got[q] == ranked(full)[:k]
     # equal vectors tie: docno descending, and the cut at k takes the largest docnos
     tied = np.ones((6, 2), dtype=np.float32)
     out = search(np.ones((1, 2), dtype=np.float32), tied, list("abcdef"), 3)[0]

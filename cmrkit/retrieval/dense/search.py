@@ -33,10 +33,17 @@ from cmrkit.retrieval.runfile import (
     topics_sha256,
     write_run_files,
 )
-from cmrkit.trec import format_score, ranked
 
 TIE_BREAK = "score descending (as written, 6 decimals), then docno descending (trec_eval order)"
 QUERY_BLOCK = 256  # queries scored per matrix product
+
+
+def written(scores: np.ndarray) -> np.ndarray:
+    """Float32 scores as the run file writes them (6 decimals), as float64: the same values as
+    ``float(format_score(s))``. Exact: a float32 times 1e6 is exact in float64, so rint rounds
+    the true value half to even like Python's formatting, and the division is correctly
+    rounded like parsing the decimal."""
+    return np.round(scores.astype(np.float64), 6)
 
 
 def search(
@@ -56,6 +63,9 @@ def search(
         )
     position = {docno: i for i, docno in enumerate(ids)} if exclude else {}
     n = vectors.shape[0]
+    # each unit's place in docno order (trec_eval's tie-break compares docnos as strings)
+    docno_rank = np.empty(n, dtype=np.int64)
+    docno_rank[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(n)
     results: list[list[tuple[str, float]]] = []
     vt = np.ascontiguousarray(vectors, dtype=np.float32).T
     for b in range(0, queries.shape[0], QUERY_BLOCK):
@@ -80,8 +90,16 @@ def search(
                 top = np.flatnonzero(scores >= cut - 1e-6)
             else:
                 top = np.flatnonzero(np.isfinite(scores))
-            docs = {ids[i]: float(format_score(float(scores[i]))) for i in top.tolist()}
-            results.append(ranked(docs)[:k])
+            value = written(scores[top])
+            # trec_eval's order, as cmrkit.trec.ranked: float32 of the written score
+            # descending, then docno descending
+            order = np.lexsort((-docno_rank[top], -value.astype(np.float32)))[:k]
+            results.append(
+                [
+                    (ids[i], v)
+                    for i, v in zip(top[order].tolist(), value[order].tolist(), strict=True)
+                ]
+            )
         if progress:
             progress(block.shape[0])
     return results
