@@ -125,6 +125,102 @@ class BuildReport:
     splits: dict[str, dict[str, float]]
     counts: dict[str, Any]
     dropped: dict[str, int]
+    up_to_date: bool = False  # an existing collection with the same inputs and parameters
+
+
+def _plain_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def build_identity(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What makes a collection what it is: its source, its inputs by content (role, split,
+    format, sha256, in order) and its parameters; not where the inputs lay or when it was built."""
+    return _plain_json(
+        {
+            "source": manifest.get("source"),
+            "inputs": [
+                [i.get("role"), i.get("split"), i.get("format"), i.get("sha256")]
+                for i in manifest.get("inputs") or []
+            ],
+            "parameters": manifest.get("parameters"),
+            "documents": manifest.get("documents"),
+        }
+    )
+
+
+def _first_difference(have: Any, want: Any, where: str = "") -> str:
+    if isinstance(have, dict) and isinstance(want, dict):
+        for k in sorted(set(have) | set(want)):
+            if have.get(k) != want.get(k):
+                return _first_difference(have.get(k), want.get(k), f"{where}.{k}" if where else k)
+    if have != want and isinstance(have, list) and isinstance(want, list):
+        if len(have) != len(want):
+            return f"{where}: {len(have)} here, {len(want)} asked"
+        for i, (a, b) in enumerate(zip(have, want, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{where}[{i}]")
+    return f"{where}: {json.dumps(have)} here, {json.dumps(want)} asked"
+
+
+def kept_collection(
+    out_dir: Path, wanted: dict[str, Any], qrels_dir: Path, *, force: bool
+) -> BuildReport | None:
+    """The existing collection at ``out_dir`` when it was built from the same inputs and
+    parameters (``wanted``, a :func:`build_identity`) and is intact: it is up to date. None when
+    there is none to keep (or ``force``); an error when another collection is there."""
+    if force or not out_dir.exists():
+        return None
+    path = out_dir / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        raise CmrkitError(
+            "already exists but is not a collection built by cmrkit (no readable manifest.json); "
+            "pass --force to replace it, or --name to build another",
+            path=out_dir,
+        )
+    have = build_identity(manifest)
+    want = _plain_json(wanted)
+    if have != want:
+        raise CmrkitError(
+            "already exists, built from other inputs or parameters "
+            f"({_first_difference(have, want)}); pass --force to replace it, or --name to "
+            "build another",
+            path=out_dir,
+        )
+    files = manifest.get("files") or {}
+    qrels = {s: Path(p) for s, p in (files.get("qrels") or {}).items()}
+    corpus = out_dir / str(files.get("corpus", "corpus.jsonl.gz"))
+    elsewhere = [p for p in qrels.values() if p.parent != Path(qrels_dir)]
+    if elsewhere:
+        raise CmrkitError(
+            f"already exists with its qrels in {elsewhere[0].parent}/, not {qrels_dir}/; pass "
+            "--force to rebuild it",
+            path=out_dir,
+        )
+    missing = [p for p in [corpus, *qrels.values()] if not p.is_file()]
+    if missing:
+        raise CmrkitError(
+            "is missing from the collection built here before; pass --force to rebuild it",
+            path=missing[0],
+        )
+    if sha256_file(corpus) != manifest.get("corpus_sha256"):
+        raise CmrkitError(
+            "changed since the collection was built (its sha256 differs from manifest.json); "
+            "pass --force to rebuild it",
+            path=corpus,
+        )
+    return BuildReport(
+        str(manifest.get("name", out_dir.name)),
+        out_dir,
+        qrels,
+        manifest.get("splits") or {},
+        manifest.get("counts") or {},
+        manifest.get("dropped") or {},
+        up_to_date=True,
+    )
 
 
 def _text_key(text: str) -> bytes:
@@ -507,8 +603,24 @@ def build_collection(
     force: bool = False,
     progress: Callable[[str, int | None], Callable[[int], None]] | None = None,
 ) -> BuildReport:
-    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing."""
+    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing.
+
+    A collection already there from the same inputs and parameters is kept (up to date)."""
     opts.check()
+    kept = kept_collection(
+        Path(collections_dir) / opts.name,
+        build_identity(
+            {
+                "source": source,
+                "inputs": [asdict(i) for i in inputs],
+                "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            }
+        ),
+        Path(qrels_dir),
+        force=force,
+    )
+    if kept is not None:
+        return kept
     if not mentions:
         raise CmrkitError("no annotated mentions in the inputs")
     check_unique_ids(mentions)

@@ -13,6 +13,7 @@ from cmrkit.errors import CmrkitError
 
 SAMPLE_FILES = {"dev": "ecbplus.dev.json.gz", "test": "ecbplus.test.json.gz"}
 SAMPLE_DISTRACTORS = "ecbplus.train-documents.txt.gz"
+SAMPLE_LICENSE = "README.md"
 TAC = "TAC (--source tac)"
 
 
@@ -38,7 +39,36 @@ def _parse_ratios(text: str | None) -> dict[str, float] | None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add `build-collection`."""
+    """Add `sample-data` and `build-collection`."""
+
+    @app.command("sample-data")
+    @user_errors
+    def sample_data(
+        folder: Path = typer.Argument(..., help="Folder to copy the sample files into."),
+        force: bool = typer.Option(False, "--force", help="Overwrite files that differ."),
+    ) -> None:
+        """Copy the ECB+ sample shipped inside cmrkit (with its license and attribution) out.
+
+        Writes ecbplus.dev.json.gz and ecbplus.test.json.gz (annotated mentions in WEC-Eng
+        shape), ecbplus.train-documents.txt.gz (distractor documents, one per line) and
+        README.md (source, license, citation): inputs for the examples of build-collection.
+
+        Example: cmrkit sample-data data/ecbplus
+        """
+        from cmrkit.fileio import RepeatableOutputs
+
+        names = [*SAMPLE_FILES.values(), SAMPLE_DISTRACTORS, SAMPLE_LICENSE]
+        targets = [folder / n for n in names]
+        with RepeatableOutputs(targets, force=force, anchor=folder.parent) as staged:
+            for n, target in zip(names, targets, strict=True):
+                staged.path(target).write_bytes(_sample_path(n).read_bytes())
+        if staged.up_to_date:
+            out.print(f"{folder}/ is up to date (the sample files are there)", markup=False)
+            return
+        out.print(
+            f"wrote {', '.join(names)} to {folder}/ (ECB+, CC BY 3.0: keep README.md with them)",
+            markup=False,
+        )
 
     @app.command("build-collection")
     @user_errors
@@ -269,11 +299,16 @@ def _progress():
 
 
 def _print_report(report) -> None:
-    from rich.table import Table
+    if report.up_to_date:
+        out.print(
+            f"{report.out_dir} is up to date (same inputs and parameters); --force rebuilds it",
+            markup=False,
+        )
+        return
+    from cmrkit.tables import Table, render
 
-    table = Table(title=f"collection {report.name}", title_justify="left")
-    for col in ("split", "clusters", "queries", "units", "distractors", "rel/query", "max rel"):
-        table.add_column(col, justify="left" if col == "split" else "right")
+    heads = ("split", "clusters", "queries", "units", "distractors", "rel/query", "max rel")
+    table = Table(f"collection {report.name}", heads)
     for split, s in report.splits.items():
         table.add_row(
             split,
@@ -284,7 +319,7 @@ def _print_report(report) -> None:
             f"{s['mean_relevant']:.2f}",
             str(s["max_relevant"]),
         )
-    out.print(table)
+    render(table, out)
     dropped = ", ".join(f"{k.replace('_', ' ')}: {v:,}" for k, v in report.dropped.items() if v)
     c = report.counts
     context = f", other sentences of annotated passages {c['context_units']:,}"

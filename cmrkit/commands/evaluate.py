@@ -66,13 +66,10 @@ def _coverage(result, label: str = "") -> str:
 
 
 def _eval_table(result, groups, per_query: bool, title: str) -> None:
-    from rich.table import Table
+    from cmrkit.tables import Table, render
 
     if per_query:
-        table = Table(title=title, caption=_coverage(result))
-        table.add_column("qid")
-        for m in result.measures:
-            table.add_column(m.name, justify="right")
+        table = Table(title, ["qid", *(m.name for m in result.measures)], caption=_coverage(result))
         for qid, row in result.per_query.items():
             table.add_row(qid, *(m.format(row[m.name]) for m in result.measures))
         table.add_section()
@@ -83,14 +80,10 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
         table.add_row(
             "all", *(m.format(result.aggregate[m.name]) for m in result.measures), style="bold"
         )
-        out.print(table)
+        render(table, out)
         return
-    table = Table(title=title, caption=_coverage(result))
-    table.add_column("measure")
-    table.add_column("trec_eval")
-    table.add_column("all", justify="right")
-    for g in groups or []:
-        table.add_column(g.group, justify="right")
+    headers = ["measure", "trec_eval", "all", *(g.group for g in groups or [])]
+    table = Table(title, headers, keys=2, caption=_coverage(result))
     for m in result.measures:
         cells = [m.format(result.aggregate[m.name])]
         cells += [m.format(g.aggregate[m.name]) for g in groups or []]
@@ -98,7 +91,7 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
     if groups:
         table.add_section()
         table.add_row("queries", "", str(result.queries), *(str(len(g.queries)) for g in groups))
-    out.print(table)
+    render(table, out)
 
 
 def _emit(text: str) -> None:
@@ -188,7 +181,7 @@ def eval_command(
 
 
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
-    from rich.table import Table
+    from cmrkit.tables import Table, render
 
     mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
     caption = (
@@ -196,10 +189,7 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
         f"({comp.correction} correction), queries improved/hurt; * {mark} at "
         f"alpha={comp.alpha}"
     )
-    table = Table(title="comparison", caption=caption, show_lines=True)
-    table.add_column("system")
-    for m in comp.measures:
-        table.add_column(m.name, justify="right")
+    table = Table("comparison", ["system", *(m.name for m in comp.measures)], caption=caption)
     for name, result in comp.results.items():
         cells = []
         for m in comp.measures:
@@ -210,11 +200,13 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
                 continue
             star = "*" if c.significant else ""
             cells.append(
-                f"{value}{star}\n{c.delta:+.4f} p={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
+                f"{value}{star}\n{c.delta:+.4f}\np={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
             )
         label = f"{name} (baseline)" if name == comp.baseline else name
+        if table.rows:
+            table.add_section()
         table.add_row(label, *cells)
-    out.print(table)
+    render(table, out)
 
 
 @user_errors

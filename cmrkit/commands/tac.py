@@ -6,12 +6,12 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.group import group
 from cmrkit.console import out, user_errors
 
-tac_app = typer.Typer(
+tac_app = group(
     help="TAC KBP entity-linking data (bring your own LDC copy): check gold mentions against "
-    "the source documents.",
-    no_args_is_help=True,
+    "the source documents."
 )
 
 
