@@ -80,7 +80,9 @@ def test_answer_resume_export_and_aggregate(tmp_path, cli, browser):
             "q2": [("d1", 2.0), (units[2]["id"], 1.0)],
         },
     )
-    assert cli("pool", "create", run, "-c", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    assert (
+        cli("pool", "create", run, "--collection", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    )
     r = cli(
         "pool",
         "export",

@@ -114,6 +114,19 @@ def test_rebuild_is_byte_identical(sample, cli, tmp_path):
 def test_existing_collection_is_kept_without_force(sample, cli, tmp_path):
     assert cli("build-collection").exit_code == 0
     before = snapshot(tmp_path)
+    again = cli("build-collection")  # the same inputs and parameters: up to date, success
+    assert again.exit_code == 0
+    assert again.stdout.strip() == (
+        "collections/sample is up to date (same inputs and parameters); --force rebuilds it"
+    )
+    assert snapshot(tmp_path) == before
+    # the same files given by path are the same inputs (by sha256)
+    cli("sample-data", "data")
+    args = ["-i", "data/ecbplus.dev.json.gz", "-i", "data/ecbplus.test.json.gz"]
+    same = cli(
+        "build-collection", *args, "-d", "data/ecbplus.train-documents.txt.gz", "-n", "sample"
+    )
+    assert same.exit_code == 0 and "up to date" in same.stdout
     result = cli("build-collection", "--queries", "longest")
     assert result.exit_code == 2
     assert "already exists" in result.output and "--force" in result.output
