@@ -90,10 +90,12 @@ class InputFile:
 
 @dataclass
 class DistractorSource:
-    """A stream of distractor passages and where it came from."""
+    """A stream of distractor passages, where it came from, and (when the stream can be read
+    twice) a way to count its passages first, for progress totals."""
 
     name: str
     passages: Iterable[Passage]
+    count: Callable[[], int] | None = None
 
 
 @dataclass
@@ -286,9 +288,13 @@ def _sentence_unit_id(m: Mention, first_id: str, s: int, e: int, style: str) -> 
 
 
 def build_units(
-    mentions: list[Mention], opts: BuildOptions, segmenter: Callable | None
+    mentions: list[Mention],
+    opts: BuildOptions,
+    segmenter: Callable | None,
+    tick: Callable[[int], None] | None = None,
 ) -> tuple[list[Unit], dict[str, tuple[Unit, tuple[int, int]]]]:
-    """Units of the annotated passages, and for each mention its unit and span in that unit."""
+    """Units of the annotated passages, and for each mention its unit and span in that unit
+    (``tick(1)`` after each passage split into sentences)."""
     passages: dict[str, list[Mention]] = {}
     for m in mentions:
         passages.setdefault(m.context, []).append(m)
@@ -313,6 +319,8 @@ def build_units(
         return units, placed
     assert segmenter is not None
     for ctx, spans in zip(contexts, segmenter(contexts), strict=True):
+        if tick is not None:
+            tick(1)
         group = passages[ctx]
         first = group[0]
         first_id = clean_id(first.mention_id)
@@ -503,11 +511,12 @@ def _write_distractors(
         pending.clear()
 
     n = 0
+    step = 8192 if segmenter is None else 256  # splitting sentences is slow: tick more often
     for source in sources:
         for p in source.passages:
             n += 1
-            if n % 8192 == 0:
-                tick(8192)
+            if n % step == 0:
+                tick(step)
             if query_clusters and not query_clusters.isdisjoint(p.clusters):
                 dropped["distractor_of_query_cluster"] += 1
                 continue
@@ -541,7 +550,7 @@ def _write_distractors(
                     flush()
     if segmenter is not None:
         flush()
-    tick(n % 8192)
+    tick(n % step)
     return written, dropped
 
 
@@ -626,16 +635,26 @@ def build_collection(
     check_unique_ids(mentions)
     assign_splits(mentions, opts.resplit, opts.seed)
 
+    def step(description: str, total: int | None) -> Callable[[int], None]:
+        return progress(description, total) if progress else (lambda n: None)
+
     segmenter = None
+    split_tick = None
     if opts.unit == "sentence":
         from cmrkit.sentences import load_segmenter, sentence_spans
 
+        loaded = step(f"loading spaCy ({opts.sentences})", 1)
         nlp = load_segmenter(opts.spacy_model, opts.sentences)
+        loaded(1)
 
         def segmenter(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
             return sentence_spans(nlp, texts)
 
-    units, placed = build_units(mentions, opts, segmenter)
+        split_tick = step(
+            "splitting annotated passages into sentences", len({m.context for m in mentions})
+        )
+
+    units, placed = build_units(mentions, opts, segmenter, split_tick)
     queries, dropped = choose_queries(mentions, placed, opts)
     if not queries:
         raise CmrkitError(
@@ -650,7 +669,15 @@ def build_collection(
     query_clusters = {q.mention.cluster for q in queries}
     flt = DistractorFilter(opts.distractor_filter, queries, mentions)
     seen = {_text_key(u.contents) for u in units}
-    tick = progress("distractors", None) if progress else (lambda n: None)
+    total = None
+    if segmenter is not None and all(d.count for d in distractors):
+        counted = step("counting distractor passages", len(distractors))
+        total = 0
+        for d in distractors:
+            total += d.count()  # type: ignore[misc]
+            counted(1)
+    what = "distractors: splitting into sentences" if segmenter is not None else "distractors"
+    tick = step(what, total)
 
     with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as staged:
         cdir = staged.path(out_dir)

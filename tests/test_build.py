@@ -492,6 +492,38 @@ def test_sentence_units(cli, tmp_path):
     assert kinds == {"annotated", "context"}
 
 
+def test_sentence_splitting_reports_progress_with_totals(tmp_path):
+    from cmrkit import collection as col
+    from cmrkit.loaders import load_inputs
+
+    distractors = tmp_path / "d.txt"
+    distractors.write_text(
+        "".join(f"Paragraph {i} says one thing . It says another .\n" for i in range(600))
+    )
+    loaded = load_inputs("wec-eng", [f"test={wec_fixture(tmp_path)}"], [str(distractors)])
+    seen: dict[str, list] = {}
+
+    def progress(description: str, total: int | None):
+        seen[description] = [total, 0]
+        return lambda n: seen[description].__setitem__(1, seen[description][1] + n)
+
+    opts = col.BuildOptions(name="s", unit="sentence", sentences="rule")
+    col.build_collection(
+        loaded.mentions,
+        loaded.distractors,
+        opts,
+        inputs=loaded.inputs,
+        source="wec-eng",
+        collections_dir=tmp_path / "collections",
+        qrels_dir=tmp_path / "qrels",
+        progress=progress,
+    )
+    # every step has a total, and the steps count up to it
+    assert seen["splitting annotated passages into sentences"] == [6, 6]  # distinct contexts
+    assert seen["distractors: splitting into sentences"] == [600, 600]
+    assert all(total is not None and done == total for total, done in seen.values()), seen
+
+
 # --- bad input: one line naming file, record and field; exit 2; nothing written -----------------
 
 

@@ -281,12 +281,21 @@ def register(app: typer.Typer) -> None:
 
 @contextlib.contextmanager
 def _progress():
-    from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
+        BarColumn(),
         MofNCompleteColumn(),
+        TimeRemainingColumn(),
         console=console,
         transient=True,
     ) as p:

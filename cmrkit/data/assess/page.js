@@ -45,7 +45,7 @@
 
   function fill(id, parts) {
     var box = $(id);
-    box.className = "unit";
+    box.className = "unit" + (parts.before ? " cut-before" : "") + (parts.after ? " cut-after" : "");
     box.querySelector(".before").innerHTML = parts.before;
     box.querySelector(".main").innerHTML = parts.main;
     box.querySelector(".after").innerHTML = parts.after;
@@ -150,8 +150,7 @@
   Array.prototype.forEach.call(document.querySelectorAll(".unfold"), function (b) {
     b.addEventListener("click", function () {
       var box = $(b.getAttribute("data-for"));
-      var open = box.className.indexOf("open") < 0;
-      box.className = open ? "unit open" : "unit";
+      var open = box.classList.toggle("open");
       b.textContent = open ? "Show less" : b.getAttribute("data-more");
       if (open) { box.querySelector(".main").scrollIntoView({ block: "nearest" }); }
     });
