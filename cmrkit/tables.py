@@ -73,18 +73,27 @@ def render(table: Table, console: Console) -> None:
     width = console.width
     keys = list(range(table.keys))
     values = list(range(table.keys, len(table.headers)))
-    key_cap = max(12, width // 3)
-    key_widths = [
-        min(key_cap, value_width(table.headers[k], [r[k] for r in table.rows])) for k in keys
-    ]
-    room = width - 1 - sum(w + _BORDER for w in key_widths)
-    widths = [value_width(table.headers[v], [r[v] for r in table.rows]) for v in values]
-    if sum(w + _BORDER for w in widths) > room:
-        widths = [
-            value_width(table.headers[v], [r[v] for r in table.rows], wrap_header=True)
-            for v in values
+
+    def widths_of(columns: list[int], wrap_header: bool) -> list[int]:
+        return [
+            value_width(table.headers[c], [r[c] for r in table.rows], wrap_header=wrap_header)
+            for c in columns
         ]
+
+    key_widths = widths_of(keys, False)
+    widths = widths_of(values, False)
+    if 1 + sum(w + _BORDER for w in key_widths + widths) > width:
+        key_cap = max(12, width // 3)
+        key_widths = [min(key_cap, w) for w in widths_of(keys, True)]
+        widths = widths_of(values, True)
+    room = width - 1 - sum(w + _BORDER for w in key_widths)
     groups = chunks(widths, max(room, 1)) if values else [[]]
+    if len(groups) == 1:  # one table: give spare room back to wrapped headers, left first
+        spare = room - sum(w + _BORDER for w in widths)
+        for i, v in enumerate(values):
+            grow = min(spare, max(0, len(table.headers[v]) - widths[i]))
+            widths[i] += grow
+            spare -= grow
     for n, group in enumerate(groups):
         title = table.title
         if title and len(groups) > 1:
@@ -104,4 +113,4 @@ def render(table: Table, console: Console) -> None:
             if r in table.sections:
                 t.add_section()
             t.add_row(*(row[k] for k in keys), *(row[values[i]] for i in group), style=style)
-        console.print(t)
+        console.print(t, soft_wrap=False)

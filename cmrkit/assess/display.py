@@ -3,9 +3,9 @@
 Annotated contexts are often tokens joined by spaces (WEC-Eng, ECB+: "Tuesday , July 2nd",
 "`` quoted ''"); :func:`detokenize` joins them back for reading and moves the highlighted spans
 with the text. :func:`window` picks the part of a long unit to show first (whole sentences
-around a focus span, the rest folded), and :func:`focus_for` picks that focus from what every
-candidate has alike (its words shared with the query mention), so the window never depends on
-whether a candidate was annotated.
+around a focus span, the rest folded); :class:`Prepared` picks that focus from what every
+candidate has alike (the sentence sharing most words with the query mention) unless its marked
+spans give it, so in blind tasks the window never depends on whether a candidate was annotated.
 """
 
 from __future__ import annotations
@@ -94,25 +94,45 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP}
 
 
-def focus_for(text: str, mention: str) -> Span | None:
-    """The first sentence of ``text`` sharing the most words with the query ``mention``, or
-    None when it shares none."""
-    wanted = _words(mention)
-    best, best_score = None, 0
-    for s, e in sentences(text):
-        score = len(wanted & _words(text[s:e]))
-        if score > best_score:
-            best, best_score = (s, e), score
-    return best
+class Prepared:
+    """A unit's text detokenised once, with its marked spans, sentences and their words, ready
+    to be shown around any query's mention."""
+
+    def __init__(self, text: str, spans: list[Span] = ()):
+        self.text, moved = detokenize(text, list(spans))
+        self.spans = [(s, e) for s, e in moved if e > s]
+        self.sentences = sentences(self.text)
+        self._words: list[set[str]] | None = None
+
+    def focus_for(self, mention: str) -> Span | None:
+        """The first sentence sharing the most words with the query ``mention``, or None when
+        none shares any."""
+        if self._words is None:
+            self._words = [_words(self.text[s:e]) for s, e in self.sentences]
+        wanted = _words(mention)
+        best, best_score = None, 0
+        for span, words in zip(self.sentences, self._words, strict=True):
+            score = len(wanted & words)
+            if score > best_score:
+                best, best_score = span, score
+        return best
+
+    def shown(self, mention: str, max_chars: int = 600) -> Shown:
+        """The text, its marked spans, and the window around the first span, or else around the
+        sentence that shares most words with the query ``mention``."""
+        focus = self.spans[0] if self.spans else self.focus_for(mention)
+        return Shown(self.text, self.spans, window(self.text, focus, max_chars, self.sentences))
 
 
-def window(text: str, focus: Span | None, max_chars: int = 600) -> Span:
+def window(
+    text: str, focus: Span | None, max_chars: int = 600, sents: list[Span] | None = None
+) -> Span:
     """The part of ``text`` to show first: the focus sentence with its neighbours while they fit
     in ``max_chars`` (from the start when there is no focus); a longer sentence is cut at words
-    around the focus."""
+    around the focus. ``sents`` are the text's sentences when already known."""
     if len(text) <= max_chars:
         return (0, len(text))
-    sents = sentences(text)
+    sents = sents if sents is not None else sentences(text)
     at = focus[0] if focus else 0
     i = next((k for k, (s, e) in enumerate(sents) if s <= at < e or at < s), len(sents) - 1)
     start, end = sents[i]
@@ -140,12 +160,3 @@ def window(text: str, focus: Span | None, max_chars: int = 600) -> Span:
             grown = True
         if not grown:
             return (start, end)
-
-
-def shown(text: str, spans: list[Span], mention: str, max_chars: int = 600) -> Shown:
-    """Detokenised text, its marked spans, and the window around the first span, or else around
-    the sentence that shares most words with the query ``mention``."""
-    clean, moved = detokenize(text, spans)
-    marks = [(s, e) for s, e in moved if e > s]
-    focus = marks[0] if marks else focus_for(clean, mention)
-    return Shown(clean, marks, window(clean, focus, max_chars))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmrkit.assess.display import Shown, detokenize, shown
+from cmrkit.assess.display import Prepared, Shown, detokenize
 from cmrkit.assess.key import KeyEntry, pair_id
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl
@@ -177,6 +177,7 @@ def describe_pairs(
 
     out = {}
     queries: dict[str, Shown] = {}
+    units: dict[str, Prepared] = {}
     candidates: dict[tuple[str, str], Shown] = {}
     for qid, docno in pairs:
         topic = topics.get(qid)
@@ -192,11 +193,12 @@ def describe_pairs(
             qspans = []
             if isinstance(span, list) and len(span) == 2 and 0 <= span[0] < span[1] <= len(context):
                 qspans = [(int(span[0]), int(span[1]))]
-            queries[qid] = shown(context, qspans, mention, max_chars)
-        if (docno, mention) not in candidates:
+            queries[qid] = Prepared(context, qspans).shown(mention, max_chars)
+        if docno not in units:
             spans = [] if blind else _mention_spans(rec, corpus)
-            contents = str(rec.get("contents", ""))
-            candidates[(docno, mention)] = shown(contents, spans, mention, max_chars)
+            units[docno] = Prepared(str(rec.get("contents", "")), spans)
+        if (docno, mention) not in candidates:
+            candidates[(docno, mention)] = units[docno].shown(mention, max_chars)
         first, nxt = neighbours.get(docno, (None, None))
         out[(qid, docno)] = {
             "query": queries[qid],

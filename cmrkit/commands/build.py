@@ -194,11 +194,15 @@ def register(app: typer.Typer) -> None:
 
         With no arguments, builds collections/sample/ from the ECB+ sample shipped inside cmrkit.
 
-        Example: cmrkit build-collection -i Dev_Event_gold_mentions_validated.json
-        -i Test_Event_gold_mentions_validated.json -d Train_Event_gold_mentions.json --name wec
+        Example (after `cmrkit sample-data data/ecbplus`): cmrkit build-collection
+        -i data/ecbplus/ecbplus.test.json.gz --queries longest --unit sentence --name ecb-sent
 
-        TAC example: cmrkit build-collection --source tac --name tac15 --mentions gold.tab
-        --docs source_docs/ --queries longest --date-range auto
+        Example with WEC-Eng's files: cmrkit build-collection
+        -i Dev_Event_gold_mentions_validated.json -i Test_Event_gold_mentions_validated.json
+        -d Train_Event_gold_mentions.json --name wec
+
+        Example with your TAC copy: cmrkit build-collection --source tac --name tac15
+        --mentions gold.tab --docs source_docs/ --queries longest --date-range auto
         """
         if source == "tac":
             from cmrkit.commands.tac import build_tac

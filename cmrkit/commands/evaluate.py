@@ -148,7 +148,8 @@ def eval_command(
     Ranking is trec_eval's: score descending, ties by docno descending (the rank column is
     ignored). Qrels grades >= 1 are relevant, 0 non-relevant, negative pooled but unjudged.
 
-    Example: cmrkit eval runs/wec/bm25.trec qrels/wec.test.txt -m infAP -m AP@10 -m RR@10
+    Example: cmrkit eval runs/sample/bm25.test.trec qrels/sample.test.txt -m infAP -m AP@10
+    -m RR@10
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measures
@@ -261,8 +262,9 @@ def compare_command(
     Each system is paired with the baseline on the queries both are scored on; p-values are
     corrected over the systems, per measure.
 
-    Example: cmrkit compare qrels/wec.test.txt runs/wec/bm25.trec runs/wec/qe.trec -m AP -m RR@10 --test permutation --plot diff.png
-    """  # noqa: E501
+    Example: cmrkit compare qrels/sample.test.txt runs/sample/bm25.test.trec
+    runs/sample/fields-doc.test.trec -m AP -m RR@10 --test permutation --plot diff.png
+    """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
     from cmrkit.fileio import StagedOutputs

@@ -262,6 +262,7 @@ def export(
         f"wrote {len(tasks.tasks)} tasks in {tasks.hits} HITs to {output} ({size / 1e6:.1f} MB) "
         f"and the answer key to {key} (keep it from the assessors)",
         markup=False,
+        soft_wrap=True,
     )
 
 
@@ -277,8 +278,8 @@ def bias(
 ) -> None:
     """Leave-one-run-out reusability: each run rescored without the pairs only it pooled.
 
-    Example: cmrkit pool bias pools/sample.pool.jsonl runs/sample/*.trec
-    --qrels qrels/sample.pooled.txt
+    Example: cmrkit pool bias pools/sample.pool.jsonl runs/sample/bm25.test.trec
+    runs/sample/fields-doc.test.trec --qrels qrels/sample.pooled.txt
     """
     from cmrkit.pooling import pool_bias, read_pool
     from cmrkit.tables import Table, render
@@ -287,15 +288,19 @@ def bias(
     _write_json(json_out, rows, force)
     cols = {
         "run": "run",
-        "unique_pairs": "pairs only it",
-        "unique_relevant": "relevant only it",
+        "unique_pairs": "only it",
+        "unique_relevant": "rel only it",
         "score": "score",
-        "score_without": "score without",
+        "score_without": "score w/o",
         "delta": "delta",
         "rank": "rank",
-        "rank_without": "rank without",
+        "rank_without": "rank w/o",
     }
-    t = Table(f"leave one run out ({measure})", list(cols.values()))
+    caption = (
+        "only it: pairs only this run pooled (rel: the relevant ones); w/o: scored and ranked "
+        "without them"
+    )
+    t = Table(f"leave one run out ({measure})", list(cols.values()), caption=caption)
     for r in rows:
         t.add_row(*(_fmt(r[c]) for c in cols))
     render(t, out)
