@@ -328,6 +328,59 @@ def test_bad_judgment_files(setup, cli):
     assert not (tmp / "blind.txt").exists()
 
 
+def test_blind_answers_are_mapped_back_with_the_key_and_its_gold_scores_workers(setup, cli):
+    tmp = setup
+    gold = write_qrels(tmp / "gold.txt", {"q1": {"dK": 1}, "q2": {"d09": 0}, "q3": {"d09": 0}})
+    r = cli(
+        "pool",
+        "export",
+        tmp / "p.jsonl",
+        "-f",
+        "html",
+        "--gold",
+        gold,
+        "--gold-per-hit",
+        "1",
+        "--per-hit",
+        "3",
+        "-o",
+        tmp / "page.html",
+    )
+    assert r.exit_code == 0, r.output
+    key = list(csv.DictReader(open(tmp / "page.key.tsv", encoding="utf-8"), delimiter="\t"))
+    assert any(k["gold"] for k in key) and all(k["pair_id"] not in k["doc_id"] for k in key)
+    rows = ["pair_id,worker_id,label"]
+    for k in {k["pair_id"]: k for k in key}.values():
+        truth = 5 if (k["gold"] == "1" or k["doc_id"] in ("d01", "d02")) else 1
+        rows.append(f"{k['pair_id']},good,{truth}")
+        wrong = 6 - truth if k["gold"] else truth  # right on pool pairs, wrong on gold
+        rows.append(f"{k['pair_id']},sloppy,{wrong}")
+    (tmp / "answers.csv").write_text("\n".join(rows) + "\n")
+    args = ["--pool", tmp / "p.jsonl", "--min-agree", "1", "--min-unanimous", "1"]
+    args += ["--min-relevant", "0", "--hard-threshold", "1", "--report", tmp / "rep.json"]
+    r = cli(
+        "judgments",
+        "aggregate",
+        tmp / "answers.csv",
+        "--key",
+        tmp / "page.key.tsv",
+        "--min-worker-accuracy",
+        "0.5",
+        *args,
+        "-o",
+        tmp / "q.txt",
+    )
+    assert r.exit_code == 0, r.output
+    workers = json.loads((tmp / "rep.json").read_text())["workers"]
+    assert workers["good"]["accuracy"] == 1.0 and workers["sloppy"]["accuracy"] == 0.0
+    assert workers["sloppy"]["dropped"] and workers["good"]["gold"] == len(
+        {k["pair_id"] for k in key if k["gold"]}
+    )
+    qrels = read_qrels_lines(tmp / "q.txt")
+    assert qrels[("q1", "d01")] == 1 and qrels[("q1", "d03")] == 0 and qrels[("q2", "d02")] == 1
+    assert ("q1", "dK") not in qrels  # gold pairs score workers; they are not pool pairs
+
+
 def test_old_mturk_layout_with_real_ids_is_still_read(tmp_path):
     from cmrkit.judgments import read_judgments
 
