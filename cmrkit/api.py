@@ -418,4 +418,6 @@ def compare(
         "p_adjusted",
         "significant",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    df = pd.DataFrame(rows, columns=columns)
+    # the baseline has no counts or verdict: nullable columns keep the others' dtypes
+    return df.astype({"improved": "Int64", "hurt": "Int64", "significant": "boolean"})
