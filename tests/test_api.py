@@ -106,9 +106,7 @@ def test_compare_equals_the_cli(files):
     qrels, run, other, _ = files
     args = ["-m", "AP", "-m", "RR@10", "--test", "permutation", "--permutations", "500"]
     cli = _cli_csv("compare", str(qrels), str(run), str(other), *args)
-    df = cmrkit.compare(
-        [run, other], qrels, ["AP", "RR@10"], test="permutation", permutations=500
-    )
+    df = cmrkit.compare([run, other], qrels, ["AP", "RR@10"], test="permutation", permutations=500)
     assert _as_text(df) == cli
     named = cmrkit.compare(
         {"base": cmrkit.read_run(run), "other": str(other)},
