@@ -91,16 +91,11 @@ def qrels_file(
 
 
 def index_state(collection: Path) -> str:
-    """``current``, ``stale`` (built from another corpus, or unreadable) or ``none``."""
-    from cmrkit.retrieval.index import index_path, open_index
+    """``current``, ``stale`` (built from another corpus), ``foreign`` (not cmrkit's) or
+    ``missing``: the check ``cmrkit run`` makes, without starting the JVM."""
+    from cmrkit.retrieval.index import index_state as state
 
-    if not index_path(collection).exists():
-        return "none"
-    try:
-        open_index(collection)
-    except CmrkitError:
-        return "stale"
-    return "current"
+    return state(collection)
 
 
 @dataclass
