@@ -49,7 +49,7 @@ def workdir(tmp_path_factory):
     for args in (
         ("build-collection", "-i", test, "-d", text, "-n", "w"),
         ("index", "collections/w", "--no-entities"),
-        ("run", "bm25", "collections/w", "--query", "mention"),
+        ("run", "bm25", "collections/w", "--query", "mention", "--name", "bm25"),
         ("run", "bm25", "collections/w", "--query", "mention", "--name", "bm25-b", "--b", "0.3"),
         ("pool", "create", "runs/w/bm25.test.trec", "runs/w/bm25-b.test.trec", "--depth", "3",
          "-o", "pools/w.pool.jsonl"),
