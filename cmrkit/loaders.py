@@ -114,21 +114,16 @@ def load_inputs(
             )
             mentions.extend(found)
             streams.append(DistractorSource(name=str(files.passages), passages=rest))
-            if ids is None:
-                query_ids = None
-            elif query_ids is not None:
-                query_ids.update(ids)
+            # a split without a queries file: every annotated passage is a query
+            query_ids.update(ids if ids is not None else (m.mention_id for m in found))
         if len(resolved) > 1:
             notes.append(
                 f"{len(resolved)} CoreSearch splits ({', '.join(f.split for f in resolved)}) "
                 "share one corpus here; CoreSearch searches each split in its own passages: "
                 "for its exact corpora build one collection per split (--input dev=FOLDER)"
             )
-        if any(f.queries for f in resolved) and query_ids is None:
-            raise CmrkitError(
-                "a queries file was found for some CoreSearch splits but not others; give "
-                "train/<Split>_queries.json for every split, or none"
-            )
+        if not any(f.queries for f in resolved):
+            query_ids = None
 
     for d in distractors:
         fmt = distractor_format if distractor_format != "auto" else detect_format(d)

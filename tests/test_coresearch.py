@@ -246,3 +246,22 @@ def test_mention_units_for_wec_eng_input(cli, tmp_path):
     units = {u["id"]: u for u in corpus(tmp_path, "w")}
     assert sorted(units) == ["P:m1", "P:m2", "P:m3"]
     assert [m["mention_id"] for m in units["P:m2"]["mentions"]] == ["m2"]
+
+
+def test_two_splits_one_with_a_queries_file(cli, tmp_path):
+    ds = write_dataset(tmp_path / "cs", queries=("h2", "p3"))
+    test_clusters = [{"clusterId": 8, "clusterTitle": "Flood", "mentionIds": ["f1", "f2"]}]
+    test_passages = [
+        _passage("f1", 8, "The flood came .".split(), 1, 1),
+        _passage("f2", 8, "After the flood , rain .".split(), 2, 2),
+        _distractor("y1", "Nothing happened here ."),
+    ]
+    write_json(ds / "clean" / "Test_gold_clusters.json", test_clusters)
+    write_json(ds / "clean" / "Test_all_passages.json", test_passages)
+    r = cli("build-collection", "--source", "coresearch", "-i", ds)
+    assert r.exit_code == 0, r.output
+    ts = topics(tmp_path, "coresearch")
+    assert [(t["qid"], t["split"]) for t in ts] == [
+        ("p3", "dev"), ("h2", "dev"), ("f1", "test"), ("f2", "test")
+    ]  # fmt: skip
+    assert "2 CoreSearch splits (dev, test) share one corpus" in " ".join(r.stderr.split())
