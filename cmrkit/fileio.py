@@ -272,6 +272,12 @@ class StagedOutputs:
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """Equal bytes (files), or the same files with equal bytes (folders)."""
+    if a.is_dir() and b.is_dir():
+        names = sorted(p.relative_to(a) for p in a.rglob("*"))
+        if names != sorted(p.relative_to(b) for p in b.rglob("*")):
+            return False
+        return all((a / n).is_dir() or _same_file(a / n, b / n) for n in names)
     if not (a.is_file() and b.is_file()) or a.stat().st_size != b.stat().st_size:
         return False
     with open(a, "rb") as fa, open(b, "rb") as fb:

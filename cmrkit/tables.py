@@ -25,6 +25,7 @@ class Table:
     headers: Sequence[str]
     keys: int = 1
     caption: str | None = None
+    left: Sequence[str] = ()  # value columns of text, aligned left (still never cut)
     rows: list[list[str]] = field(default_factory=list)
     styles: list[str | None] = field(default_factory=list)
     sections: set[int] = field(default_factory=set)  # a rule before these row indices
@@ -108,7 +109,8 @@ def render(table: Table, console: Console) -> None:
             t.add_column(table.headers[k], max_width=w, overflow="fold")
         for i in group:
             v = values[i]
-            t.add_column(table.headers[v], justify="right", width=widths[i], no_wrap=False)
+            justify = "left" if table.headers[v] in table.left else "right"
+            t.add_column(table.headers[v], justify=justify, width=widths[i])
         for r, (row, style) in enumerate(zip(table.rows, table.styles, strict=True)):
             if r in table.sections:
                 t.add_section()
