@@ -101,7 +101,11 @@ def register(app: typer.Typer) -> None:
             help="all: every mention of a non-singleton cluster (CoreSearch); "
             "longest: the longest mention per cluster (CMR).",
         ),
-        min_relevant: int = typer.Option(1, help="Drop queries with fewer known relevant units."),
+        min_relevant: int = typer.Option(
+            1,
+            help="Drop queries with fewer known relevant units (1 keeps every query with one; "
+            "`judgments aggregate` drops pooled queries below 5, the CMR protocol's rule).",
+        ),
         resplit: str | None = typer.Option(
             None, help="Re-split by cluster, e.g. train=0.45,dev=0.1,test=0.45 (else keep splits)."
         ),
@@ -134,64 +138,73 @@ def register(app: typer.Typer) -> None:
         qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
         tac_mentions: Path | None = typer.Option(
-            None, "--mentions", help="TAC 2015+ gold mention tab file.", rich_help_panel=TAC
+            None, "--mentions", help="TAC: 2015+ gold mention tab file.", rich_help_panel=TAC
         ),
         tac_queries_xml: Path | None = typer.Option(
-            None, "--queries-xml", help="TAC 2014 queries XML (with --links).", rich_help_panel=TAC
+            None,
+            "--queries-xml",
+            help="TAC: 2014 queries XML (with --links).",
+            rich_help_panel=TAC,
         ),
         tac_links: Path | None = typer.Option(
-            None, "--links", help="TAC 2014 links tab file.", rich_help_panel=TAC
+            None, "--links", help="TAC: 2014 links tab file.", rich_help_panel=TAC
         ),
         tac_docs: Path | None = typer.Option(
-            None, "--docs", help="Folder of TAC source documents (SGML/XML).", rich_help_panel=TAC
+            None,
+            "--docs",
+            help="TAC: Folder of TAC source documents (SGML/XML).",
+            rich_help_panel=TAC,
         ),
         tac_cmr_queries: Path | None = typer.Option(
             None,
             "--cmr-queries",
-            help="Published CMR queries file as the topics (with --cmr-qrels).",
+            help="TAC: Published CMR queries file as the topics (with --cmr-qrels).",
             rich_help_panel=TAC,
         ),
         tac_cmr_qrels: Path | None = typer.Option(
-            None, "--cmr-qrels", help="Published CMR qrels file.", rich_help_panel=TAC
+            None, "--cmr-qrels", help="TAC: Published CMR qrels file.", rich_help_panel=TAC
         ),
         tac_sentence_offsets: Path | None = typer.Option(
             None,
             "--sentence-offsets",
-            help="Sentence spans, one 'DOC:start:last' per line (the docno layout), "
+            help="TAC: Sentence spans, one 'DOC:start:last' per line (the docno layout), "
             "instead of spaCy's.",
             rich_help_panel=TAC,
         ),
         tac_types: str = typer.Option(
-            "PER,ORG,GPE", "--types", help="Entity types to keep.", rich_help_panel=TAC
+            "PER,ORG,GPE", "--types", help="TAC: Entity types to keep.", rich_help_panel=TAC
         ),
         tac_date_range: str | None = typer.Option(
             None,
             "--date-range",
-            help="auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
+            help="TAC: auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
             rich_help_panel=TAC,
         ),
         tac_keep_own_doc: bool = typer.Option(
             False,
             "--keep-own-doc",
-            help="Let the query document's other sentences be candidates and relevant.",
+            help="TAC: Let the query document's other sentences be candidates and relevant.",
             rich_help_panel=TAC,
         ),
         tac_skip_bad: bool = typer.Option(
-            False, "--skip-bad", help="Count and skip bad mention records.", rich_help_panel=TAC
+            False,
+            "--skip-bad",
+            help="TAC: Count and skip bad mention records.",
+            rich_help_panel=TAC,
         ),
         tac_split: str = typer.Option(
-            "test", "--split", help="Split name of the queries.", rich_help_panel=TAC
+            "test", "--split", help="TAC: Split name of the queries.", rich_help_panel=TAC
         ),
         tac_qid_tag: str | None = typer.Option(
             None,
             "--qid-tag",
-            help="Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
+            help="TAC: Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
             rich_help_panel=TAC,
         ),
         tac_chains: bool = typer.Option(
             True,
             "--chains/--no-chains",
-            help="spaCy NER for within-document chains.",
+            help="TAC: spaCy NER for within-document chains.",
             rich_help_panel=TAC,
         ),
     ) -> None:

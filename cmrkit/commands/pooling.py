@@ -230,6 +230,8 @@ def export(
     targets = (
         [output / "batch-input.csv", output / "hit-layout.html"] if fmt == "mturk" else [output]
     )
+    if key.resolve() in {t.resolve() for t in targets}:
+        raise CmrkitError("--key must not be the tasks file itself; name another file", path=key)
     with console.status("reading the collection"):
         tasks = build_tasks(
             pool,
