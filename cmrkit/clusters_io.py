@@ -146,7 +146,14 @@ def read_conll(path: str | os.PathLike) -> Clustering:
     doc: Document | None = None
     token = 0
     opened: dict[int, list[tuple[int, int]]] = {}
-    for n, raw in iter_lines(path):
+    # lines end at "\n" only, as for the reference scorer
+    for n, raw in enumerate(read_text(path).split("\n"), 1):
+        # the bulk: a token line in a document whose coreference column is "-" or "_"
+        if doc is not None and raw[-1:] in ("-", "_") and raw[-2:-1] in (" ", "\t"):
+            if raw[0] != "#":
+                token += 1
+                continue
+        raw = raw.rstrip("\r")
         line = raw.strip()
         if not line:
             continue

@@ -362,3 +362,19 @@ def test_agreement_limit_cases():
     assert normalized_mutual_information([0, 0, 1, 1], [1, 1, 0, 0]) == pytest.approx(1.0)
     assert normalized_mutual_information([0, 0, 0, 0], [0, 1, 2, 3]) == 0.0
     assert normalized_mutual_information([5, 5], [7, 7]) == 1.0
+
+
+def test_alignment_equals_linear_sum_assignment():
+    """CEAF's alignment: small components are tried exhaustively, larger ones go to scipy;
+    both give scipy's optimum."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    from cmrkit.evaluation.coref import _best_alignment
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        rows, cols = rng.integers(1, 10, 2)
+        m = rng.random((rows, cols)) * (rng.random((rows, cols)) < 0.6)
+        x, y = linear_sum_assignment(m, maximize=True)
+        assert _best_alignment(m) == pytest.approx(m[x, y].sum(), abs=1e-12)

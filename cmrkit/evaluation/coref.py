@@ -417,6 +417,10 @@ class _Overlap:
     r: np.ndarray
     n: np.ndarray
     doc: np.ndarray
+    # the connected components of the key/response chain graph, once CEAF needs them
+    component: np.ndarray | None = None
+    keys_in: np.ndarray | None = None
+    responses_in: np.ndarray | None = None
 
 
 def _overlap(a: _Arrays) -> _Overlap:
@@ -452,35 +456,113 @@ def _bcub(a: _Arrays, o: _Overlap) -> tuple[np.ndarray, ...]:
     return recall, _per_doc(a, a.k_doc), precision, _per_doc(a, a.r_doc)
 
 
-def _alignment(a: _Arrays, o: _Overlap, weights: np.ndarray) -> np.ndarray:
-    """Per document, the largest total weight of a one-to-one key/response chain alignment."""
-    from scipy.optimize import linear_sum_assignment
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+def _components(nodes: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Connected components of an undirected graph: each node's smallest fellow node."""
+    label = np.arange(nodes)
+    while True:
+        low = np.minimum(label[u], label[v])
+        new = label.copy()
+        np.minimum.at(new, u, low)
+        np.minimum.at(new, v, low)
+        new = new[new]
+        if np.array_equal(new, label):
+            return label
+        label = new
 
-    nk, nr = len(a.kc_size), len(a.rc_size)
+
+_ENUMERATE = 5040  # alignments of a component tried all at once up to this many (7 x 7)
+_BATCH = 1 << 22  # cells of the (components x alignments x rows) array built at once
+_PERMUTATIONS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _permutations(cols: int, rows: int) -> np.ndarray:
+    perms = _PERMUTATIONS.get((cols, rows))
+    if perms is None:
+        import itertools
+
+        perms = np.asarray(list(itertools.permutations(range(cols), rows)), dtype=np.int64)
+        _PERMUTATIONS[(cols, rows)] = perms.reshape(-1, rows)
+    return _PERMUTATIONS[(cols, rows)]
+
+
+def _best_alignments(matrices: np.ndarray) -> np.ndarray:
+    """For each of a stack of equal-shaped non-negative matrices (rows <= columns), the
+    largest total of a one-to-one row/column alignment."""
+    count, rows, cols = matrices.shape
+    if math.perm(cols, rows) <= _ENUMERATE:
+        perms = _permutations(cols, rows)
+        best = np.empty(count)
+        step = max(1, _BATCH // (len(perms) * rows))
+        for at in range(0, count, step):
+            chunk = matrices[at : at + step]
+            best[at : at + step] = chunk[:, np.arange(rows), perms].sum(axis=2).max(axis=1)
+        return best
+    from scipy.optimize import linear_sum_assignment
+
+    best = np.empty(count)
+    for i, matrix in enumerate(matrices):
+        x, y = linear_sum_assignment(matrix, maximize=True)
+        best[i] = matrix[x, y].sum()
+    return best
+
+
+def _best_alignment(matrix: np.ndarray) -> float:
+    """The largest total of a one-to-one row/column alignment of a non-negative matrix."""
+    if matrix.shape[0] > matrix.shape[1]:
+        matrix = matrix.T
+    return float(_best_alignments(matrix[None])[0])
+
+
+def _rank_within(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's rank among the distinct values of its group, and each group's count."""
+    keys, inverse = np.unique(np.stack([group, value]), axis=1, return_inverse=True)
+    firsts = np.flatnonzero(np.r_[True, keys[0, 1:] != keys[0, :-1]])
+    first_of = np.repeat(firsts, np.diff(np.r_[firsts, keys.shape[1]]))
+    sizes = np.diff(np.r_[firsts, keys.shape[1]])
+    return inverse.ravel() - first_of[inverse.ravel()], sizes
+
+
+def _alignment(a: _Arrays, o: _Overlap, weights: np.ndarray) -> np.ndarray:
+    """Per document, the largest total weight of a one-to-one key/response chain alignment:
+    the sum of the best alignments of the connected components of the chains' overlap graph."""
     if not len(o.k):
         return np.zeros(a.docs)
-    graph = coo_matrix((np.ones(len(o.k)), (o.k, nk + o.r)), shape=(nk + nr, nk + nr))
-    count, label = connected_components(graph, directed=False)
-    comp = label[o.k]
-    keys_in = np.bincount(label[:nk], minlength=count)
-    responses_in = np.bincount(label[nk:], minlength=count)
+    if o.component is None:
+        nk = len(a.kc_size)
+        label = _components(nk + len(a.rc_size), o.k, nk + o.r)
+        o.component = label[o.k]
+        o.keys_in = np.bincount(label[:nk], minlength=len(label))
+        o.responses_in = np.bincount(label[nk:], minlength=len(label))
+    comp = o.component
     order = np.lexsort((-weights, comp))
     comp_sorted = comp[order]
     starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])
-    best = weights[order][starts]  # the largest cell of each component
+    best = weights[order][starts]  # the largest cell: the answer when one side has one chain
     comps = comp_sorted[starts]
-    hard = np.flatnonzero((keys_in[comps] > 1) & (responses_in[comps] > 1))
-    ends = np.r_[starts[1:], len(order)]
-    for i in hard.tolist():
-        cells = order[starts[i] : ends[i]]
-        rows, ki = np.unique(o.k[cells], return_inverse=True)
-        cols, ri = np.unique(o.r[cells], return_inverse=True)
-        matrix = np.zeros((len(rows), len(cols)))
-        matrix[ki, ri] = weights[cells]
-        x, y = linear_sum_assignment(matrix, maximize=True)
-        best[i] = matrix[x, y].sum()
+    hard = (o.keys_in[comps] > 1) & (o.responses_in[comps] > 1)
+    if hard.any():
+        # every component with several chains on both sides: a matrix each, solved by shape
+        index = np.full(len(o.keys_in), -1, dtype=np.int64)
+        index[comps[hard]] = np.arange(int(hard.sum()))
+        cells = np.flatnonzero(index[comp] >= 0)
+        which = index[comp[cells]]
+        row, nrows = _rank_within(which, o.k[cells])
+        col, ncols = _rank_within(which, o.r[cells])
+        flip = nrows > ncols  # rows <= columns for every matrix
+        row, col = np.where(flip[which], col, row), np.where(flip[which], row, col)
+        nrows, ncols = np.minimum(nrows, ncols), np.maximum(nrows, ncols)
+        solved = np.empty(len(nrows))
+        shapes = nrows * (int(ncols.max()) + 1) + ncols
+        for shape in np.unique(shapes).tolist():
+            members = np.flatnonzero(shapes == shape)
+            r, c = int(nrows[members[0]]), int(ncols[members[0]])
+            slot = np.full(len(nrows), -1, dtype=np.int64)
+            slot[members] = np.arange(len(members))
+            mine = slot[which] >= 0
+            stack = np.zeros((len(members), r, c))
+            stack[slot[which[mine]], row[mine], col[mine]] = weights[cells[mine]]
+            solved[members] = _best_alignments(stack)
+        best[np.flatnonzero(hard)] = solved
     return _per_doc(a, o.doc[order][starts], best)
 
 
@@ -612,10 +694,10 @@ def _agreement(a: _Arrays) -> tuple[dict[str, float], list[dict[str, float]]]:
     return {"ari": ari[0], "nmi": nmi[0]}, per_doc
 
 
-def _counts(arrays: tuple[np.ndarray, ...], d: int | None) -> Counts:
-    if d is None:
-        return Counts(*(float(math.fsum(x.tolist())) for x in arrays))
-    return Counts(*(float(x[d]) for x in arrays))
+def _counts(arrays: tuple[np.ndarray, ...]) -> tuple[Counts, list[Counts]]:
+    """The summed counts and each document's."""
+    total = Counts(*(math.fsum(x.tolist()) for x in arrays))
+    return total, [Counts(*c) for c in zip(*(x.tolist() for x in arrays), strict=True)]
 
 
 def score(
@@ -651,7 +733,7 @@ def score(
     wanted = set(names)
     if "conll" in wanted:
         wanted |= {"muc", "bcub", "ceafe"}
-    counted: dict[str, tuple[np.ndarray, ...]] = {}
+    found: dict[str, tuple[Score, list[Score]]] = {}
     for name, fn in (
         ("mentions", lambda: _mentions(a)),
         ("muc", lambda: _muc(a, o)),
@@ -661,24 +743,25 @@ def score(
         ("lea", lambda: _lea(a)),
     ):
         if name in wanted:
-            counted[name] = fn()
-    blanc = _blanc(a, o) if "blanc" in wanted else None
-    agreement_total, agreement_docs = _agreement(a) if wanted & {"ari", "nmi"} else ({}, [])
-
-    def collect(d: int | None) -> dict[str, Score]:
-        row: dict[str, Score] = {}
-        for name in names:
-            if name in counted:
-                row[name] = _counts(counted[name], d)
-            elif name == "blanc":
-                assert blanc is not None
-                row[name] = Blanc(_counts(blanc[0], d), _counts(blanc[1], d))
-            elif name == "conll":
-                parts = [_counts(counted[m], d).f1 for m in ("muc", "bcub", "ceafe")]
-                row[name] = sum(parts) / 3
-            else:
-                row[name] = (agreement_total if d is None else agreement_docs[d])[name]
-        return row
-
-    per_document = {name: collect(d) for d, (name, _, _) in enumerate(pairs)}
-    return CorefResult(names, collect(None), per_document, scope, singletons, notes)
+            found[name] = _counts(fn())
+    if "blanc" in wanted:
+        coref, noncoref = (_counts(x) for x in _blanc(a, o))
+        found["blanc"] = (
+            Blanc(coref[0], noncoref[0]),
+            [Blanc(c, n) for c, n in zip(coref[1], noncoref[1], strict=True)],
+        )
+    if "conll" in wanted:
+        parts = [found[m] for m in ("muc", "bcub", "ceafe")]
+        found["conll"] = (
+            sum(p[0].f1 for p in parts) / 3,  # type: ignore[union-attr]
+            [sum(p.f1 for p in ps) / 3 for ps in zip(*(p[1] for p in parts), strict=True)],
+        )
+    if wanted & {"ari", "nmi"}:
+        total, docs = _agreement(a)
+        for name in ("ari", "nmi"):
+            found[name] = (total[name], [d[name] for d in docs])
+    per_document = {
+        doc: {name: found[name][1][d] for name in names} for d, (doc, _, _) in enumerate(pairs)
+    }
+    total = {name: found[name][0] for name in names}
+    return CorefResult(names, total, per_document, scope, singletons, notes)
