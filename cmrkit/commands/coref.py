@@ -238,7 +238,7 @@ def cluster_command(
     within --top); the links become clusters. Every mention of the key is clustered (alone
     when nothing links it). Score them with `cmrkit eval-coref KEY CLUSTERS`.
 
-    Example: cmrkit cluster runs/sample/bm25.test.trec --collection collections/sample --top 10 --threshold 12
+    Example: cmrkit cluster runs/sample/bm25.test.trec --collection collections/sample --top 1
     """  # noqa: E501
     from cmrkit.clusters_io import ID, read_clustering, write_clusters_jsonl
     from cmrkit.evaluation.clusters import ClusterOptions, cluster_links, run_links
@@ -288,6 +288,14 @@ def cluster_command(
         markup=False,
         soft_wrap=True,
     )
+    if links.shared_units:
+        console.print(
+            f"note: {links.shared_units} linked unit(s) hold several annotated mentions; the "
+            "run ranks units, not mentions, so a query is linked to each of them (a collection "
+            "built with --unit sentence has fewer mentions per unit)",
+            markup=False,
+            soft_wrap=True,
+        )
     console.print(f"score it: cmrkit eval-coref {key} {target}", markup=False, soft_wrap=True)
 
 

@@ -48,6 +48,7 @@ class Links:
 
     items: list[str]  # every mention clustered, in output order
     pairs: dict[tuple[int, int], float]  # (i, j) with i < j, indexes into items
+    shared_units: int = 0  # linked units that hold several annotated mentions
 
 
 def run_links(
@@ -70,6 +71,7 @@ def run_links(
         return i
 
     pairs: dict[tuple[int, int], float] = {}
+    shared: set[str] = set()
     for qid in sorted(run):
         q = at(query_mention[qid])
         results = ranked(run[qid])
@@ -78,14 +80,17 @@ def run_links(
         for docno, score in results:
             if opts.threshold is not None and score < opts.threshold:
                 break
-            for mention in unit_mentions.get(docno, ()):
+            mentions = unit_mentions.get(docno, ())
+            if len(mentions) > 1:
+                shared.add(docno)
+            for mention in mentions:
                 m = at(mention)
                 if m == q:
                     continue
                 pair = (q, m) if q < m else (m, q)
                 if pair not in pairs or pairs[pair] < score:
                     pairs[pair] = score
-    return Links(order, pairs)
+    return Links(order, pairs, len(shared))
 
 
 def _components(n: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
