@@ -36,10 +36,10 @@ CORPUS_DOCUMENT = ""  # the one document of files whose mentions are identified 
 _BEGIN = re.compile(r"#\s*begin document (.*)")
 _END = re.compile(r"#\s*end document")
 # the reference scorer's patterns, applied in its order (double antecedents are discarded)
-_DOUBLE = re.compile(r"\((\d+\+\d)\)")
-_SINGLE = re.compile(r"\((\d+)\)")
-_OPEN = re.compile(r"\((\d+)")
-_CLOSE = re.compile(r"(\d+)\)")
+_DOUBLE = re.compile(r"\(([0-9]+\+[0-9])\)")
+_SINGLE = re.compile(r"\(([0-9]+)\)")
+_OPEN = re.compile(r"\(([0-9]+)")
+_CLOSE = re.compile(r"([0-9]+)\)")
 
 
 @dataclass
@@ -118,6 +118,15 @@ def read_clustering(path: str | os.PathLike) -> Clustering:
 def _coref_column(text: str, path: object, n: int) -> tuple[list[str], list[str], list[str]]:
     """(one-token chains, opening chains, closing chains) of a coreference column, found as the
     reference scorer finds them: each pattern removed leftmost first, in that order."""
+    # the common cases at once: (12)  (12  12)
+    if text.isascii():
+        if text[0] == "(":
+            if text[-1] == ")" and text[1:-1].isdigit():
+                return [text[1:-1]], [], []
+            if text[1:].isdigit():
+                return [], [text[1:]], []
+        elif text[-1] == ")" and text[:-1].isdigit():
+            return [], [], [text[:-1]]
     rest = text
     found: list[list[str]] = []
     for pattern in (_DOUBLE, _SINGLE, _OPEN, _CLOSE):
@@ -187,7 +196,7 @@ def read_conll(path: str | os.PathLike) -> Clustering:
             token = 0
             opened = {}
             continue
-        if _END.match(line):
+        if line[0] == "#" and _END.match(line):
             for chain, starts in opened.items():
                 if starts:
                     label, start_line = doc.names[chain], starts[-1][1]
@@ -200,7 +209,7 @@ def read_conll(path: str | os.PathLike) -> Clustering:
             documents[doc.name] = doc
             doc = None
             continue
-        if _BEGIN.match(line):
+        if line[0] == "#" and _BEGIN.match(line):
             raise CmrkitError(
                 f"'#begin document' inside document {doc.name!r} (begun on line "
                 f"{begun[doc.name]}); end it with '#end document' first",
