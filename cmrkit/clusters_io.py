@@ -288,9 +288,8 @@ def read_cluster_json(path: str | os.PathLike) -> Clustering:
         where = f"cluster {i}"
         if not isinstance(cluster, list):
             raise CmrkitError("a cluster must be a list of mention ids", path=path, where=where)
-        chain = doc.chain(str(i))
-        for mention in cluster:
-            doc.add(_label(mention, "a mention id", path, where), chain, i)
+        for mention in cluster:  # an empty cluster is no chain
+            doc.add(_label(mention, "a mention id", path, where), doc.chain(str(i)), i)
     return Clustering(str(path), "json", ID, {CORPUS_DOCUMENT: doc})
 
 
@@ -351,14 +350,13 @@ def read_cluster_jsonl(path: str | os.PathLike) -> Clustering:
                     where=where,
                 )
             for i, cluster in enumerate(clusters):
-                chain = doc.chain(str(i))
-                for mention in cluster:
+                for mention in cluster:  # an empty cluster is no chain
                     if isinstance(mention, list):
                         check_identity(SPAN, n)
-                        doc.add(_span(mention, path, where), chain, n)
+                        doc.add(_span(mention, path, where), doc.chain(str(i)), n)
                     else:
                         check_identity(ID, n)
-                        doc.add(_label(mention, "a mention id", path, where), chain, n)
+                        doc.add(_label(mention, "a mention id", path, where), doc.chain(str(i)), n)
             continue
         if "cluster" not in obj:
             raise CmrkitError(

@@ -378,3 +378,13 @@ def test_alignment_equals_linear_sum_assignment():
         m = rng.random((rows, cols)) * (rng.random((rows, cols)) < 0.6)
         x, y = linear_sum_assignment(m, maximize=True)
         assert _best_alignment(m) == pytest.approx(m[x, y].sum(), abs=1e-12)
+
+
+def test_empty_clusters_are_no_chains(tmp_path):
+    k, r = tmp_path / "k.json", tmp_path / "r.json"
+    k.write_text('[["a", "b"], [], ["c"]]')
+    r.write_text('[[], ["a", "b"], ["c"], []]')
+    result = score(read_clustering(k), read_clustering(r))
+    for m in ("muc", "bcub", "ceafm", "ceafe", "blanc", "lea", "mentions"):
+        assert result.total[m].f1 == 1.0, m
+    assert result.total["ceafe"].recall_den == 2

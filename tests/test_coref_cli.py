@@ -97,6 +97,12 @@ def test_cluster_by_closure_then_score(tiny, cli):
     out = tiny / "run.clusters.jsonl"
     # m5 retrieves the unit holding m7 and m8: linked to both
     assert _clusters(out) == [["m1", "m2", "m3", "m6"], ["m4", "m5", "m7", "m8"]]
+    first = out.read_bytes()
+    args = ("cluster", run, "--collection", "collections/tiny", "--threshold", "5", "--force")
+    assert cli(*args).exit_code == 0
+    assert out.read_bytes() == first  # deterministic
+    r = cli("eval-coref", "qrels/tiny.test.clusters.jsonl", "qrels/tiny.test.clusters.jsonl")
+    assert r.exit_code == 0 and r.stdout.count("100.00") == 3 * 7 + 1  # R, P, F1; CoNLL
     r = cli("eval-coref", "qrels/tiny.test.clusters.jsonl", out, "-m", "muc,bcub", "-f", "json")
     assert r.exit_code == 0, r.output
     scores = json.loads(r.stdout)["measures"]
