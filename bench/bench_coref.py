@@ -250,34 +250,38 @@ def main() -> None:
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        rows: list[str] = []
         if {"ecb-doc", "ecb-corpus"} & set(cases):
             docs = ecbplus()
             n = sum(len(ms) for _, ms in docs.values())
             if "ecb-doc" in cases:
                 key = write(folder / "ecb.key", docs)
                 response = write(folder / "ecb.response", perturb(docs, 1))
-                rows += run_case(
+                show(run_case(
                     "ECB+ test, per document", key, response, "document", False, args,
                     f"{n:,} / {len(docs)}",
-                )  # fmt: skip
+                ))  # fmt: skip
             if "ecb-corpus" in cases:
                 key = write(folder / "ecb1.key", docs, one_document=True)
                 response = write(folder / "ecb1.response", perturb(docs, 1, True), True)
-                rows += run_case(
+                show(run_case(
                     "ECB+ test, one document", key, response, "document", True, args,
                     f"{n:,} / 1",
-                )  # fmt: skip
+                ))  # fmt: skip
         if "synthetic" in cases:
             docs = synthetic(args.synthetic)
             n = sum(len(ms) for _, ms in docs.values())
             key = write(folder / "syn.key", docs)
             response = write(folder / "syn.response", perturb(docs, 2))
-            rows += run_case(
-                "synthetic", key, response, "document", False, args, f"{n:,} / {len(docs):,}"
+            show(
+                run_case(
+                    "synthetic", key, response, "document", False, args, f"{n:,} / {len(docs):,}"
+                )
             )
-        for row in rows:
-            print(row)
+
+
+def show(rows: list[str]) -> None:
+    for row in rows:
+        print(row, flush=True)
 
 
 if __name__ == "__main__":
