@@ -292,7 +292,7 @@ def cluster_command(
         console.print(
             f"note: {links.shared_units} linked unit(s) hold several annotated mentions; the "
             "run ranks units, not mentions, so a query is linked to each of them (a collection "
-            "built with --unit sentence has fewer mentions per unit)",
+            "built with --unit mention has one mention per unit)",
             markup=False,
             soft_wrap=True,
         )

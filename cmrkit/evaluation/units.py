@@ -3,15 +3,12 @@ text and the mentions in them, for clustering runs and scoring answer spans."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl
-
-CORPUS = "corpus.jsonl.gz"
-MANIFEST = "manifest.json"
+from cmrkit.workspace import CORPUS, MANIFEST, collection_folder, qrels_file, read_manifest
 
 
 @dataclass(frozen=True)
@@ -33,16 +30,6 @@ class AnnotatedUnits:
     def mention_of_qid(self) -> dict[str, str]:
         """qid -> mention id (a qid is the mention id with whitespace turned into '_')."""
         return {"_".join(m.split()): m for m in self.unit_of}
-
-
-def collection_folder(collection: str | Path) -> Path:
-    path = Path(collection)
-    if not (path / CORPUS).is_file():
-        raise CmrkitError(
-            f"no {CORPUS} here; name a collection folder built by `cmrkit build-collection`",
-            path=path,
-        )
-    return path
 
 
 def read_annotated_units(collection: str | Path) -> AnnotatedUnits:
@@ -76,20 +63,19 @@ def read_annotated_units(collection: str | Path) -> AnnotatedUnits:
 
 
 def gold_clusters_path(collection: str | Path, split: str) -> Path:
-    """The split's gold clusters file that `cmrkit build-collection` wrote beside the qrels."""
+    """The split's gold clusters file that `cmrkit build-collection` wrote beside the qrels:
+    the path the manifest recorded, else beside the split's qrels file."""
     folder = collection_folder(collection)
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        files = manifest["files"]["clusters"]
-    except (OSError, ValueError, KeyError, TypeError):
+    recorded = read_manifest(folder).get("files", {}).get("clusters", {}).get(split)
+    candidates = [Path(recorded)] if isinstance(recorded, str) else []
+    qrels = qrels_file(folder, split)
+    if qrels is not None:
+        candidates.append(qrels.with_name(f"{folder.resolve().name}.{split}.clusters.jsonl"))
+    found = next((p for p in candidates if p.is_file()), None)
+    if found is None:
         raise CmrkitError(
-            "the manifest names no gold clusters file (collections built before cmrkit wrote "
-            "them); rebuild the collection or pass --key",
-            path=folder / MANIFEST,
-        ) from None
-    if split not in files:
-        raise CmrkitError(
-            f"no split {split!r} in this collection (splits: {', '.join(files)}); pass --split",
+            f"no gold clusters file for split {split!r} (collections built before cmrkit wrote "
+            "them have none); rebuild the collection, pass --split, or name one with --key",
             path=folder / MANIFEST,
         )
-    return Path(files[split])
+    return found
