@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.group import group
 from cmrkit.commands.retrieval import (
     AUTO_INDEX,
     COLLECTION_ARG,
@@ -25,9 +26,7 @@ from cmrkit.commands.retrieval import (
 )
 from cmrkit.console import out, user_errors
 
-train_app = typer.Typer(
-    help="Train a retrieval model on a collection's own queries.", no_args_is_help=True
-)
+train_app = group(help="Train a retrieval model on a collection's own queries.")
 
 MODEL = typer.Option(
     "all-MiniLM-L6-v2",
