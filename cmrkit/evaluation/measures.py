@@ -47,6 +47,24 @@ _KINDS = [
         "inferred AP (Yilmaz & Aslam 2006): negative grades are pooled but unjudged",
     ),
     _Kind(
+        "xinfAP",
+        None,
+        None,
+        "none",
+        False,
+        False,
+        "extended inferred AP from stratified samples (sample_eval.pl's infAP; Yilmaz et al. 2008)",
+    ),
+    _Kind(
+        "infNDCG",
+        None,
+        None,
+        "none",
+        False,
+        False,
+        "inferred nDCG from stratified samples (sample_eval.pl's infNDCG)",
+    ),
+    _Kind(
         "RR",
         "recip_rank",
         None,
@@ -107,6 +125,9 @@ _TREC_CUT_NAMES = {k.trec_cut.lower(): k for k in _KINDS if k.trec_cut}
 
 _SYNTAX = re.compile(r"([A-Za-z_]+?)(?:@(\S+))?")
 _TREC_SYNTAX = re.compile(r"([A-Za-z_]+?)[_.]([0-9]+)")
+
+# Estimated from stratified samples (evaluation/sampled.py): the qrels' strata matter.
+SAMPLED_KINDS = frozenset({"xinfAP", "infNDCG"})
 
 DEFAULT_MEASURES = (
     "infAP",
