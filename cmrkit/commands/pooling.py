@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -19,6 +20,7 @@ judgments_app = typer.Typer(
 )
 
 FORMATS = ("mturk", "jsonl", "html")
+MEASURE_OF = {"AP": "xinfAP", "nDCG": "infNDCG"}
 MAX_QUERY_ROWS = 30
 
 
@@ -52,7 +54,11 @@ def create(
         "-c",
         help="Collection folder of the runs (default: collections/NAME for runs/NAME/*.trec).",
     ),
-    depth: int = typer.Option(30, help="Pool the top DEPTH documents of each run per query."),
+    depth: int | None = typer.Option(
+        None,
+        help="Pool the top DEPTH documents of each run per query (default 30; strata: where "
+        "the last stratum ends).",
+    ),
     qrels: list[Path] = typer.Option(
         [], "--qrels", help="Judged pairs to leave out of the pool (repeatable)."
     ),
@@ -64,29 +70,106 @@ def create(
         help="Judging budget: share to judge per best-rank stratum, e.g. 1-10:1.0,11-30:0.5;"
         " the rest stays pooled but unjudged (-1).",
     ),
-    seed: int = typer.Option(0, help="Seed of the --sample draw."),
+    strategy: str = typer.Option(
+        "depth", help="Which pairs to judge: depth, rbp, rrf, mtf, maxmean or strata."
+    ),
+    budget: int | None = typer.Option(
+        None, help="Pairs to judge, in total (or per query with --per-query)."
+    ),
+    per_query: bool = typer.Option(False, "--per-query", help="The budget is per query."),
+    rbp_p: float = typer.Option(0.8, help="rbp: persistence p of the RBP weights."),
+    rrf_k: float = typer.Option(60.0, help="rrf: the constant k of 1/(k + rank)."),
+    strata: str | None = typer.Option(
+        None,
+        help="strata: best-rank strata and sampling rates (default 1-10:1.0,11-30:0.5,"
+        "31-100:0.1); a --budget scales the rates.",
+    ),
+    batch: int | None = typer.Option(
+        None,
+        "--batch",
+        "-n",
+        help="mtf, maxmean: pairs in the first round (default one per query).",
+    ),
+    simulate: Path | None = typer.Option(
+        None,
+        help="mtf, maxmean: run every round against simulated assessors who know these qrels.",
+    ),
+    assessors: int = typer.Option(3, help="--simulate: number of assessors (majority vote)."),
+    noise: float = typer.Option(0.1, help="--simulate: probability an assessor flips the truth."),
+    seed: int = typer.Option(0, help="Seed of the --sample or strata draw and of --simulate."),
     report: Path | None = typer.Option(None, help="Also write the pool report as JSON here."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
-    """Pool the top DEPTH of each run per query, leaving out pairs already judged.
+    """Pool the top DEPTH of each run per query, leaving out pairs already judged; a strategy
+    chooses which pairs to judge within a budget.
 
     Example: cmrkit pool create runs/sample/bm25.trec runs/sample/qe.trec --depth 30
     --qrels qrels/sample.test.txt -o pools/sample.pool.jsonl
-    """
-    from cmrkit.fileio import StagedOutputs
-    from cmrkit.pooling import create_pool, infer_collection, pool_report, write_pool
 
+    Example: cmrkit pool create runs/sample/*.test.trec --strategy maxmean --budget 20
+    --per-query --depth 100 -o pools/maxmean.pool.jsonl
+    """
+    from cmrkit.errors import CmrkitError
+    from cmrkit.fileio import StagedOutputs
+    from cmrkit.pooling import (
+        SimulatedAssessors,
+        StrategyOptions,
+        create_pool,
+        create_strategy_pool,
+        infer_collection,
+        pool_report,
+        write_pool,
+    )
+
+    opts = StrategyOptions(
+        name=strategy,
+        budget=budget,
+        per_query=per_query,
+        rbp_p=rbp_p,
+        rrf_k=rrf_k,
+        strata=strata,
+        batch=batch,
+        seed=seed,
+    )
+    opts.check()
+    plain = strategy == "depth" and budget is None and not per_query
+    if sample is not None and not plain:
+        raise CmrkitError("--sample goes with the plain depth pool; use --strategy strata")
     targets = [output] + ([report] if report else [])
     with StagedOutputs(targets, force=force) as staged, console.status("pooling the runs"):
-        pool = create_pool(
-            runs,
-            collection or infer_collection(runs),
-            depth=depth,
-            exclude=qrels,
-            topics=topics,
-            sample=sample,
-            seed=seed,
-        )
+        where = collection or infer_collection(runs)
+        if plain and simulate is None:
+            pool = create_pool(
+                runs,
+                where,
+                depth=30 if depth is None else depth,
+                exclude=qrels,
+                topics=topics,
+                sample=sample,
+                seed=seed,
+            )
+        else:
+            simulated = None
+            if simulate is not None:
+                from cmrkit.fileio import sha256_file
+                from cmrkit.trec import read_qrels
+
+                simulated = SimulatedAssessors(
+                    read_qrels(simulate),
+                    assessors,
+                    noise,
+                    seed,
+                    {"path": str(simulate), "sha256": sha256_file(simulate)},
+                )
+            pool = create_strategy_pool(
+                runs,
+                where,
+                opts,
+                depth=depth,
+                exclude=qrels,
+                topics=topics,
+                assessors=simulated,
+            )
         write_pool(pool, staged.path(output))
         rep = pool_report(pool)
         if report:
@@ -94,7 +177,92 @@ def create(
                 json.dumps(rep, indent=2, sort_keys=True) + "\n", encoding="utf-8"
             )
     _print_pool_report(rep)
+    chosen = pool.header.get("strategy")
+    if chosen and chosen.get("rounds") and not chosen.get("simulated"):
+        console.print(
+            f"round 1: {rep['sampled']} pairs to judge; then `cmrkit pool next {output} "
+            "--judgments FILE -o NEXT`"
+        )
     console.print(f"wrote {output}")
+
+
+@pool_app.command("next")
+@user_errors
+def next_cmd(
+    pool_file: Path = typer.Argument(..., metavar="POOL", help="An mtf or maxmean pool."),
+    judgments: list[Path] = typer.Option(
+        ...,
+        "--judgments",
+        "-j",
+        help="Judgments of the pairs chosen so far: assessors' CSVs (simple or MTurk) or qrels "
+        "(repeatable).",
+    ),
+    output: Path = typer.Option(..., "-o", "--output", help="The pool with the next round."),
+    n: int | None = typer.Option(
+        None, "-n", "--batch", help="Pairs in the next round (default one per query)."
+    ),
+    gold: Path | None = typer.Option(
+        None, help="Qrels of the known-answer pairs shown to assessors (their judgments skipped)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+) -> None:
+    """Record the judgments of an adaptive pool's chosen pairs and choose the next round.
+
+    The next round's pairs are the ones to judge (`sampled`): export them with `pool export`.
+
+    Example: cmrkit pool next pools/mtf.pool.jsonl --judgments round1.csv -n 200
+    -o pools/mtf.round2.pool.jsonl
+    """
+    from cmrkit.errors import CmrkitError
+    from cmrkit.fileio import StagedOutputs
+    from cmrkit.judgments import read_feedback
+    from cmrkit.pooling import next_round, pool_report, read_pool, write_pool
+    from cmrkit.trec import read_qrels
+
+    if n is not None and n < 1:
+        raise CmrkitError(f"-n must be at least 1, not {n}")
+    with StagedOutputs([output], force=force) as staged:
+        pool = read_pool(pool_file)
+        known = None
+        if gold is not None:
+            known = {(q, d): r for q, docs in read_qrels(gold).items() for d, r in docs.items()}
+        labels, where = read_feedback(judgments, known)
+        new = next_round(pool, labels, n, where)
+        write_pool(new, staged.path(output))
+    rep = pool_report(new)
+    s = new.header["strategy"]
+    console.print(
+        f"round {s['rounds']}: {rep['sampled']} pairs to judge ({s['selected']} chosen of the "
+        f"budget {s['budget']}{' per query' if s['per_query'] else ''}); wrote {output}"
+    )
+
+
+@pool_app.command("sample-qrels")
+@user_errors
+def sample_qrels_cmd(
+    pool_file: Path = typer.Argument(..., metavar="POOL", help="A strata pool (or a full one)."),
+    qrels: Path = typer.Argument(..., help="Qrels of its judgments (`judgments aggregate`)."),
+    output: Path = typer.Option(..., "-o", "--output", help="sample_eval qrels to write."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+) -> None:
+    """Write sample_eval's qrels (qid 0 docno stratum rel) for xinfAP and infNDCG.
+
+    Every pooled pair is listed with its stratum, -1 when it was not sampled; judged pairs
+    outside the pool (the annotations left out of it) form the stratum `known`.
+
+    Example: cmrkit pool sample-qrels pools/strata.pool.jsonl qrels/sample.pooled.txt
+    -o qrels/sample.strata.txt
+    """
+    from cmrkit.fileio import StagedOutputs
+    from cmrkit.pooling import read_pool, sample_qrels
+    from cmrkit.trec import read_qrels, write_sampled_qrels
+
+    with StagedOutputs([output], force=force) as staged:
+        judged, strata = sample_qrels(read_pool(pool_file), read_qrels(qrels))
+        with open(staged.path(output), "w", encoding="utf-8", newline="\n") as f:
+            write_sampled_qrels(f, judged, strata)
+    lines = sum(len(d) for d in judged.values())
+    console.print(f"wrote {lines} lines for {len(judged)} queries to {output}")
 
 
 def _print_pool_report(rep: dict) -> None:
@@ -118,6 +286,170 @@ def _print_pool_report(rep: dict) -> None:
             t.add_column(c, justify="left" if c == "runs" else "right", no_wrap=c == "runs")
         for pair, o in rep["overlap"].items():
             t.add_row(pair.replace("|", " & "), str(o["shared"]), f"{o['jaccard']:.3f}")
+        out.print(t)
+
+
+def _int_list(text: str, option: str) -> tuple[int, ...]:
+    from cmrkit.errors import CmrkitError
+
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise CmrkitError(f"{option} {text!r} is not a comma-separated list of integers") from None
+    if not values:
+        raise CmrkitError(f"{option} lists nothing")
+    return values
+
+
+@pool_app.command("plan")
+@user_errors
+def plan_cmd(
+    runs: list[Path] = typer.Argument(..., help="TREC run files (two or more)."),
+    qrels: Path = typer.Option(
+        ..., "--qrels", help="Complete (or dense enough) qrels: the truth the simulation uses."
+    ),
+    budgets: str = typer.Option(
+        ..., help="Budgets to simulate, comma-separated pairs to judge (e.g. 5,10,20,30,50)."
+    ),
+    per_query: bool = typer.Option(False, "--per-query", help="The budgets are per query."),
+    strategies: str = typer.Option(
+        "depth,rbp,rrf,mtf,maxmean,strata", help="Strategies to simulate, comma-separated."
+    ),
+    collection: Path | None = typer.Option(
+        None, "--collection", "-c", help="Collection folder of the runs (default: inferred)."
+    ),
+    depth: int = typer.Option(100, help="Candidates: the top DEPTH of each run per query."),
+    measure: str = typer.Option(
+        "AP", help="AP or nDCG (strata are scored with xinfAP or infNDCG)."
+    ),
+    assessors: int = typer.Option(3, help="Simulated assessors per pair (majority vote)."),
+    noise: float = typer.Option(0.1, help="Probability an assessor flips the truth."),
+    seed: int = typer.Option(0, help="Seed of the assessors and of the strata draw."),
+    rbp_p: float = typer.Option(0.8, help="rbp: persistence."),
+    rrf_k: float = typer.Option(60.0, help="rrf: the constant k."),
+    strata: str | None = typer.Option(None, help="strata: strata and rates (scaled to budgets)."),
+    per_run: bool = typer.Option(False, "--per-run", help="Also a table of each run's bias."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the full results as JSON."),
+    plot: Path | None = typer.Option(None, help="Write a PNG: tau and relevant found by budget."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+) -> None:
+    """Simulate pooling strategies x budgets with noisy assessors against complete qrels:
+    relevant found, judgments, Kendall's tau and the largest swap of the run ranking, score
+    bias, and the leave-one-run-out bias of a new system.
+
+    Example: cmrkit pool plan runs/sample/*.test.trec --qrels qrels/sample.test.txt
+    --budgets 5,10,20,30,50 --per-query --plot plan.png
+    """
+    from cmrkit.errors import CmrkitError
+    from cmrkit.fileio import StagedOutputs
+    from cmrkit.pooling import infer_collection
+    from cmrkit.pooling.plan import PlanOptions, plan_pool, plot_plan
+
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise CmrkitError("the plot is written as PNG; name it FILE.png", path=plot)
+    options = PlanOptions(
+        budgets=_int_list(budgets, "--budgets"),
+        strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),
+        per_query=per_query,
+        depth=depth,
+        measure=measure,
+        assessors=assessors,
+        noise=noise,
+        seed=seed,
+        rbp_p=rbp_p,
+        rrf_k=rrf_k,
+        strata=strata,
+    )
+    options.check()
+    targets = [p for p in (json_out, plot) if p is not None]
+    staging = StagedOutputs(targets, force=force) if targets else contextlib.nullcontext()
+    with staging as staged:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(
+            TextColumn("simulating strategies"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("plan", total=None)
+            result = plan_pool(
+                runs,
+                collection or infer_collection(runs),
+                qrels,
+                options,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+        if json_out is not None:
+            staged.path(json_out).write_text(
+                json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            )
+        if plot is not None:
+            plot_plan(result, staged.path(plot))
+    _print_plan(result, per_run)
+    for p in targets:
+        console.print(f"wrote {p}")
+
+
+def _print_plan(plan, per_run: bool) -> None:
+    from rich import box
+    from rich.table import Table
+
+    o = plan.options
+    labels = plan.info["assessor_labels"]
+    out.print(
+        f"{len(plan.runs)} runs, {plan.queries} queries, {plan.relevant} relevant pairs "
+        f"({plan.findable} among the {plan.info['candidates']} candidates of depth "
+        f"{o.candidate_depth}); {o.assessors} assessor(s), noise {o.noise}, seed {o.seed}: "
+        f"{labels['relevant']} judged relevant, {labels['not_relevant']} not, "
+        f"{labels['tied']} tied"
+    )
+    out.print(
+        f"{o.measure} on the complete qrels: "
+        + ", ".join(f"{r} {plan.reference[r]:.4f}" for r in plan.runs)
+    )
+    unit = "per query" if o.per_query else "in total"
+    t = Table(
+        title=f"strategies x budgets ({unit}); bias = simulated - complete {o.measure}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    heads = ("strategy", "budget", "judged", "found", "tau", "swap", "bias", "|bias|", "LOO")
+    for h in heads:
+        t.add_column(h, justify="left" if h == "strategy" else "right", no_wrap=True)
+    for r in plan.rows:
+        t.add_row(
+            r["strategy"],
+            str(r["budget"]),
+            str(r["judged"]),
+            f"{100 * r['found']:.1f}%",
+            "-" if r["tau"] is None else f"{r['tau']:.2f}",
+            f"{r['swap']:.3f}",
+            f"{r['mean_bias']:+.3f}",
+            f"{r['max_abs_bias']:.3f}",
+            f"{r['mean_loo']:+.3f}",
+        )
+    out.print(t)
+    out.print(
+        "found: relevant pairs judged / all relevant. tau, swap: the run ranking vs the\n"
+        "complete qrels. bias: mean over runs; |bias|: the largest. LOO: mean change of a\n"
+        f"run's score when left out of the pool. strata are scored with {MEASURE_OF[o.measure]}."
+    )
+    if per_run:
+        t = Table(title="per run", box=box.SIMPLE_HEAD, pad_edge=False)
+        for h in ("strategy", "budget", "run", "score", "bias", "LOO"):
+            t.add_column(h, justify="left" if h in ("strategy", "run") else "right")
+        for r in plan.rows:
+            for run in plan.runs:
+                t.add_row(
+                    r["strategy"],
+                    str(r["budget"]),
+                    run,
+                    f"{r['scores'][run]:.4f}",
+                    f"{r['bias'][run]:+.4f}",
+                    f"{r['loo'][run]:+.4f}",
+                )
         out.print(t)
 
 

@@ -322,20 +322,20 @@ def plot_plan(plan: Plan, path: str | os.PathLike) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     for name in plan.options.strategies:
         rows = [r for r in plan.rows if r["strategy"] == name]
         x = [r["budget"] for r in rows]
-        axes[0].plot(
-            x,
-            [r["tau"] if r["tau"] is not None else float("nan") for r in rows],
-            marker="o",
-            label=name,
-        )
+        tau = [r["tau"] if r["tau"] is not None else float("nan") for r in rows]
+        axes[0].plot(x, tau, marker="o", label=name)
         axes[1].plot(x, [100 * r["found"] for r in rows], marker="o", label=name)
+        axes[2].plot(x, [r["max_abs_bias"] for r in rows], marker="o", label=name)
     unit = "pairs per query" if plan.options.per_query else "pairs in total"
     axes[0].set_ylabel("Kendall's tau vs complete qrels")
+    axes[0].set_ylim(-1.05, 1.05)
     axes[1].set_ylabel("relevant found (%)")
+    axes[1].set_ylim(0, 100)
+    axes[2].set_ylabel(f"largest |bias| of a run's {plan.options.measure}")
     for ax in axes:
         ax.set_xlabel(f"budget ({unit})")
         ax.grid(alpha=0.3)
