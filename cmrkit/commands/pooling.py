@@ -400,15 +400,14 @@ def _print_plan(plan, per_run: bool) -> None:
     labels = plan.info["assessor_labels"]
     out.print(
         f"{len(plan.runs)} runs, {plan.queries} queries, {plan.relevant} relevant pairs "
-        f"({plan.findable} among the {plan.info['candidates']} candidates of depth "
-        f"{o.candidate_depth}); {o.assessors} assessor(s), noise {o.noise}, seed {o.seed}: "
-        f"{labels['relevant']} judged relevant, {labels['not_relevant']} not, "
+        f"({plan.findable} among the\n{plan.info['candidates']} candidates, depth "
+        f"{o.candidate_depth}); {o.assessors} assessor(s), noise {o.noise}, seed {o.seed}:\n"
+        f"{labels['relevant']} candidates judged relevant, {labels['not_relevant']} not, "
         f"{labels['tied']} tied"
     )
-    out.print(
-        f"{o.measure} on the complete qrels: "
-        + ", ".join(f"{r} {plan.reference[r]:.4f}" for r in plan.runs)
-    )
+    out.print(f"{o.measure} on the complete qrels:")
+    for r in plan.runs:
+        out.print(f"  {plan.reference[r]:.4f}  {r}")
     unit = "per query" if o.per_query else "in total"
     t = Table(
         title=f"strategies x budgets ({unit}); bias = simulated - complete {o.measure}",
