@@ -400,27 +400,37 @@ class Selection:
         return sum(len(p) for p in self.picks)
 
 
-def _counts(
+def _global_order(
     cands: Sequence[QueryCandidates],
     orders: Sequence[Sequence[int]],
-    keys: Sequence[Sequence[tuple]] | None,
+    keys: Sequence[Sequence[tuple]],
+) -> list[int]:
+    """The query of every candidate, all queries together, in the order a total budget takes
+    them (key, then query in natural order, then docno)."""
+    names = [natural_key(c.qid) for c in cands]
+    ranked = sorted(
+        (keys[q][i], names[q], c.docnos[i], q) for q, c in enumerate(cands) for i in orders[q]
+    )
+    return [q for *_, q in ranked]
+
+
+def _counts(
+    orders: Sequence[Sequence[int]],
+    merged: Sequence[int] | None,
     opts: StrategyOptions,
     budget: int | None,
 ) -> list[int]:
-    """How many of each query's order to take under ``budget``."""
+    """How many of each query's order to take under ``budget``; ``merged`` is the query of
+    every candidate in the order a total budget takes them (None: split evenly)."""
     sizes = [len(o) for o in orders]
     if budget is None:
         return sizes
     if opts.per_query:
         return [min(budget, n) for n in sizes]
-    if keys is None:
+    if merged is None:
         return allocate(budget, sizes)
-    names = [natural_key(c.qid) for c in cands]
-    ranked = sorted(
-        (keys[q][i], names[q], c.docnos[i], q) for q, c in enumerate(cands) for i in orders[q]
-    )
-    counts = [0] * len(cands)
-    for *_, q in ranked[:budget]:
+    counts = [0] * len(orders)
+    for q in merged[:budget]:
         counts[q] += 1
     return counts
 
@@ -542,7 +552,7 @@ def select_many(
         ]
         result = {}
         for budget in budgets:
-            counts = _counts(cands, seqs, None, opts, budget)
+            counts = _counts(seqs, None, opts, budget)
             result[budget] = Selection([s[:k] for s, k in zip(seqs, counts, strict=True)])
         return result
     keys = [_keys(c, runs, opts) for c in cands]
@@ -550,9 +560,11 @@ def select_many(
         sorted(range(len(c.docnos)), key=lambda i, k=k, c=c: (k[i], c.docnos[i]))
         for c, k in zip(cands, keys, strict=True)
     ]
+    totals = any(b is not None for b in budgets) and not opts.per_query
+    merged = _global_order(cands, orders, keys) if totals else None
     result = {}
     for budget in budgets:
-        counts = _counts(cands, orders, keys, opts, budget)
+        counts = _counts(orders, merged, opts, budget)
         result[budget] = Selection(
             [[Pick(i) for i in o[:k]] for o, k in zip(orders, counts, strict=True)]
         )
