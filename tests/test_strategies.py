@@ -4,6 +4,7 @@ against judgments; stratified samples and their inclusion probabilities; bad inp
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -321,6 +322,17 @@ def test_plan_by_hand(three, cli):
     assert one["bias"] == pytest.approx({"A": -1 / 9, "B": -1 / 3, "C": -5 / 9})
     # MTF's first pick is d1 too; at 8 per query it has judged everything
     assert rows[("mtf", 1)]["found"] == 0.0 and rows[("mtf", 8)]["found"] == 1.0
+    got = plan(
+        cli,
+        three,
+        tmp / "ndcg.json",
+        *("--budgets", "8", "--per-query", "--noise", "0", "--measure", "nDCG"),
+    )
+    ideal = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert got["reference"]["A"] == pytest.approx((1 / math.log2(4)) / ideal)
+    assert got["reference"]["C"] == pytest.approx((1 + 1 / math.log2(4)) / ideal)
+    strata = [r for r in got["rows"] if r["strategy"] == "strata"][0]
+    assert strata["measure"] == "infNDCG" and strata["max_abs_bias"] == pytest.approx(0.0)
 
 
 def test_plan_is_reproducible_from_its_seed(three, cli):

@@ -20,7 +20,6 @@ judgments_app = typer.Typer(
 )
 
 FORMATS = ("mturk", "jsonl", "html")
-MEASURE_OF = {"AP": "xinfAP", "nDCG": "infNDCG"}
 MAX_QUERY_ROWS = 30
 
 
@@ -396,6 +395,8 @@ def _print_plan(plan, per_run: bool) -> None:
     from rich import box
     from rich.table import Table
 
+    from cmrkit.pooling.plan import MEASURES
+
     o = plan.options
     labels = plan.info["assessor_labels"]
     out.print(
@@ -433,7 +434,7 @@ def _print_plan(plan, per_run: bool) -> None:
     out.print(
         "found: relevant pairs judged / all relevant. tau, swap: the run ranking vs the\n"
         "complete qrels. bias: mean over runs; |bias|: the largest. LOO: mean change of a\n"
-        f"run's score when left out of the pool. strata are scored with {MEASURE_OF[o.measure]}."
+        f"run's score when left out of the pool. strata are scored with {MEASURES[o.measure]}."
     )
     if per_run:
         t = Table(title="per run", box=box.SIMPLE_HEAD, pad_edge=False)

@@ -1,7 +1,8 @@
 """Scoring runs: trec_eval-exact ranking measures, groups, significance tests, reports, plots.
 
 One module per idea: ``measures`` (names users type), ``ranking`` (trec_eval-exact scoring),
-``groups``, ``significance``, ``report`` (JSON, CSV, trec_eval text) and ``plot``.
+``sampled`` (xinfAP and infNDCG as TREC's sample_eval.pl), ``rescore`` (fixed runs against
+many qrels), ``groups``, ``significance``, ``report`` (JSON, CSV, trec_eval text) and ``plot``.
 """
 
 from cmrkit.evaluation.groups import NO_GROUP, NO_TOPIC, GroupResult, by_group, load_groups

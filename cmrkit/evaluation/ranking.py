@@ -7,7 +7,8 @@ relevant). AP, infAP, RR, P, R, Success, nDCG@k and the counts are computed here
 following trec_eval's C code operation for operation (same doubles, sums added in trec_eval's
 order), so the values are bit-identical; the other measures (Bpref, Rprec, nDCG) go to
 trec_eval's own code (pytrec_eval). RR@k and Judged@k, which trec_eval lacks, are computed on
-the same ranking.
+the same ranking; xinfAP and infNDCG as TREC's sample_eval.pl computes them (``sampled.py``,
+from the qrels' strata when given).
 
 By default a query counts when it is in both the run and the qrels (trec_eval's default);
 ``all_queries`` is trec_eval ``-c``: a qrels query missing from the run is scored as an empty

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from cmrkit.evaluation import sampled
 from cmrkit.trec import Qrels, Run, RunColumns, Strata, ranked
 
-MEASURES = ("AP", "nDCG", "xinfAP", "infNDCG")
-
 
 class Judgments:
     """Qrels (and the strata of sample_eval's qrels) prepared for scoring many runs."""

@@ -33,6 +33,7 @@ from cmrkit.pooling.strategies import (
     QueryCandidates,
     Selection,
     StrategyOptions,
+    candidate_arrays,
     parse_strata,
     query_candidates,
     select_many,
@@ -240,6 +241,9 @@ def plan_pool(
     steps = len(options.strategies) * len(subsets)
     done = 0
     cands_of = {subset: query_candidates(pool, subset) for subset in subsets}
+    arrays_of = {}
+    if any(name in ("depth", "rbp", "rrf") for name in options.strategies):
+        arrays_of = {subset: candidate_arrays(cands_of[subset], subset) for subset in subsets}
     if not options.per_query and min(options.budgets) < len(cands_of[subsets[0]]):
         raise CmrkitError(
             f"--budgets {min(options.budgets)} in total is below the number of queries "
@@ -252,7 +256,12 @@ def plan_pool(
         for subset in subsets:
             opts = options.strategy(name, options.budgets[0])
             chosen[subset] = select_many(
-                cands_of[subset], subset, opts, list(options.budgets), labels
+                cands_of[subset],
+                subset,
+                opts,
+                list(options.budgets),
+                labels,
+                arrays_of.get(subset),
             )
             done += 1
             if progress is not None:

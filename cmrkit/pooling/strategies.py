@@ -213,27 +213,74 @@ def query_candidates(pool: Pool, runs: Sequence[str] | None = None) -> list[Quer
 # --- non-adaptive orders -------------------------------------------------------------------
 
 
-def _keys(c: QueryCandidates, runs: Sequence[str], opts: StrategyOptions) -> list[tuple]:
-    """A sort key per candidate (smaller first), comparable across queries."""
-    keys = []
-    for ranks, best in zip(c.ranks, c.best, strict=True):
-        if opts.name == "depth":
-            first = next(j for j, r in enumerate(runs) if ranks.get(r) == best)
-            keys.append((best, first))
-        elif opts.name == "rbp":
-            p = opts.rbp_p
-            weight = sum((1 - p) * p ** (ranks[r] - 1) for r in runs if r in ranks)
-            keys.append((-weight, best))
+@dataclass
+class CandidateArrays:
+    """All queries' candidates as arrays (one row per candidate, queries in order): the rank
+    in each run (0: not retrieved), the best rank, the query, the docno's place in text order."""
+
+    ranks: Any
+    best: Any
+    query: Any
+    docno: Any
+    offsets: list[int]
+
+
+def candidate_arrays(cands: Sequence[QueryCandidates], runs: Sequence[str]) -> CandidateArrays:
+    """The arrays the depth, rbp and rrf orders are computed on."""
+    import numpy as np
+
+    sizes = [len(c.docnos) for c in cands]
+    column = {r: j for j, r in enumerate(runs)}
+    rows, cols, values = [], [], []
+    at = 0
+    for c in cands:
+        for i, rr in enumerate(c.ranks, at):
+            for run, k in rr.items():
+                rows.append(i)
+                cols.append(column[run])
+                values.append(k)
+        at += len(c.docnos)
+    ranks = np.zeros((at, len(runs)))
+    ranks[rows, cols] = values
+    best = np.where(ranks > 0, ranks, np.inf).min(axis=1) if at else np.zeros(0)
+    docno = np.zeros(at, dtype=np.int64)
+    at = 0
+    for c in cands:
+        order = sorted(range(len(c.docnos)), key=c.docnos.__getitem__)
+        docno[[at + i for i in order]] = np.arange(len(order))
+        at += len(c.docnos)
+    query = np.repeat(np.arange(len(cands)), sizes)
+    return CandidateArrays(ranks, best, query, docno, [0, *np.cumsum(sizes).tolist()])
+
+
+def _orders(
+    arrays: CandidateArrays, opts: StrategyOptions, totals: bool
+) -> tuple[list[list[int]], list[int] | None]:
+    """Each query's candidates in the order a depth, rbp or rrf strategy takes them and, for a
+    total budget, the query of every candidate in the order all queries together are taken:
+    by the strategy's key (depth: best rank, then the run given first; rbp, rrf: weight or
+    score descending, then best rank), then query (natural order), then docno."""
+    import numpy as np
+
+    a = arrays
+    present = a.ranks > 0
+    if opts.name == "depth":
+        keys = [a.best, np.argmax(a.ranks == a.best[:, None], axis=1)]
+    else:
+        safe = np.where(present, a.ranks, 1.0)
+        if opts.name == "rbp":
+            gain = (1 - opts.rbp_p) * opts.rbp_p ** (safe - 1)
         else:
-            score = sum(1.0 / (opts.rrf_k + ranks[r]) for r in runs if r in ranks)
-            keys.append((-score, best))
-    return keys
-
-
-def priority_order(c: QueryCandidates, runs: Sequence[str], opts: StrategyOptions) -> list[int]:
-    """Candidates of one query in the order a depth, rbp or rrf strategy takes them."""
-    keys = _keys(c, runs, opts)
-    return sorted(range(len(c.docnos)), key=lambda i: (keys[i], c.docnos[i]))
+            gain = 1.0 / (opts.rrf_k + safe)
+        # summed run by run in the order given, as a Python loop would
+        keys = [-np.where(present, gain, 0.0).sum(axis=1), a.best]
+    flat = np.lexsort((a.docno, *reversed(keys), a.query)).tolist()
+    off = a.offsets
+    orders = [[i - off[q] for i in flat[off[q] : off[q + 1]]] for q in range(len(off) - 1)]
+    merged = None
+    if totals:
+        merged = a.query[np.lexsort((a.docno, a.query, *reversed(keys)))].tolist()
+    return orders, merged
 
 
 # --- adaptive strategies -------------------------------------------------------------------
@@ -400,20 +447,6 @@ class Selection:
         return sum(len(p) for p in self.picks)
 
 
-def _global_order(
-    cands: Sequence[QueryCandidates],
-    orders: Sequence[Sequence[int]],
-    keys: Sequence[Sequence[tuple]],
-) -> list[int]:
-    """The query of every candidate, all queries together, in the order a total budget takes
-    them (key, then query in natural order, then docno)."""
-    names = [natural_key(c.qid) for c in cands]
-    ranked = sorted(
-        (keys[q][i], names[q], c.docnos[i], q) for q, c in enumerate(cands) for i in orders[q]
-    )
-    return [q for *_, q in ranked]
-
-
 def _counts(
     orders: Sequence[Sequence[int]],
     merged: Sequence[int] | None,
@@ -530,10 +563,12 @@ def select_many(
     opts: StrategyOptions,
     budgets: Sequence[int | None],
     labels: Labels | None = None,
+    arrays: CandidateArrays | None = None,
 ) -> dict[int | None, Selection]:
     """What the strategy chooses at each budget (None: no budget, everything for depth, rbp and
     rrf, the given rates for strata). Adaptive strategies need ``labels`` (the judgment of
-    every candidate) and are simulated one pick per query at a time."""
+    every candidate) and are simulated one pick per query at a time; ``arrays`` (from
+    :func:`candidate_arrays`) saves recomputing them for several strategies."""
     if opts.name == "strata":
         return _strata_selection(cands, opts, budgets)
     if opts.name in ADAPTIVE:
@@ -555,13 +590,8 @@ def select_many(
             counts = _counts(seqs, None, opts, budget)
             result[budget] = Selection([s[:k] for s, k in zip(seqs, counts, strict=True)])
         return result
-    keys = [_keys(c, runs, opts) for c in cands]
-    orders = [
-        sorted(range(len(c.docnos)), key=lambda i, k=k, c=c: (k[i], c.docnos[i]))
-        for c, k in zip(cands, keys, strict=True)
-    ]
     totals = any(b is not None for b in budgets) and not opts.per_query
-    merged = _global_order(cands, orders, keys) if totals else None
+    orders, merged = _orders(arrays or candidate_arrays(cands, runs), opts, totals)
     result = {}
     for budget in budgets:
         counts = _counts(orders, merged, opts, budget)
