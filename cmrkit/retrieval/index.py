@@ -47,6 +47,7 @@ class IndexInfo:
     collection: Path
     path: Path
     manifest: dict[str, Any]
+    up_to_date: bool = False  # build_index found this index current and kept it
 
     @property
     def index_id(self) -> str:
@@ -204,10 +205,9 @@ def build_index(
     coll = collection_dir(collection)
     target = index_path(coll)
     if target.exists() and not force:
-        state = "is up to date" if _is_fresh(target, coll) else "was built from another corpus"
-        raise CmrkitError(
-            f"an index already exists and {state}; pass --force to rebuild it", path=target
-        )
+        kept = _kept(coll, target, entities=entities, spacy_model=spacy_model)
+        if kept is not None:
+            return kept
     if threads < 1:
         raise CmrkitError(f"--threads must be at least 1, got {threads}")
     started = time.perf_counter()
@@ -343,9 +343,79 @@ def _read_manifest(target: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
 
 
-def _is_fresh(target: Path, coll: Path) -> bool:
+def _kept(coll: Path, target: Path, *, entities: bool, spacy_model: str) -> IndexInfo | None:
+    """The existing index when it is current and has the settings asked for; an error when it
+    conflicts (other corpus, other settings, not cmrkit's)."""
     manifest = _read_manifest(target)
-    return bool(manifest) and manifest.get("corpus_sha256") == sha256_file(corpus_path(coll))
+    name = coll.as_posix()
+    if manifest is None:
+        raise CmrkitError(
+            f"exists but is not an index built by cmrkit (no readable {MANIFEST}); move it "
+            f"away, or pass --force to replace it",
+            path=target,
+        )
+    if manifest.get("corpus_sha256") != sha256_file(corpus_path(coll)):
+        raise CmrkitError(
+            f"an index built from another corpus exists; rebuild it with "
+            f"`cmrkit index {name} --force`",
+            path=target,
+        )
+    built = manifest.get("settings", {}).get("entities")
+    if bool(built) != entities or (entities and built.get("model") != spacy_model):
+        had = f"entities from {built.get('model')}" if built else "no entities"
+        raise CmrkitError(
+            f"an index with other settings exists ({had}); pass --force to rebuild it",
+            path=target,
+        )
+    return IndexInfo(coll, target, manifest, up_to_date=True)
+
+
+def index_state(collection: str | Path) -> str:
+    """``missing``, ``foreign`` (not built by cmrkit), ``stale`` (another corpus) or ``current``."""
+    coll = collection_dir(collection)
+    target = index_path(coll)
+    if not target.exists():
+        return "missing"
+    manifest = _read_manifest(target)
+    if manifest is None:
+        return "foreign"
+    if manifest.get("corpus_sha256") != sha256_file(corpus_path(coll)):
+        return "stale"
+    return "current"
+
+
+def ensure_index(
+    collection: str | Path,
+    *,
+    auto: bool = True,
+    threads: int = 2,
+    spacy_model: str = ner.DEFAULT_MODEL,
+    verbose: bool = False,
+    progress: bool = True,
+) -> IndexInfo:
+    """The collection's current index; with ``auto``, a missing or stale one is built first
+    with the index defaults (saying so in one line on stderr)."""
+    state = index_state(collection)
+    if state in ("current", "foreign") or not auto:
+        return open_index(collection)
+    from cmrkit.console import console
+
+    coll = collection_dir(collection)
+    why = "has no index" if state == "missing" else "has a stale index (the corpus changed)"
+    console.print(
+        f"{coll.as_posix()} {why}: building it first with the index defaults "
+        f"(`cmrkit index {coll.as_posix()}`)",
+        soft_wrap=True,
+        markup=False,
+    )
+    return build_index(
+        coll,
+        threads=threads,
+        spacy_model=spacy_model,
+        force=state == "stale",
+        verbose=verbose,
+        progress=progress,
+    )
 
 
 def open_index(collection: str | Path) -> IndexInfo:
