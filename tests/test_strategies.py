@@ -83,6 +83,22 @@ def test_total_budget_fills_depth_levels_across_queries(three, cli):
     assert sorted(o for o in orders if o) == list(range(1, 8))
 
 
+def test_total_budget_order_is_the_strategys_over_all_queries(tmp_path, cli):
+    # RBP p=0.8, two runs: q1 a .4, b .32, c .256 (both runs agree); q2 x = z .2, y = w .16
+    coll = write_collection(tmp_path / "collections", ["q1", "q2"], list("abcxyzw"))
+    a = write_run(
+        tmp_path / "A.trec",
+        {"q1": [("a", 3.0), ("b", 2.0), ("c", 1.0)], "q2": [("x", 2.0), ("y", 1.0)]},
+    )
+    b = write_run(tmp_path / "B.trec", {"q1": [("a", 3.0), ("b", 2.0), ("c", 1.0)],
+                                        "q2": [("z", 2.0), ("w", 1.0)]})  # fmt: skip
+    out = tmp_path / "p.jsonl"
+    r = cli("pool", "create", a, b, "-c", coll, "--strategy", "rbp", "--budget", "4", "-o", out)
+    assert r.exit_code == 0, r.output
+    order = {(p.qid, p.docno): p.order for p in read_pool(out).pairs if p.order}
+    assert order == {("q1", "a"): 1, ("q1", "b"): 2, ("q1", "c"): 3, ("q2", "x"): 4}
+
+
 # Move-to-Front with d3, d7, d8 relevant (queue A B C):
 #   A d1 no -> back | B d3 yes | B d5 no -> back | C d7 yes | C d8 (d1 taken) yes
 #   | C d2 no -> back | A d4 (d2, d3 taken) no | B d6 (d1 taken) no

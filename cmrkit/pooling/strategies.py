@@ -441,6 +441,7 @@ class Selection:
     picks: list[list[Pick]]
     strata: list[list[tuple[str, float, list[int]]]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    sequence: list[int] | None = None  # total budgets of depth, rbp, rrf: the query of each pick
 
     @property
     def size(self) -> int:
@@ -596,14 +597,23 @@ def select_many(
     for budget in budgets:
         counts = _counts(orders, merged, opts, budget)
         result[budget] = Selection(
-            [[Pick(i) for i in o[:k]] for o, k in zip(orders, counts, strict=True)]
+            [[Pick(i) for i in o[:k]] for o, k in zip(orders, counts, strict=True)],
+            sequence=merged[:budget] if merged is not None and budget is not None else None,
         )
     return result
 
 
 def global_order(cands: Sequence[QueryCandidates], selection: Selection) -> list[tuple[int, int]]:
-    """(query, pick) pairs in the order of selection: the first pick of every query, then the
+    """(query, pick) pairs in the order of selection: for a total budget of depth, rbp or rrf
+    the strategy's order over all queries; otherwise the first pick of every query, then the
     second, ... (queries in natural order)."""
+    if selection.sequence is not None:
+        seen = [0] * len(cands)
+        out = []
+        for q in selection.sequence:
+            out.append((q, seen[q]))
+            seen[q] += 1
+        return out
     longest = max((len(p) for p in selection.picks), default=0)
     return [
         (q, k) for k in range(longest) for q in range(len(cands)) if k < len(selection.picks[q])
