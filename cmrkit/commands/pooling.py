@@ -99,8 +99,10 @@ def create(
     report: Path | None = typer.Option(None, help="Also write the pool report as JSON here."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
-    """Pool the top DEPTH of each run per query, leaving out pairs already judged; a strategy
-    chooses which pairs to judge within a budget.
+    """Pool the top DEPTH of each run per query; a strategy picks the pairs to judge.
+
+    Pairs already judged (--qrels) are left out. Without --strategy or --budget every pair is
+    judged (or a --sample of them).
 
     Example: cmrkit pool create runs/sample/bm25.trec runs/sample/qe.trec --depth 30
     --qrels qrels/sample.test.txt -o pools/sample.pool.jsonl
@@ -332,9 +334,10 @@ def plan_cmd(
     plot: Path | None = typer.Option(None, help="Write a PNG: tau and relevant found by budget."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
-    """Simulate pooling strategies x budgets with noisy assessors against complete qrels:
-    relevant found, judgments, Kendall's tau and the largest swap of the run ranking, score
-    bias, and the leave-one-run-out bias of a new system.
+    """Simulate pooling strategies x budgets with noisy assessors against complete qrels.
+
+    Reports relevant found, judgments, Kendall's tau and the largest swap of the run ranking,
+    score bias, and the leave-one-run-out bias of a new system; seeded.
 
     Example: cmrkit pool plan runs/sample/*.test.trec --qrels qrels/sample.test.txt
     --budgets 5,10,20,30,50 --per-query --plot plan.png
