@@ -46,7 +46,7 @@ def chosen(path: Path, qid: str = "q1") -> list[str]:
 def create(cli, three, *args):
     tmp, coll, runs, _ = three
     out = tmp / "p.jsonl"
-    r = cli("pool", "create", *runs, "-c", coll, "-o", out, "--force", *args)
+    r = cli("pool", "create", *runs, "--collection", coll, "-o", out, "--force", *args)
     assert r.exit_code == 0, r.output
     return out
 
@@ -93,7 +93,20 @@ def test_total_budget_order_is_the_strategys_over_all_queries(tmp_path, cli):
     b = write_run(tmp_path / "B.trec", {"q1": [("a", 3.0), ("b", 2.0), ("c", 1.0)],
                                         "q2": [("z", 2.0), ("w", 1.0)]})  # fmt: skip
     out = tmp_path / "p.jsonl"
-    r = cli("pool", "create", a, b, "-c", coll, "--strategy", "rbp", "--budget", "4", "-o", out)
+    r = cli(
+        "pool",
+        "create",
+        a,
+        b,
+        "--collection",
+        coll,
+        "--strategy",
+        "rbp",
+        "--budget",
+        "4",
+        "-o",
+        out,
+    )
     assert r.exit_code == 0, r.output
     order = {(p.qid, p.docno): p.order for p in read_pool(out).pairs if p.order}
     assert order == {("q1", "a"): 1, ("q1", "b"): 2, ("q1", "c"): 3, ("q2", "x"): 4}
@@ -153,7 +166,7 @@ def test_rounds_against_judgment_files_replay_the_simulation(three, cli):
 
 def test_a_round_of_several_pairs_per_query_takes_them_from_one_state(three, cli):
     # without feedback in between, MTF keeps drawing from the front run
-    pool = create(cli, three, "--strategy", "mtf", "--budget", "8", "--per-query", "-n", "6")
+    pool = create(cli, three, "--strategy", "mtf", "--budget", "8", "--per-query", "--batch", "6")
     assert chosen(pool) == ["d1", "d2", "d3"] and chosen(pool, "q2") == ["d1", "d2", "d3"]
 
 
@@ -218,7 +231,7 @@ def test_strata_draws_are_seeded(tmp_path, cli):
             "pool",
             "create",
             run,
-            "-c",
+            "--collection",
             coll,
             "--strategy",
             "strata",
@@ -269,7 +282,7 @@ def test_bad_strata(spec, words):
 )
 def test_bad_options_are_one_line(three, cli, args, words):
     tmp, coll, runs, _ = three
-    r = cli("pool", "create", *runs, "-c", coll, "-o", tmp / "bad.jsonl", *args)
+    r = cli("pool", "create", *runs, "--collection", coll, "-o", tmp / "bad.jsonl", *args)
     assert r.exit_code == 2, r.output
     assert words in r.stderr and r.stderr.count("\n") == 1
     assert not (tmp / "bad.jsonl").exists()
@@ -310,7 +323,7 @@ def test_sample_qrels_from_a_strata_pool(three, cli):
 
 def plan(cli, three, out: Path, *args) -> dict:
     tmp, coll, runs, truth = three
-    r = cli("pool", "plan", *runs, "-c", coll, "--qrels", truth, "--json", out, *args)
+    r = cli("pool", "plan", *runs, "--collection", coll, "--qrels", truth, "--json", out, *args)
     assert r.exit_code == 0, r.output
     return json.loads(out.read_text())
 
@@ -375,7 +388,7 @@ def test_plan_table_plot_and_errors(three, cli):
         "pool",
         "plan",
         *runs,
-        "-c",
+        "--collection",
         coll,
         "--qrels",
         truth,
@@ -390,9 +403,9 @@ def test_plan_table_plot_and_errors(three, cli):
     assert (tmp / "plan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "strategies x budgets" in r.stdout and "maxmean" in r.stdout
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
-    r = cli("pool", "plan", *runs, "-c", coll, "--qrels", truth, "--budgets", "1")
+    r = cli("pool", "plan", *runs, "--collection", coll, "--qrels", truth, "--budgets", "1")
     assert r.exit_code == 2 and "below the number of queries (2)" in r.stderr
-    r = cli("pool", "plan", runs[0], "-c", coll, "--qrels", truth, "--budgets", "2")
+    r = cli("pool", "plan", runs[0], "--collection", coll, "--qrels", truth, "--budgets", "2")
     assert r.exit_code == 2 and "at least two runs" in r.stderr
-    r = cli("pool", "plan", *runs, "-c", coll, "--qrels", truth, "--budgets", "2,x")
+    r = cli("pool", "plan", *runs, "--collection", coll, "--qrels", truth, "--budgets", "2,x")
     assert r.exit_code == 2 and "--budgets" in r.stderr
