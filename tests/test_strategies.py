@@ -409,3 +409,21 @@ def test_plan_table_plot_and_errors(three, cli):
     assert r.exit_code == 2 and "at least two runs" in r.stderr
     r = cli("pool", "plan", *runs, "--collection", coll, "--qrels", truth, "--budgets", "2,x")
     assert r.exit_code == 2 and "--budgets" in r.stderr
+
+
+def test_next_reads_blind_answers_through_the_export_key(three, cli):
+    tmp = three[0]
+    pool = create(cli, three, "--strategy", "mtf", "--budget", "3", "--per-query")
+    r = cli("pool", "export", pool, "--format", "jsonl", "-o", tmp / "r1.jsonl")
+    assert r.exit_code == 0, r.output
+    key = tmp / "r1.key.tsv"
+    rows = [line.split("\t") for line in key.read_text().splitlines()[1:]]
+    answers = ["pair_id,worker_id,label"]
+    answers += [f"{pid},w1,{5 if doc in RELEVANT else 1}" for pid, _, doc, *_ in rows]
+    (tmp / "r1.csv").write_text("\n".join(answers) + "\n")
+    r = cli("pool", "next", pool, "-j", tmp / "r1.csv", "-o", tmp / "p2.jsonl")
+    assert r.exit_code == 2 and "--key" in r.stderr
+    r = cli("pool", "next", pool, "-j", tmp / "r1.csv", "--key", key, "-o", tmp / "p2.jsonl")
+    assert r.exit_code == 0, r.output
+    assert chosen(tmp / "p2.jsonl") == MTF[:2]
+    assert {p.label for p in read_pool(tmp / "p2.jsonl").pairs if p.docno == "d1"} == {0}
