@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from cmrkit import __version__
-from cmrkit.commands import build, evaluate, export, pooling, retrieval, status, tac
+from cmrkit.commands import build, coref, evaluate, export, pooling, retrieval, status, tac
 from cmrkit.commands.group import group
 
 # the commands in the order a user meets them, as `cmrkit --help` lists them
@@ -16,6 +16,9 @@ PIPELINE = (
     "run",
     "eval",
     "compare",
+    "cluster",
+    "eval-coref",
+    "eval-spans",
     "pool",
     "judgments",
     "status",
@@ -48,7 +51,7 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, tac, pooling, evaluate, export, status):
+for _module in (build, retrieval, tac, pooling, evaluate, coref, export, status):
     _module.register(app)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from cmrkit import __version__
+from cmrkit.clusters_io import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.model import Mention, Passage
@@ -696,7 +697,8 @@ def build_collection(
     splits = _split_order(q.mention.split for q in queries)
     out_dir = Path(collections_dir) / opts.name
     qrels_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.txt" for s in splits}
-    targets = [out_dir, *qrels_files.values()]
+    cluster_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.clusters.jsonl" for s in splits}
+    targets = [out_dir, *qrels_files.values(), *cluster_files.values()]
 
     query_clusters = {q.mention.cluster for q in queries}
     flt = DistractorFilter(opts.distractor_filter, queries, mentions)
@@ -746,6 +748,8 @@ def build_collection(
                         qid = clean_id(q.mention.mention_id)
                         for docno in q.relevant:
                             f.write(f"{qid} 0 {docno} 1\n")
+            with open(staged.path(cluster_files[s]), "w", encoding="utf-8", newline="\n") as f:
+                write_clusters_jsonl(f, gold_cluster_records(mentions, s, placed))
 
         stats = _split_stats(splits, queries, mentions, placed, n_distractors)
         counts = {
@@ -773,12 +777,28 @@ def build_collection(
                 "topics": "topics.jsonl",
                 "topics_tsv": {s: f"topics.{s}.tsv" for s in splits},
                 "qrels": {s: str(p) for s, p in qrels_files.items()},
+                "clusters": {s: str(p) for s, p in cluster_files.items()},
             },
             "corpus_sha256": sha256_file(corpus_path),
         }
         with open(cdir / "manifest.json", "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
+
+
+def gold_cluster_records(
+    mentions: list[Mention], split: str, placed: dict[str, tuple[Unit, tuple[int, int]]]
+) -> Iterator[dict[str, Any]]:
+    """The key of a split for `cmrkit eval-coref`: every annotated mention of the split (the
+    singletons too) with its cluster, its unit and its document."""
+    for m in mentions:
+        if m.split == split:
+            yield {
+                "cluster": m.cluster,
+                "mention_id": m.mention_id,
+                "unit": placed[m.mention_id][0].id,
+                "doc_id": m.doc_id,
+            }
 
 
 def _split_stats(
