@@ -6,7 +6,7 @@ Usage: python bench/bench_coref.py [--repeat 3] [--perl-timeout 600] [--syntheti
 
 Cases (keys written as CoNLL-2012, responses a seeded random perturbation: chains split and
 merged, mentions moved, dropped and invented):
-- ecb-doc: the ECB+ test split (../shared/data/ecbplus-wec/test.json.gz, 1,780 mentions in 206
+- ecb-doc: the ECB+ test split (cmrkit/data/sample/ecbplus.test.json.gz, 1,780 mentions in 206
   documents), each document scored on its own (`scorer.pl all KEY RESPONSE`);
 - ecb-corpus: the same split as one document, cross-document chains (how ECB+ is scored); the
   scorer runs metric by metric, each stopped after --perl-timeout seconds;
@@ -37,10 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from cmrkit.clusters_io import write_conll  # noqa: E402
 
-SHARED = next(
-    (p / "shared" for p in ROOT.parents if (p / "shared" / "tools").is_dir()),
-    ROOT.parent / "shared",
-)
+SAMPLE = ROOT / "cmrkit" / "data" / "sample"
+SCORERS = ROOT / "tests" / "reference" / "reference-coreference-scorers"
 PERL_METRICS = ("muc", "bcub", "ceafm", "ceafe", "blanc")
 OURS_PERL = "mentions,muc,bcub,ceafm,ceafe,blanc"
 _RPF = re.compile(
@@ -49,7 +47,7 @@ _RPF = re.compile(
 
 
 def ecbplus(split: str = "test") -> dict:
-    path = SHARED / "data" / "ecbplus-wec" / f"{split}.json.gz"
+    path = SAMPLE / f"ecbplus.{split}.json.gz"
     docs: dict = {}
     numbers: dict[str, str] = {}
     for m in json.loads(gzip.decompress(path.read_bytes())):
@@ -241,7 +239,7 @@ def main() -> None:
     parser.add_argument("--scorer", type=Path, default=None)
     parser.add_argument("--cases", default="ecb-doc,ecb-corpus,synthetic")
     args = parser.parse_args()
-    args.scorer = args.scorer or SHARED / "tools" / "reference-coreference-scorers" / "scorer.pl"
+    args.scorer = args.scorer or SCORERS / "scorer.pl"
     cases = args.cases.split(",")
     print(f"scorer: {args.scorer}; python {sys.version.split()[0]}; {os.cpu_count()} cores")
     print()

@@ -1,5 +1,6 @@
-"""The CoNLL-2012 reference coreference scorer (Perl v8.01, in ../shared/tools) as a test oracle,
-and random clusterings of the real ECB+ event mentions written as CoNLL files."""
+"""The CoNLL-2012 reference coreference scorer (Perl v8.01, in tests/reference/) as a test oracle,
+and random clusterings of the real ECB+ event mentions (the embedded sample's files) written as
+CoNLL files."""
 
 from __future__ import annotations
 
@@ -15,15 +16,10 @@ import pytest
 
 from cmrkit.clusters_io import write_conll
 
-# ../shared beside the checkout (a worktree sits one level deeper), or shared/ inside it
-SHARED = next(
-    (p / "shared" for p in Path(__file__).resolve().parents if (p / "shared" / "tools").is_dir()),
-    Path(__file__).resolve().parents[2] / "shared",
-)
-SCORERS = SHARED / "tools" / "reference-coreference-scorers"
+SCORERS = Path(__file__).resolve().parent / "reference" / "reference-coreference-scorers"
 SCORER = SCORERS / "scorer.pl"
 TEST_CASES = SCORERS / "test" / "DataFiles"
-ECBPLUS = SHARED / "data" / "ecbplus-wec"
+SAMPLE = Path(__file__).resolve().parents[1] / "cmrkit" / "data" / "sample"
 PERL_METRICS = ("muc", "bcub", "ceafm", "ceafe", "blanc")
 
 _NUM = r"(\S+)"
@@ -89,7 +85,7 @@ def run_perl_each(key: Path, response: Path) -> dict[str, list[float]]:
 
 def ecbplus_documents(split: str = "test") -> dict[str, tuple[int, list[tuple[int, int, str]]]]:
     """{doc_id: (tokens, [(first, last, chain)])} from the ECB+ mentions in WEC-Eng shape."""
-    path = ECBPLUS / f"{split}.json.gz"
+    path = SAMPLE / f"ecbplus.{split}.json.gz"
     if not path.is_file():
         pytest.skip(f"the ECB+ data is not at {path}")
     docs: dict[str, tuple[int, list[tuple[int, int, str]]]] = {}

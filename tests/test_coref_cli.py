@@ -242,7 +242,7 @@ def test_eval_coref_formats_and_per_document(cli, tmp_path):
     assert "MUC" in r.stdout and "CoNLL" in r.stdout and "ARI" in r.stdout
     r = cli("eval-coref", key, response, "--per-document", "-m", "muc,bcub,conll")
     assert "d1" in r.stdout and "d2" in r.stdout and "all" in r.stdout
-    r = cli("eval-coref", key, response, "-f", "csv", "-q", "-m", "muc")
+    r = cli("eval-coref", key, response, "-f", "csv", "--per-document", "-m", "muc")
     assert r.stdout.splitlines() == [
         "document,measure,field,value",
         "d1,muc,recall,0.0",

@@ -140,7 +140,7 @@ def eval_coref_command(
         "(cross-document coreference).",
     ),
     per_document: bool = typer.Option(
-        False, "--per-document", "-q", help="Also show each document's scores."
+        False, "--per-document", help="Also show each document's scores."
     ),
     fmt: CorefFormat = typer.Option(CorefFormat.table, "--format", "-f", help="Output format."),
 ) -> None:
@@ -200,12 +200,12 @@ def _split_of(collection: Path, qids: set[str]) -> str:
 def cluster_command(
     run: Path = typer.Argument(..., help="TREC run over a collection's queries."),
     collection: Path = typer.Option(
-        Path("collections/sample"), "--collection", "-c", help="The collection folder."
+        Path("collections/sample"), "--collection", help="The collection folder."
     ),
     threshold: float = typer.Option(
         None, "--threshold", "-t", help="Link a query to results scoring at least this."
     ),
-    top: int = typer.Option(None, "--top", "-k", min=1, help="Link to the top k results only."),
+    top: int = typer.Option(None, "--top", min=1, help="Link to the top k results only."),
     method: Method = typer.Option(
         Method.closure,
         "--method",
@@ -329,10 +329,10 @@ def eval_spans_command(
     ),
     qrels: Path = typer.Argument(..., help="TREC qrels: which units are relevant."),
     collection: Path = typer.Option(
-        Path("collections/sample"), "--collection", "-c", help="The collection folder."
+        Path("collections/sample"), "--collection", help="The collection folder."
     ),
     k: list[int] = typer.Option(
-        None, "-k", help="Best of the top k answers (repeatable); default 1 and 10."
+        None, "-k", "--k", help="Best of the top k answers (repeatable); default 1 and 10."
     ),
     per_query: bool = typer.Option(
         False, "--per-query", "-q", help="Table format: one row per query."
