@@ -4,7 +4,7 @@ Entities come from the model's NER component alone (no tagger or attribute ruler
 fast as the full pipeline, with entities that differ from it in a few percent of texts; index
 and queries use the same pipeline, so the two sides agree.
 
-Scale: texts already seen come from the entity cache (:mod:`cmrkit.retrieval.nercache`); the
+Scale: texts already seen come from the entity cache (:mod:`cmrkit.nercache`); the
 others go through spaCy in blocks, over ``processes`` worker processes when there are enough of
 them to repay starting the workers (each loads the model once), else in this process. The
 entities are the same either way, in the same order.
@@ -76,7 +76,7 @@ class Recogniser:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, processes: int = 1, cache: bool = True):
-        from cmrkit.retrieval.nercache import EntityCache
+        from cmrkit.nercache import EntityCache
 
         self.model = model
         self.processes = max(1, int(processes))
