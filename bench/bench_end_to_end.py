@@ -188,7 +188,13 @@ def main() -> None:
     ]
     if not args.no_entities:
         plan.append(("index --force (cache warm)", [*index, "--force"]))
-    results = [step(label, argv, work, env) for label, argv in plan]
+    results = []
+    for label, argv in plan:
+        results.append(step(label, argv, work, env))
+        print(
+            f"{label}: {results[-1]['seconds']:.1f} s, peak {results[-1]['peak_mib']:,.0f} MiB",
+            flush=True,
+        )
 
     chain = [r for r in results if not r["step"].startswith("index --force")]
     table = Table(

@@ -15,7 +15,9 @@ starts from a cold entity cache, so NER is measured:
 
 The steps run R times in turn (default 2; the load of a shared machine drifts) and each keeps
 its best wall time. The Ray indexes are checked to carry the single-machine index id, and every
-run file to be the same bytes as the local one.
+run file to be the same bytes as the local one (the runs search the index the last index step
+wrote; tests/test_distributed.py compares the indexes term by term). Last, the size of each
+index on disk.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def main() -> None:
             (f"run {system}", "ray, 2 workers", ray2),
         ]
     best: dict[tuple[str, str], tuple] = {}
-    index_ids, run_bytes = set(), {}
+    index_ids, run_bytes, on_disk = set(), {}, {}
     for _ in range(args.rounds):  # rounds alternate the engines; each keeps its best time
         for what, label, extra in steps:
             folder = label.replace(", ", "-").replace(" ", "")
@@ -98,6 +100,7 @@ def main() -> None:
                 record = json.loads(manifest_path.read_text(encoding="utf-8"))
                 index_ids.add(record["index_id"])
                 size = record["n_units"]
+                on_disk[label] = sum(f.stat().st_size for f in manifest_path.parent.rglob("*"))
             else:
                 system = what.split()[1]
                 runs = work / "runs" / folder
@@ -145,6 +148,10 @@ def main() -> None:
         "work s: index: the manifest's time (Ray: split + shards + merge, without the Ray "
         "start); run: the sidecar's search time (Ray: workers' start-up included)."
     )
+    units = rows[0][4]
+    for label, size in on_disk.items():
+        mib, per_unit = size / 2**20, size / units
+        print(f"index on disk, {label}: {mib:.1f} MiB ({per_unit:,.0f} bytes per unit)")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

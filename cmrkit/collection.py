@@ -1,10 +1,10 @@
 """Build a TREC-style test collection from coreference-annotated mentions.
 
-Flow: mentions -> splits (kept, or re-split by cluster) -> retrieval units (passages, or the
-sentences of the passages) -> queries (every mention of a non-singleton cluster, or the longest
-mention per cluster) -> qrels (the other units of the query's cluster) -> distractors streamed
-into the corpus (deduplicated by text hash, never a unit of a query cluster, optionally
-filtered) -> files in ``docs/collection-format.md``'s layout.
+Flow: mentions -> splits (kept, or re-split by cluster) -> retrieval units (passages, the
+sentences of the passages, or one passage per mention) -> queries (every mention of a
+non-singleton cluster, or the longest mention per cluster) -> qrels (the other units of the
+query's cluster) -> distractors streamed into the corpus (deduplicated by text hash, never a
+unit of a query cluster, optionally filtered) -> files in ``docs/collection-format.md``'s layout.
 """
 
 from __future__ import annotations
@@ -15,19 +15,21 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from cmrkit import __version__
+from cmrkit.clusters_io import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.model import Mention, Passage
 from cmrkit.sources.common import clean_id
 from cmrkit.trec import write_topics_tsv
 
-UNITS = ("passage", "sentence")
+UNITS = ("passage", "sentence", "mention")
 QUERY_MODES = ("all", "longest")
 FILTERS = ("none", "titles", "mentions")
 SENTENCE_IDS = ("passage", "document")
@@ -90,10 +92,12 @@ class InputFile:
 
 @dataclass
 class DistractorSource:
-    """A stream of distractor passages and where it came from."""
+    """A stream of distractor passages, where it came from, and (when the stream can be read
+    twice) a way to count its passages first, for progress totals."""
 
     name: str
     passages: Iterable[Passage]
+    count: Callable[[], int] | None = None
 
 
 @dataclass
@@ -125,6 +129,102 @@ class BuildReport:
     splits: dict[str, dict[str, float]]
     counts: dict[str, Any]
     dropped: dict[str, int]
+    up_to_date: bool = False  # an existing collection with the same inputs and parameters
+
+
+def _plain_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def build_identity(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What makes a collection what it is: its source, its inputs by content (role, split,
+    format, sha256, in order) and its parameters; not where the inputs lay or when it was built."""
+    return _plain_json(
+        {
+            "source": manifest.get("source"),
+            "inputs": [
+                [i.get("role"), i.get("split"), i.get("format"), i.get("sha256")]
+                for i in manifest.get("inputs") or []
+            ],
+            "parameters": manifest.get("parameters"),
+            "documents": manifest.get("documents"),
+        }
+    )
+
+
+def _first_difference(have: Any, want: Any, where: str = "") -> str:
+    if isinstance(have, dict) and isinstance(want, dict):
+        for k in sorted(set(have) | set(want)):
+            if have.get(k) != want.get(k):
+                return _first_difference(have.get(k), want.get(k), f"{where}.{k}" if where else k)
+    if have != want and isinstance(have, list) and isinstance(want, list):
+        if len(have) != len(want):
+            return f"{where}: {len(have)} here, {len(want)} asked"
+        for i, (a, b) in enumerate(zip(have, want, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{where}[{i}]")
+    return f"{where}: {json.dumps(have)} here, {json.dumps(want)} asked"
+
+
+def kept_collection(
+    out_dir: Path, wanted: dict[str, Any], qrels_dir: Path, *, force: bool
+) -> BuildReport | None:
+    """The existing collection at ``out_dir`` when it was built from the same inputs and
+    parameters (``wanted``, a :func:`build_identity`) and is intact: it is up to date. None when
+    there is none to keep (or ``force``); an error when another collection is there."""
+    if force or not out_dir.exists():
+        return None
+    path = out_dir / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        raise CmrkitError(
+            "already exists but is not a collection built by cmrkit (no readable manifest.json); "
+            "pass --force to replace it, or --name to build another",
+            path=out_dir,
+        )
+    have = build_identity(manifest)
+    want = _plain_json(wanted)
+    if have != want:
+        raise CmrkitError(
+            "already exists, built from other inputs or parameters "
+            f"({_first_difference(have, want)}); pass --force to replace it, or --name to "
+            "build another",
+            path=out_dir,
+        )
+    files = manifest.get("files") or {}
+    qrels = {s: Path(p) for s, p in (files.get("qrels") or {}).items()}
+    corpus = out_dir / str(files.get("corpus", "corpus.jsonl.gz"))
+    elsewhere = [p for p in qrels.values() if p.parent != Path(qrels_dir)]
+    if elsewhere:
+        raise CmrkitError(
+            f"already exists with its qrels in {elsewhere[0].parent}/, not {qrels_dir}/; pass "
+            "--force to rebuild it",
+            path=out_dir,
+        )
+    missing = [p for p in [corpus, *qrels.values()] if not p.is_file()]
+    if missing:
+        raise CmrkitError(
+            "is missing from the collection built here before; pass --force to rebuild it",
+            path=missing[0],
+        )
+    if sha256_file(corpus) != manifest.get("corpus_sha256"):
+        raise CmrkitError(
+            "changed since the collection was built (its sha256 differs from manifest.json); "
+            "pass --force to rebuild it",
+            path=corpus,
+        )
+    return BuildReport(
+        str(manifest.get("name", out_dir.name)),
+        out_dir,
+        qrels,
+        manifest.get("splits") or {},
+        manifest.get("counts") or {},
+        manifest.get("dropped") or {},
+        up_to_date=True,
+    )
 
 
 def _text_key(text: str) -> bytes:
@@ -190,14 +290,38 @@ def _sentence_unit_id(m: Mention, first_id: str, s: int, e: int, style: str) -> 
 
 
 def build_units(
-    mentions: list[Mention], opts: BuildOptions, segmenter: Callable | None
+    mentions: list[Mention],
+    opts: BuildOptions,
+    segmenter: Callable | None,
+    tick: Callable[[int], None] | None = None,
 ) -> tuple[list[Unit], dict[str, tuple[Unit, tuple[int, int]]]]:
-    """Units of the annotated passages, and for each mention its unit and span in that unit."""
+    """Units of the annotated passages, and for each mention its unit and span in that unit.
+
+    ``passage``: one unit per distinct context text (mentions sharing a paragraph share it);
+    ``mention``: one unit per mention, as CoreSearch has one passage id per mention, even where
+    two mentions share a paragraph; ``sentence``: the sentences of each distinct context
+    (``tick(1)`` after each context split into sentences).
+    """
+    if opts.unit == "mention":
+        units: list[Unit] = []
+        placed: dict[str, tuple[Unit, tuple[int, int]]] = {}
+        for m in mentions:
+            unit = Unit(
+                id=f"P:{clean_id(m.mention_id)}",
+                contents=m.context,
+                doc_id=m.doc_id,
+                title=m.doc_title,
+                kind="annotated",
+                mentions=[_mention_entry(m, m.start, m.end)],
+            )
+            units.append(unit)
+            placed[m.mention_id] = (unit, (m.start, m.end))
+        return units, placed
     passages: dict[str, list[Mention]] = {}
     for m in mentions:
         passages.setdefault(m.context, []).append(m)
-    units: list[Unit] = []
-    placed: dict[str, tuple[Unit, tuple[int, int]]] = {}
+    units = []
+    placed = {}
     contexts = list(passages)
     if opts.unit == "passage":
         for ctx in contexts:
@@ -217,6 +341,8 @@ def build_units(
         return units, placed
     assert segmenter is not None
     for ctx, spans in zip(contexts, segmenter(contexts), strict=True):
+        if tick is not None:
+            tick(1)
         group = passages[ctx]
         first = group[0]
         first_id = clean_id(first.mention_id)
@@ -284,8 +410,13 @@ def choose_queries(
     mentions: list[Mention],
     placed: dict[str, tuple[Unit, tuple[int, int]]],
     opts: BuildOptions,
+    query_ids: AbstractSet[str] | None = None,
 ) -> tuple[list[Query], dict[str, int]]:
-    """Queries with their known relevant units; and how many were dropped and why."""
+    """Queries with their known relevant units; and how many were dropped and why.
+
+    ``query_ids``, when given (a source's own query list), limits the queries to those
+    mentions; the others still count as relevant units of their clusters.
+    """
     by_cluster: dict[str, list[Mention]] = defaultdict(list)
     for m in mentions:
         by_cluster[m.cluster].append(m)
@@ -293,10 +424,13 @@ def choose_queries(
     for cluster, group in by_cluster.items():
         if len(group) < 2:
             continue
-        if opts.queries == "all":
-            candidates.extend(group)
+        pool = group if query_ids is None else [m for m in group if m.mention_id in query_ids]
+        if not pool:
             continue
-        candidates.append(pick_longest(group, opts.seed, cluster))
+        if opts.queries == "all":
+            candidates.extend(pool)
+            continue
+        candidates.append(pick_longest(pool, opts.seed, cluster))
     order = {m.mention_id: i for i, m in enumerate(mentions)}
     candidates.sort(key=lambda m: order[m.mention_id])
     queries: list[Query] = []
@@ -407,11 +541,12 @@ def _write_distractors(
         pending.clear()
 
     n = 0
+    step = 8192 if segmenter is None else 256  # splitting sentences is slow: tick more often
     for source in sources:
         for p in source.passages:
             n += 1
-            if n % 8192 == 0:
-                tick(8192)
+            if n % step == 0:
+                tick(step)
             if query_clusters and not query_clusters.isdisjoint(p.clusters):
                 dropped["distractor_of_query_cluster"] += 1
                 continue
@@ -445,7 +580,7 @@ def _write_distractors(
                     flush()
     if segmenter is not None:
         flush()
-    tick(n % 8192)
+    tick(n % step)
     return written, dropped
 
 
@@ -495,23 +630,6 @@ def _split_order(splits: Iterable[str]) -> list[str]:
     return sorted(set(splits), key=lambda s: (known.index(s) if s in known else 3, s))
 
 
-def _counted(
-    segmenter: Callable[[list[str]], Iterator[list[tuple[int, int]]]] | None,
-    progress: Callable[[str, int | None], Callable[[int], None]] | None,
-) -> Callable[[list[str]], Iterator[list[tuple[int, int]]]] | None:
-    """The segmenter, showing how many of the annotated texts it has split."""
-    if segmenter is None or progress is None:
-        return segmenter
-
-    def split(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
-        tick = progress("sentence splitting (annotated texts)", len(texts))
-        for spans in segmenter(texts):
-            yield spans
-            tick(1)
-
-    return split
-
-
 def build_collection(
     mentions: list[Mention],
     distractors: list[DistractorSource],
@@ -523,25 +641,54 @@ def build_collection(
     qrels_dir: Path = Path("qrels"),
     force: bool = False,
     progress: Callable[[str, int | None], Callable[[int], None]] | None = None,
+    query_ids: AbstractSet[str] | None = None,
 ) -> BuildReport:
-    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing."""
+    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing.
+
+    ``query_ids`` limits the queries to those mention ids (a source's own query list). A
+    collection already there from the same inputs and parameters is kept (up to date).
+    """
     opts.check()
+    kept = kept_collection(
+        Path(collections_dir) / opts.name,
+        build_identity(
+            {
+                "source": source,
+                "inputs": [asdict(i) for i in inputs],
+                "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            }
+        ),
+        Path(qrels_dir),
+        force=force,
+    )
+    if kept is not None:
+        return kept
     if not mentions:
         raise CmrkitError("no annotated mentions in the inputs")
     check_unique_ids(mentions)
     assign_splits(mentions, opts.resplit, opts.seed)
 
+    def step(description: str, total: int | None) -> Callable[[int], None]:
+        return progress(description, total) if progress else (lambda n: None)
+
     segmenter = None
+    split_tick = None
     if opts.unit == "sentence":
         from cmrkit.sentences import load_segmenter, sentence_spans
 
+        loaded = step(f"loading spaCy ({opts.sentences})", 1)
         nlp = load_segmenter(opts.spacy_model, opts.sentences)
+        loaded(1)
 
         def segmenter(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
             return sentence_spans(nlp, texts)
 
-    units, placed = build_units(mentions, opts, _counted(segmenter, progress))
-    queries, dropped = choose_queries(mentions, placed, opts)
+        split_tick = step(
+            "splitting annotated passages into sentences", len({m.context for m in mentions})
+        )
+
+    units, placed = build_units(mentions, opts, segmenter, split_tick)
+    queries, dropped = choose_queries(mentions, placed, opts, query_ids)
     if not queries:
         raise CmrkitError(
             "no queries: no cluster has two mentions in different units with at least "
@@ -550,12 +697,21 @@ def build_collection(
     splits = _split_order(q.mention.split for q in queries)
     out_dir = Path(collections_dir) / opts.name
     qrels_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.txt" for s in splits}
-    targets = [out_dir, *qrels_files.values()]
+    cluster_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.clusters.jsonl" for s in splits}
+    targets = [out_dir, *qrels_files.values(), *cluster_files.values()]
 
     query_clusters = {q.mention.cluster for q in queries}
     flt = DistractorFilter(opts.distractor_filter, queries, mentions)
     seen = {_text_key(u.contents) for u in units}
-    tick = progress("distractors", None) if progress else (lambda n: None)
+    total = None
+    if segmenter is not None and all(d.count for d in distractors):
+        counted = step("counting distractor passages", len(distractors))
+        total = 0
+        for d in distractors:
+            total += d.count()  # type: ignore[misc]
+            counted(1)
+    what = "distractors: splitting into sentences" if segmenter is not None else "distractors"
+    tick = step(what, total)
 
     with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as staged:
         cdir = staged.path(out_dir)
@@ -592,6 +748,8 @@ def build_collection(
                         qid = clean_id(q.mention.mention_id)
                         for docno in q.relevant:
                             f.write(f"{qid} 0 {docno} 1\n")
+            with open(staged.path(cluster_files[s]), "w", encoding="utf-8", newline="\n") as f:
+                write_clusters_jsonl(f, gold_cluster_records(mentions, s, placed))
 
         stats = _split_stats(splits, queries, mentions, placed, n_distractors)
         counts = {
@@ -619,12 +777,28 @@ def build_collection(
                 "topics": "topics.jsonl",
                 "topics_tsv": {s: f"topics.{s}.tsv" for s in splits},
                 "qrels": {s: str(p) for s, p in qrels_files.items()},
+                "clusters": {s: str(p) for s, p in cluster_files.items()},
             },
             "corpus_sha256": sha256_file(corpus_path),
         }
         with open(cdir / "manifest.json", "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
+
+
+def gold_cluster_records(
+    mentions: list[Mention], split: str, placed: dict[str, tuple[Unit, tuple[int, int]]]
+) -> Iterator[dict[str, Any]]:
+    """The key of a split for `cmrkit eval-coref`: every annotated mention of the split (the
+    singletons too) with its cluster, its unit and its document."""
+    for m in mentions:
+        if m.split == split:
+            yield {
+                "cluster": m.cluster,
+                "mention_id": m.mention_id,
+                "unit": placed[m.mention_id][0].id,
+                "doc_id": m.doc_id,
+            }
 
 
 def _split_stats(

@@ -1,5 +1,6 @@
 """A small collection for the Ray engine tests: named entities, units that share a document or a
-passage, units alone, a feature field on some units, and queries of every kind."""
+passage (some repeating their paragraph, as one unit per mention does), units alone, a feature
+field on some units, and queries of every kind."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def sentence(rng: random.Random) -> str:
 
 
 def write(root: Path, name: str = "dist", n: int = 90, seed: int = 7) -> Path:
-    """Write collections/NAME with about ``n`` units and test/train topics (with qrels)."""
+    """Write collections/NAME with ``n`` texts (a tenth of them in two units) and test/train
+    topics (with qrels)."""
     rng = random.Random(seed)
     units = []
     for i in range(n):
@@ -37,6 +39,8 @@ def write(root: Path, name: str = "dist", n: int = 90, seed: int = 7) -> Path:
             units.append(unit(f"U:{i}", text))
         if i % 3 == 0:
             units[-1]["chain"] = f"{rng.choice(PEOPLE)} he him {rng.choice(EVENTS)}"
+        if kind == 1 and i % 2 == 0:  # one unit per mention (--unit mention): text repeated
+            units.append(unit(f"U:{i}.2", text, doc_id=f"doc{i % 7}", annotated=True))
     topics, qrels = [], {"test": {}, "train": {}}
     for j in range(16):
         own = units[rng.randrange(len(units))]

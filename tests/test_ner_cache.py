@@ -8,10 +8,10 @@ import sqlite3
 import pytest
 from retrieval_collection import topic, unit, write_collection
 
-from cmrkit.retrieval import build_index
+from cmrkit.nercache import EntityCache, cache_root
+from cmrkit.retrieval import build_index, open_index
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.layout import Topic
-from cmrkit.retrieval.nercache import EntityCache, cache_root
 from cmrkit.retrieval.queries import formulate
 
 TEXTS = [
@@ -127,3 +127,21 @@ def test_query_entities_come_from_the_cache(cache_dir, monkeypatch):
     assert formulate([t], "mention+entities") == first
     assert calls == []  # the second formulation ran no NER
     assert "Angela Merkel" in first["x"]
+
+
+def test_interrupted_rebuild_leaves_the_previous_index(cache_dir, tmp_path, monkeypatch):
+    coll = write_collection(tmp_path, "keep", UNITS, TOPICS)
+    before = build_index(coll, progress=False)
+    files = sorted(p.name for p in (coll / "index").iterdir())
+
+    def interrupted(self, texts):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ner.Recogniser, "block", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(coll, force=True, progress=False)
+    assert sorted(p.name for p in (coll / "index").iterdir()) == files
+    after = open_index(coll)
+    assert after.index_id == before.index_id and after.manifest == before.manifest
+    leftovers = [p for d in (coll, coll.parent) for p in d.iterdir() if p.name.startswith(".")]
+    assert leftovers == []

@@ -139,7 +139,7 @@ def test_docno_table_cached_beside_the_index_and_rebuilt_when_wrong(tied, tmp_pa
     s = Searcher(info)
     try:
         expected = s.search({"q": "flood river"}, k=50, exclude={})
-        batch = s._helper(2)
+        batch, _ = s._helper(2)
         commit, n = str(batch.commitId()), int(batch.maxDoc())
     finally:
         s.close()

@@ -35,9 +35,9 @@ class Correction(StrEnum):
 
 
 MEASURE_HELP = (
-    "Measure in ir_measures syntax (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, "
-    "Judged@10, NumRel, ...); repeat or separate with commas. Default: infAP, AP, AP@10, AP@50, "
-    "RR@10, R@10, R@50, R@100, R@500, P@10, nDCG@10, Judged@10."
+    "Measure in ir_measures syntax (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, xinfAP, "
+    "infNDCG, Judged@10, NumRel, ...); repeat or separate with commas. Default: infAP, AP, AP@10, "
+    "AP@50, RR@10, R@10, R@50, R@100, R@500, P@10, nDCG@10, Judged@10."
 )
 
 
@@ -66,13 +66,10 @@ def _coverage(result, label: str = "") -> str:
 
 
 def _eval_table(result, groups, per_query: bool, title: str) -> None:
-    from rich.table import Table
+    from cmrkit.tables import Table, render
 
     if per_query:
-        table = Table(title=title, caption=_coverage(result))
-        table.add_column("qid")
-        for m in result.measures:
-            table.add_column(m.name, justify="right")
+        table = Table(title, ["qid", *(m.name for m in result.measures)], caption=_coverage(result))
         for qid, row in result.per_query.items():
             table.add_row(qid, *(m.format(row[m.name]) for m in result.measures))
         table.add_section()
@@ -83,14 +80,10 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
         table.add_row(
             "all", *(m.format(result.aggregate[m.name]) for m in result.measures), style="bold"
         )
-        out.print(table)
+        render(table, out)
         return
-    table = Table(title=title, caption=_coverage(result))
-    table.add_column("measure")
-    table.add_column("trec_eval")
-    table.add_column("all", justify="right")
-    for g in groups or []:
-        table.add_column(g.group, justify="right")
+    headers = ["measure", "trec_eval", "all", *(g.group for g in groups or [])]
+    table = Table(title, headers, keys=2, caption=_coverage(result))
     for m in result.measures:
         cells = [m.format(result.aggregate[m.name])]
         cells += [m.format(g.aggregate[m.name]) for g in groups or []]
@@ -98,7 +91,7 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
     if groups:
         table.add_section()
         table.add_row("queries", "", str(result.queries), *(str(len(g.queries)) for g in groups))
-    out.print(table)
+    render(table, out)
 
 
 def _emit(text: str) -> None:
@@ -115,7 +108,11 @@ def register(app: typer.Typer) -> None:
 @user_errors
 def eval_command(
     run: Path = typer.Argument(..., help="TREC run: qid Q0 docno rank score tag."),
-    qrels: Path = typer.Argument(..., help="TREC qrels: qid iter docno rel."),
+    qrels: Path = typer.Argument(
+        ...,
+        help="TREC qrels: qid iter docno rel (or sample_eval's qid iter docno stratum rel, "
+        "for xinfAP and infNDCG).",
+    ),
     measure: list[str] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
     per_query: bool = typer.Option(
         False, "--per-query", "-q", help="Table format: one row per query."
@@ -155,20 +152,21 @@ def eval_command(
     Ranking is trec_eval's: score descending, ties by docno descending (the rank column is
     ignored). Qrels grades >= 1 are relevant, 0 non-relevant, negative pooled but unjudged.
 
-    Example: cmrkit eval runs/wec/bm25.trec qrels/wec.test.txt -m infAP -m AP@10 -m RR@10
+    Example: cmrkit eval runs/sample/bm25.test.trec qrels/sample.test.txt -m infAP -m AP@10
+    -m RR@10
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measures
-    from cmrkit.trec import read_qrels, read_run_columns
+    from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
     measures = parse_measures(measure)
-    qrels_data = _with_warnings(lambda: read_qrels(qrels))
+    qrels_data, strata = _with_warnings(lambda: read_qrels_with_strata(qrels))
     run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
-        run_data, qrels_data, measures, all_queries=all_queries, depth=depth
+        run_data, qrels_data, measures, all_queries=all_queries, depth=depth, strata=strata
     )
     groups = evaluation.by_group(result, groups_map) if groups_map is not None else None
     if fmt is Format.table:
@@ -188,33 +186,32 @@ def eval_command(
 
 
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
-    from rich.table import Table
+    from cmrkit.tables import Table, render
 
     mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
+    test = "paired t-test" if comp.test == "t" else "paired permutation test"
     caption = (
-        f"vs baseline {comp.baseline}: delta, {comp.test}-test p "
-        f"({comp.correction} correction), queries improved/hurt; * {mark} at "
-        f"alpha={comp.alpha}"
+        f"vs baseline {comp.baseline}: delta, {test} p ({comp.correction} correction), "
+        f"queries improved/hurt; * {mark} at alpha={comp.alpha}; {comp.describe()}"
     )
-    table = Table(title="comparison", caption=caption, show_lines=True)
-    table.add_column("system")
-    for m in comp.measures:
-        table.add_column(m.name, justify="right")
-    for name, result in comp.results.items():
+    table = Table("comparison", ["system", *(m.name for m in comp.measures)], caption=caption)
+    for name in comp.systems:
         cells = []
         for m in comp.measures:
-            value = m.format(result.aggregate[m.name])
+            value = m.format(comp.mean(name, m))
             c = comp.stats.get(name, {}).get(m.name)
             if c is None:
                 cells.append(value)
                 continue
             star = "*" if c.significant else ""
             cells.append(
-                f"{value}{star}\n{c.delta:+.4f} p={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
+                f"{value}{star}\n{c.delta:+.4f}\np={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
             )
         label = f"{name} (baseline)" if name == comp.baseline else name
+        if table.rows:
+            table.add_section()
         table.add_row(label, *cells)
-    out.print(table)
+    render(table, out)
 
 
 @user_errors
@@ -266,15 +263,17 @@ def compare_command(
 ) -> None:
     """Compare runs against a baseline with significance tests.
 
-    Each system is paired with the baseline on the queries both are scored on; p-values are
-    corrected over the systems, per measure.
+    Every system is averaged, and paired with the baseline, on the same queries: those in the
+    qrels and in every run (-c: every qrels query, 0 where a run lacks it); the output says
+    which and how many. p-values are corrected over the systems, per measure.
 
-    Example: cmrkit compare qrels/wec.test.txt runs/wec/bm25.trec runs/wec/qe.trec -m AP -m RR@10 --test permutation --plot diff.png
-    """  # noqa: E501
+    Example: cmrkit compare qrels/sample.test.txt runs/sample/bm25.test.trec
+    runs/sample/fields-doc.test.trec -m AP -m RR@10 --test permutation --plot diff.png
+    """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
     from cmrkit.fileio import StagedOutputs
-    from cmrkit.trec import read_qrels, read_run_columns
+    from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
     measures = parse_measures(measure)
     plot_m = parse_measure(plot_measure) if plot_measure else measures[0]
@@ -295,7 +294,7 @@ def compare_command(
                 f"--baseline {baseline!r} is none of the runs "
                 f"({', '.join(names)}); give its path or name"
             )
-    qrels_data = _with_warnings(lambda: read_qrels(qrels))
+    qrels_data, strata = _with_warnings(lambda: read_qrels_with_strata(qrels))
     loaded = {
         name: read_run_columns(path, dedupe=dedupe) for name, path in zip(names, runs, strict=True)
     }
@@ -309,6 +308,7 @@ def compare_command(
         alpha=alpha,
         all_queries=all_queries,
         depth=depth,
+        strata=strata,
         permutations=permutations,
         seed=seed,
     )
@@ -324,7 +324,9 @@ def compare_command(
         _emit(evaluation.comparison_to_csv(comp))
     else:
         _emit(evaluation.comparison_to_trec(comp))
+    if fmt is not Format.table:
+        console.print(comp.describe(), markup=False, soft_wrap=True)
     for name, result in comp.results.items():
-        console.print(_coverage(result, f"{name}: "), markup=False, soft_wrap=True)
+        console.print(_coverage(result, f"{name} alone: "), markup=False, soft_wrap=True)
     if plot is not None:
         console.print(f"wrote {plot}", markup=False)

@@ -1,14 +1,18 @@
-"""Results and comparisons as JSON, CSV and trec_eval ``-q`` text."""
+"""Results, comparisons and coreference scores as JSON, CSV and trec_eval ``-q`` text."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from cmrkit.evaluation.groups import GroupResult
 from cmrkit.evaluation.ranking import Result
 from cmrkit.evaluation.significance import Comparison
+
+if TYPE_CHECKING:  # numpy-backed; `cmrkit eval` does not need it
+    from cmrkit.evaluation.coref import CorefResult
 
 
 def result_to_json(
@@ -84,20 +88,27 @@ def format_p(p: float) -> str:
 
 
 def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None) -> str:
+    """Means over the compared queries (``queries``, named in ``query_set``), and each run's
+    own count of scored queries with those left out of the comparison."""
     obj: dict = {
         "baseline": comp.baseline,
         "test": comp.test,
         "correction": comp.correction,
         "alpha": comp.alpha,
         "measures": [m.name for m in comp.measures],
+        "queries": len(comp.queries),
+        "query_set": comp.describe(),
         "systems": {},
     }
+    left_out = comp.left_out
     for name, result in comp.results.items():
         entry: dict = {}
         if paths:
             entry["run"] = paths[name]
-        entry["queries"] = result.queries
-        entry["measures"] = result.aggregate
+        entry["queries"] = len(comp.queries)
+        entry["scored_queries"] = result.queries
+        entry["left_out"] = left_out[name]
+        entry["measures"] = {m.name: comp.mean(name, m) for m in comp.measures}
         if name in comp.stats:
             entry["against_baseline"] = {
                 m: {
@@ -116,6 +127,7 @@ def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None)
 
 
 def comparison_to_csv(comp: Comparison) -> str:
+    """One row per system and measure; ``value`` is the mean over the compared queries."""
     import csv
     import io
 
@@ -135,12 +147,12 @@ def comparison_to_csv(comp: Comparison) -> str:
             "significant",
         ]
     )
-    for name, result in comp.results.items():
+    for name in comp.systems:
         for m in comp.measures:
             c = comp.stats.get(name, {}).get(m.name)
             if c is None:
                 w.writerow(
-                    [name, m.name, repr(result.aggregate[m.name]), "", "", "", "", "", "", ""]
+                    [name, m.name, repr(comp.mean(name, m)), "", len(comp.queries)] + [""] * 5
                 )
                 continue
             w.writerow(
@@ -161,14 +173,73 @@ def comparison_to_csv(comp: Comparison) -> str:
 
 
 def comparison_to_trec(comp: Comparison) -> str:
-    """trec_eval-style lines ``measure<TAB>system<TAB>value``; ``<measure>_p`` holds the
-    corrected p-value of each system against the baseline."""
+    """trec_eval-style lines ``measure<TAB>system<TAB>value`` (means over the compared
+    queries); ``<measure>_p`` holds the corrected p-value of each system against the baseline."""
     lines = []
-    for name, result in comp.results.items():
+    for name in comp.systems:
         for m in comp.measures:
-            lines.append(f"{m.trec_name:<22}\t{name}\t{m.format(result.aggregate[m.name])}")
+            lines.append(f"{m.trec_name:<22}\t{name}\t{m.format(comp.mean(name, m))}")
             c = comp.stats.get(name, {}).get(m.name)
             if c is not None:
                 p = "nan" if math.isnan(c.p_adjusted) else f"{c.p_adjusted:.4f}"
                 lines.append(f"{m.trec_name + '_p':<22}\t{name}\t{p}")
     return "\n".join(lines) + "\n"
+
+
+def _coref_entry(value, counts: bool) -> dict:
+    from cmrkit.evaluation.coref import Blanc, Counts
+
+    if isinstance(value, Blanc):
+        entry = {"recall": value.recall, "precision": value.precision, "f1": value.f1}
+        if counts:
+            entry["coref"] = _coref_entry(value.coref, True)
+            entry["noncoref"] = _coref_entry(value.noncoref, True)
+        return entry
+    if isinstance(value, Counts):
+        entry = {"recall": value.recall, "precision": value.precision, "f1": value.f1}
+        if counts:
+            entry.update(
+                recall_num=value.recall_num,
+                recall_den=value.recall_den,
+                precision_num=value.precision_num,
+                precision_den=value.precision_den,
+            )
+        return entry
+    return {"value": value}
+
+
+def coref_to_json(
+    result: CorefResult, per_document: bool = False, extra: Mapping | None = None
+) -> str:
+    """``{"measures": {"muc": {"recall", "precision", "f1", counts...}, ...}, ...}``; the
+    CoNLL F1 as ``{"value"}``, like ARI and NMI."""
+    obj: dict = dict(extra or {})
+    obj["scope"] = result.scope
+    obj["singletons"] = result.singletons
+    obj["documents"] = result.documents
+    obj["notes"] = result.notes
+    obj["measures"] = {m: _coref_entry(result.total[m], True) for m in result.measures}
+    if per_document:
+        obj["per_document"] = {
+            doc: {m: _coref_entry(row[m], True) for m in result.measures}
+            for doc, row in result.per_document.items()
+        }
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def coref_to_csv(result: CorefResult, per_document: bool = False) -> str:
+    """``document,measure,field,value`` rows (fields recall, precision, f1, or value), the
+    whole-corpus rows (document ``all``) last."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["document", "measure", "field", "value"])
+    rows = list(result.per_document.items()) if per_document else []
+    rows.append(("all", result.total))
+    for doc, row in rows:
+        for m in result.measures:
+            for name, value in _coref_entry(row[m], False).items():
+                w.writerow([doc, m, name, repr(value)])
+    return buf.getvalue()

@@ -4,7 +4,7 @@ Entities come from the model's NER component alone (no tagger or attribute ruler
 fast as the full pipeline, with entities that differ from it in a few percent of texts; index
 and queries use the same pipeline, so the two sides agree.
 
-Scale: texts already seen come from the entity cache (:mod:`cmrkit.retrieval.nercache`); the
+Scale: texts already seen come from the entity cache (:mod:`cmrkit.nercache`); the
 others go through spaCy in blocks, over ``processes`` worker processes when there are enough of
 them to repay starting the workers (each loads the model once), else in this process. The
 entities are the same either way, in the same order.
@@ -76,12 +76,11 @@ class Recogniser:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, processes: int = 1, cache: bool = True):
-        from cmrkit.retrieval.nercache import EntityCache
+        from cmrkit.nercache import EntityCache
 
         self.model = model
         self.processes = max(1, int(processes))
-        nlp = load(model)
-        self.labels = list(nlp.get_pipe("ner").labels)
+        self.labels = ner_labels(model)  # spaCy itself loads only if a text is not cached
         identity = {**spacy_version(model), "pipeline": "ner"}
         self.cache = EntityCache.for_model(identity, self.labels) if cache else None
         self._pool: Any = None
@@ -164,18 +163,45 @@ def analyse(
         yield ents, sents
 
 
+def _model_meta(model: str) -> dict[str, Any]:
+    """The installed model package's meta.json, read without loading spaCy (else from the
+    loaded pipeline)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(model)
+    except (ImportError, ValueError):
+        spec = None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(base) / "meta.json"
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and meta.get("name") and meta.get("version"):
+            return meta
+    return dict(load(model).meta)
+
+
 @lru_cache(maxsize=8)
 def _identity(model: str) -> tuple[tuple[str, str], ...]:
-    import spacy
+    from importlib.metadata import version
 
-    nlp = load(model)
     return (
-        ("spacy", spacy.__version__),
+        ("spacy", version("spacy")),
         ("model", model),
-        ("model_version", str(nlp.meta.get("version", "unknown"))),
+        ("model_version", str(_model_meta(model).get("version", "unknown"))),
     )
 
 
+def ner_labels(model: str) -> list[str]:
+    """The labels of the model's entity recognizer (from its meta.json when it lists them)."""
+    labels = _model_meta(model).get("labels", {}).get("ner")
+    return list(labels) if labels else list(load(model).get_pipe("ner").labels)
+
+
 def spacy_version(model: str) -> dict[str, str]:
-    """Versions of spaCy and of the model, for provenance records."""
+    """Versions of spaCy and of the model, for provenance records (spaCy is not loaded)."""
     return dict(_identity(model))

@@ -198,7 +198,8 @@ def _add_documents(
         key = group_key(record)
         if key in texts:
             texts[key].append(record["contents"])
-    documents = {k: " ".join(v) for k, v in texts.items()}
+    # each distinct text once: units of one mention each (`--unit mention`) repeat their passage
+    documents = {k: " ".join(dict.fromkeys(v)) for k, v in texts.items()}
     n_shards = len(shard_paths)
     for s, shard in enumerate(shard_paths):
         rewritten = shard.with_suffix(".tmp")

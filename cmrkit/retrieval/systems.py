@@ -148,13 +148,14 @@ class Searcher:
         self._table: DocnoTable | None = None
         self._qe: QE | None = None
 
-    def _helper(self, threads: int) -> Any:
-        """cmrkit's BatchSearcher on this index with ``threads`` search threads."""
+    def _helper(self, threads: int) -> tuple[Any, DocnoTable]:
+        """cmrkit's BatchSearcher on this index with ``threads`` search threads, and the
+        index's doc-number table."""
         from cmrkit.retrieval.docnos import load_table
         from cmrkit.retrieval.java import java_log_path, quiet
 
-        if self._batch is not None and self._batch_threads == threads:
-            return self._batch
+        if self._batch is not None and self._table is not None and self._batch_threads == threads:
+            return self._batch, self._table
         if self._batch is not None:
             self._batch.close()
             self._batch = None
@@ -180,7 +181,7 @@ class Searcher:
         self._batch, self._batch_threads = batch, threads
         if self._qe is not None:
             batch.setFeedback(self.java)
-        return batch
+        return batch, self._table
 
     def index_fields(self, fields: Mapping[str, float]) -> dict[str, float]:
         """Field weights on the index's own fields (``document`` is ``contents`` in an index
@@ -250,9 +251,7 @@ class Searcher:
         documented order."""
         exclude = exclude or {}
         exclude_units = exclude_units or {}
-        batch = self._helper(threads)
-        table = self._table
-        assert table is not None
+        batch, table = self._helper(threads)
         jfields = None
         if fields:
             jfields = self._jclass("java.util.HashMap")()

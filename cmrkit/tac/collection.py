@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit import __version__
-from cmrkit.collection import BuildReport, InputFile, pick_longest, relevant_units
+from cmrkit.collection import (
+    BuildReport,
+    InputFile,
+    build_identity,
+    kept_collection,
+    pick_longest,
+    relevant_units,
+)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.sources import tac
@@ -244,9 +251,25 @@ def build_tac_collection(
     force: bool = False,
     progress: Progress | None = None,
 ) -> BuildReport:
-    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt`` from TAC data."""
+    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt`` from TAC data; a
+    collection already there from the same inputs and parameters is kept (up to date)."""
     opts.check()
     inputs.check()
+    kept = kept_collection(
+        Path(collections_dir) / opts.name,
+        build_identity(
+            {
+                "source": "tac",
+                "inputs": [asdict(i) for i in inputs.records()],
+                "documents": str(inputs.docs),
+                "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            }
+        ),
+        Path(qrels_dir),
+        force=force,
+    )
+    if kept is not None:
+        return kept
     problems = tac.Problems(skip_bad=opts.skip_bad)
     dropped: dict[str, int] = defaultdict(int)
     offsets = (
@@ -479,7 +502,7 @@ def _published(
                 text=q.text,
                 doc_id=q.doc_id,
                 start=q.start,
-                end=q.end - 1,
+                end=q.end,
                 entity=parts[1] if len(parts) >= 3 else q.qid,
                 type=q.type,
                 mention_type=None,
@@ -616,8 +639,9 @@ def _write_topics(
     with open(cdir / f"topics.{opts.split}.tsv", "w", encoding="utf-8", newline="\n") as f:
         write_topics_tsv(f, ((r["qid"], r["mention"]) for r in records))
     with open(cdir / f"queries.{opts.split}.txt", "w", encoding="utf-8", newline="\n") as f:
-        for r in records:
-            f.write(f"{r['qid']}\t{r['type']}\t{r['cmr_mention_id']}\t{r['mention']}\n")
+        cmr.write_cmr_queries(
+            f, ((r["qid"], r["type"], r["cmr_mention_id"], r["mention"]) for r in records)
+        )
     with open(qrels_path, "w", encoding="utf-8", newline="\n") as f:
         cmr.write_cmr_qrels(
             f,

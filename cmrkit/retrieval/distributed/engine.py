@@ -7,6 +7,9 @@ process, on first need, and left when the process exits (a local one is then sto
 commands of one process (a benchmark, the tests, the field-weight learner) share it; other
 ``--workers`` for a local cluster restart it.
 
+Ray's start and stop leave this process's JVM signal handlers in place (see
+:mod:`~cmrkit.retrieval.distributed.signals`).
+
 Faults: a task whose worker process dies runs again on a fresh worker, up to ``RETRIES`` times;
 when it still fails, or raises an error, the command stops with one line and the tasks still
 running are cancelled (callers stage their outputs, so nothing half-made is left in place).
@@ -28,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
+from cmrkit.retrieval.distributed.signals import kept_signal_handlers
 
 ENGINES = ("local", "ray")
 RETRIES = 2  # reruns of a task whose worker died
 OBJECT_STORE = 256 * 1024 * 1024  # a local cluster's shared memory (results are small)
 INSTALL = "pip install 'cmrkit[ray]'"
+CANCEL_WAIT = 60  # seconds to wait for cancelled tasks' workers to be gone
 
 _connected: tuple[str | None, int | None] | None = None  # the cluster this process started
 
@@ -79,8 +84,7 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
     ray = ray_module()
     wanted = (engine.address, engine.workers)
     if ray.is_initialized() and _connected is not None and _connected != wanted:
-        ray.shutdown()
-        _connected = None
+        disconnect()
     if not ray.is_initialized():
         options: dict[str, Any] = {
             "include_dashboard": False,
@@ -96,7 +100,8 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
         else:
             options["address"] = engine.address
         try:
-            ray.init(**options)
+            with kept_signal_handlers():  # the JVM of this process keeps its own
+                ray.init(**options)
         except Exception as e:  # ConnectionError, ValueError, RuntimeError from Ray's start-up
             where = (
                 f"reach the Ray cluster at {engine.address}"
@@ -117,7 +122,8 @@ def disconnect() -> None:
     global _connected
     ray = ray_module()
     if _connected is not None and ray.is_initialized():
-        ray.shutdown()
+        with kept_signal_handlers():
+            ray.shutdown()
     _connected = None
 
 
@@ -171,9 +177,19 @@ def run_tasks(
                 if nxt is not None:
                     pending[remote.remote(*tasks[nxt])] = nxt
     finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
+        cancel(list(pending))
     return results
+
+
+def cancel(refs: list[Any]) -> None:
+    """Stop these tasks (their workers killed) and wait until they have stopped: a worker must
+    not write into a staging folder its caller is about to remove."""
+    if not refs:
+        return
+    ray = ray_module()
+    for ref in refs:
+        ray.cancel(ref, force=True)
+    ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT)
 
 
 def fault_point(name: str) -> None:

@@ -21,6 +21,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.distributed.engine import (
     RETRIES,
     EngineOptions,
+    cancel,
     connect,
     failure,
     ray_module,
@@ -151,8 +152,7 @@ class DistributedSearcher:
                     if nxt is not None:
                         submit(nxt, actor)
         finally:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+            cancel(list(pending))
         merged: dict[str, list[tuple[str, float]]] = {}
         found: list[dict[str, str]] = []
         for run, said in answers:  # type: ignore[misc]

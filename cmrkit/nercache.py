@@ -6,13 +6,14 @@ answers them without running spaCy again.
 
 Where: ``$CMRKIT_CACHE_DIR/entities/`` when that variable is set (an empty value turns the cache
 off), else ``$XDG_CACHE_HOME/cmrkit/entities/``, else ``~/.cache/cmrkit/entities/``. One SQLite
-file per model: ``MODEL-MODELVERSION-spacySPACYVERSION.sqlite``.
+file per model: ``MODEL-MODELVERSION-spacySPACYVERSION.sqlite``. TAC collections keep the
+sentences and entities of their pipeline (parser and NER) the same way under ``tac/``.
 
 What: a row per distinct text, keyed by a 16-byte BLAKE2b hash of the model's identity (name,
 version, spaCy version, pipeline) and the text; the value holds each entity's start and end
-character and label, and a CRC32 over key and entities. About 80 bytes per text with a few
-entities: some 80 MB for a million passages. Nothing is evicted: delete the folder to reclaim
-the space (the next run rebuilds what it needs).
+character and label, and a CRC32 over key and entities. About 100 bytes per text with 6
+entities (measured): some 100 MB for a million passages. Nothing is evicted: delete the folder
+to reclaim the space (the next run rebuilds what it needs).
 
 Never trusted: a file whose recorded identity differs from the model's, or that SQLite cannot
 read, is set aside and rebuilt; a row whose checksum fails, or whose spans do not fit its text,
@@ -36,6 +37,7 @@ _ENTRY = struct.Struct("<IIH")  # start, end, label index
 _LOOKUP_CHUNK = 500
 
 Span = tuple[int, int, str]  # start, end (character offsets), spaCy label
+SENTENCE = "<s>"  # the label of a sentence span, for pipelines that cache sentences too
 
 
 def cache_root() -> Path | None:
@@ -62,17 +64,19 @@ class EntityCache:
         self._db = self._open()
 
     @classmethod
-    def for_model(cls, identity: dict[str, Any], labels: Sequence[str]) -> EntityCache | None:
-        """The cache of a model in the cache folder (None when the cache is turned off or its
-        folder cannot be written)."""
+    def for_model(
+        cls, identity: dict[str, Any], labels: Sequence[str], *, name: str = "entities"
+    ) -> EntityCache | None:
+        """The cache of a model in the cache folder's ``name`` subfolder (None when the cache
+        is turned off or its folder cannot be written)."""
         root = cache_root()
         if root is None:
             return None
-        name = (
+        file = (
             f"{identity['model']}-{identity['model_version']}-spacy{identity['spacy']}.sqlite"
         ).replace("/", "_")
         try:
-            return cls(root / "entities" / name, identity, labels)
+            return cls(root / name / file, identity, labels)
         except (OSError, sqlite3.Error):
             return None
 
