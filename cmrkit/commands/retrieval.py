@@ -61,11 +61,14 @@ def _engine(engine: str, address: str | None, workers: int | None):
 
 
 def _options(ctx: typer.Context, **values) -> RunOptions:
-    """The shared run options of a command, as one record (with the rerunnable command)."""
+    """The shared run options of a command, as one record (with the rerunnable command);
+    commands without --engine (dense ones) run locally."""
     from cmrkit.retrieval.options import RunOptions
 
     quiet = values.pop("quiet")
-    engine = _engine(values.pop("engine"), values.pop("address"), values.pop("workers"))
+    engine = _engine(
+        values.pop("engine", "local"), values.pop("address", None), values.pop("workers", None)
+    )
     return RunOptions(progress=not quiet, argv=tuple(_argv(ctx)), engine=engine, **values)
 
 
