@@ -311,3 +311,6 @@ def test_engine_options_are_checked(single, cli, monkeypatch):
         "error: --engine ray needs Ray, an optional extra: pip install 'cmrkit[ray]'"
     )
     assert (single / "index" / MANIFEST).exists()
+    result = cli("run", "qe", single, "--query", "mention+entities", "--engine", "ray")
+    assert result.exit_code == 2 and "pip install 'cmrkit[ray]'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -61,6 +61,8 @@ class EngineOptions:
             raise CmrkitError("--address and --workers apply to --engine ray only")
         if self.workers is not None and self.workers < 1:
             raise CmrkitError(f"--workers must be at least 1, got {self.workers}")
+        if self.name == "ray":
+            ray_module()  # without Ray, say so before any work
 
     @property
     def distributed(self) -> bool:
