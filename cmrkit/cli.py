@@ -37,5 +37,7 @@ for _module in (build, retrieval, tac, pooling, evaluate):
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Run the command line (see :func:`cmrkit.console.run` for signals and exit codes)."""
+    from cmrkit.console import run
+
+    run(app)

@@ -16,3 +16,9 @@ class CmrkitError(Exception):
             parts.append(where)
         prefix = ": ".join(parts)
         super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class EnvironmentFault(CmrkitError):
+    """The environment, not the input, is at fault (a full disk, a busy output): exit code 1."""
+
+    exit_code = 1
