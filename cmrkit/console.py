@@ -15,8 +15,9 @@ from rich.console import Console
 from cmrkit import interrupts
 from cmrkit.errors import CmrkitError
 
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
+# markup off: paths, run names and query ids printed here are data, never console markup
+console = Console(stderr=True, highlight=False, markup=False)
+out = Console(highlight=False, soft_wrap=True, markup=False)
 
 F = TypeVar("F", bound=Callable)
 
@@ -55,6 +56,7 @@ def user_errors(func: F) -> F:
         from cmrkit.fileio import describe_os_error
 
         _show_notes()
+        interrupts.reset()
         try:
             return func(*args, **kwargs)
         except CmrkitError as e:
@@ -83,7 +85,11 @@ def run(app: Callable[[], object]) -> None:
             app()
         except interrupts.Interrupted as e:
             interrupts.report(e)
-            raise SystemExit(e.exit_code) from None
+            # everything is cleaned up by now; skip the interpreter's (and a started JVM's)
+            # slow teardown, which could outlast the promise of ending within a second or two
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(e.exit_code)
         except Exception as e:
             if os.environ.get("CMRKIT_TRACEBACK"):
                 raise

@@ -304,8 +304,17 @@ def safe_name(name: str, what: str) -> str:
 
 
 def shown_path(path: str | os.PathLike) -> str:
-    """A path as users know it: a staging folder's inner path shown as the output it becomes."""
-    return re.sub(r"/?\.cmrkit-staging-[^/]+/new(?=/|$)", "", str(path)) or "."
+    """A path as users know it: a path inside a staging folder shown as the output it becomes,
+    a lock file as its folder."""
+    parts = str(path).split("/")
+    shown: list[str] = []
+    for i, part in enumerate(parts):
+        if part.startswith(STAGING_PREFIX) or (part.endswith(LOCK_SUFFIX) and i == len(parts) - 1):
+            continue
+        if part == "new" and i and parts[i - 1].startswith(STAGING_PREFIX):
+            continue
+        shown.append(part)
+    return "/".join(shown) or ("/" if str(path).startswith("/") else ".")
 
 
 def _holder(fd: int) -> str:
@@ -719,6 +728,8 @@ class StagedOutputs:
         self._created = []
         if self in _active:
             _active.remove(self)
+            if not self.committed:
+                _dropped.extend((t, self.existed[t]) for t in self.targets)
 
     def emergency(self) -> None:
         """Drop the staging folders from another thread while the process ends; an output half
@@ -741,8 +752,9 @@ class StagedOutputs:
             self.abort()
 
 
-_active: list[StagedOutputs] = []
-_written: list[Path] = []
+_active: list[StagedOutputs] = []  # being written by this process
+_written: list[Path] = []  # put in place by this command
+_dropped: list[tuple[Path, bool]] = []  # given up by this command (target, whether it existed)
 
 
 def _names(paths: list[Path]) -> str:
@@ -756,13 +768,15 @@ class _Outputs:
 
     def reset(self) -> None:
         _written.clear()
+        _dropped.clear()
 
     def summary(self) -> str:
         parts = []
         if _written:
             parts.append(f"wrote {_names(_written)}")
-        kept = [t for s in _active for t in s.targets if s.existed[t]]
-        new = [t for s in _active for t in s.targets if not s.existed[t]]
+        pending = [*_dropped, *((t, s.existed[t]) for s in _active for t in s.targets)]
+        kept = [t for t, existed in pending if existed]
+        new = [t for t, existed in pending if not existed]
         if kept:
             parts.append(f"kept {_names(kept)} as {'it was' if len(kept) == 1 else 'they were'}")
         if new:
@@ -816,7 +830,7 @@ def describe_os_error(error: OSError) -> tuple[str, int]:
         if error.filename2 is not None:
             where += f" -> {shown_path(os.fsdecode(error.filename2))}"
     else:
-        pending = [t for s in _active for t in s.targets] or list(_written)
+        pending = [t for s in _active for t in s.targets] + [t for t, _ in _dropped]
         where = f"writing {_names(pending)}" if pending else ""
     nothing = "; nothing was written" if not _written else ""
     prefix = f"{where}: " if where else ""

@@ -68,6 +68,12 @@ def watch(watcher: Watcher) -> None:
         _watchers.append(watcher)
 
 
+def reset() -> None:
+    """Start a new command: the watchers forget what earlier commands of this process did."""
+    for w in _watchers:
+        w.reset()
+
+
 class _State:
     def __init__(self) -> None:
         self.depth = 0  # nesting of critical sections
@@ -110,6 +116,8 @@ def _end_now(signum: int) -> None:
         except Exception:  # the process ends anyway; what is left is cleaned by the next run
             pass
     text = "" if st.reported else line(signum) + "\n"
+    if os.environ.get("CMRKIT_DEBUG_SIGNALS"):
+        text += f"[watchdog ended the process; main thread took the signal: {st.taken.is_set()}]\n"
     st.reported = True
     try:
         if os.isatty(st.err_fd):
@@ -173,8 +181,7 @@ def handling() -> Iterator[None]:
     if _state is not None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    for w in _watchers:
-        w.reset()
+    reset()
     st = _State()
     st.err_fd = os.dup(2)
     read_fd, write_fd = os.pipe()

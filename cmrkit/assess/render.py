@@ -7,6 +7,9 @@ MTurk batch input CSV, one row per HIT. Columns: ``hit_id``, ``n_pairs``, then f
 ``<mark class="c">``) and ``p{i}_next`` (the next sentence). Slots past ``n_pairs`` are empty and
 hidden by the layout. The layout names each answer ``p{i}_label`` (1..5), so the results CSV holds
 ``Input.p{i}_query_id``, ``Input.p{i}_doc_id`` and ``Answer.p{i}_label``.
+
+No cell is a spreadsheet formula (see :mod:`cmrkit.escaping`): id cells that would be one get a
+leading apostrophe (removed again when the results are read), HTML cells a character reference.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from cmrkit.assess.tasks import Task, Text
+from cmrkit.escaping import csv_cell, fill, html_cell
 
 SCALE = [
     (1, "very unlikely"),
@@ -88,11 +92,11 @@ def write_mturk(tasks: Sequence[Task], csv_path: Path, layout_path: Path) -> Non
     w.writeheader()
     for h in hits:
         row = {k: "" for k in fields}
-        row["hit_id"], row["n_pairs"] = h[0].hit_id, str(len(h))
+        row["hit_id"], row["n_pairs"] = csv_cell(h[0].hit_id), str(len(h))
         for i, t in enumerate(h, 1):
-            row[f"p{i}_query_id"], row[f"p{i}_doc_id"] = t.query_id, t.doc_id
+            row[f"p{i}_query_id"], row[f"p{i}_doc_id"] = csv_cell(t.query_id), csv_cell(t.doc_id)
             for k, v in _fragments(t).items():
-                row[f"p{i}_{k}"] = v
+                row[f"p{i}_{k}"] = html_cell(v)
         w.writerow(row)
     csv_path.write_text(buf.getvalue(), encoding="utf-8", newline="\n")
 
@@ -101,11 +105,10 @@ def write_mturk(tasks: Sequence[Task], csv_path: Path, layout_path: Path) -> Non
     pairs = []
     for i in range(1, slots + 1):
         options = "".join(
-            scale.replace("{{I}}", str(i)).replace("{{V}}", str(v)).replace("{{NAME}}", name)
-            for v, name in SCALE
+            fill(scale, {"I": str(i), "V": str(v), "NAME": html.escape(name)}) for v, name in SCALE
         )
-        pairs.append(block.replace("{{SCALE}}", options).replace("{{I}}", str(i)))
-    layout = template("mturk-layout.html").replace("{{PAIRS}}", "".join(pairs))
+        pairs.append(fill(block, {"SCALE": options, "I": str(i)}))
+    layout = fill(template("mturk-layout.html"), {"PAIRS": "".join(pairs)})
     layout_path.write_text(layout, encoding="utf-8", newline="\n")
 
 
@@ -132,12 +135,14 @@ def page_html(tasks: Sequence[Task], title: str) -> str:
     )
     # inside <script>, "</script" or "<!--" in the data would end or confuse the element
     data = data.replace("<", "\\u003c")
-    return (
-        template("page.html")
-        .replace("{{STYLE}}", template("page.css"))
-        .replace("{{TITLE}}", html.escape(title))
-        .replace("{{SCRIPT}}", template("page.js"))
-        .replace("{{TASKS}}", data)
+    return fill(
+        template("page.html"),
+        {
+            "STYLE": template("page.css"),
+            "TITLE": html.escape(title),
+            "SCRIPT": template("page.js"),
+            "TASKS": data,
+        },
     )
 
 

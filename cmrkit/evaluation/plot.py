@@ -9,6 +9,11 @@ from cmrkit.evaluation.report import format_p
 from cmrkit.evaluation.significance import Comparison
 
 
+def _plain(text: str) -> str:
+    """Text shown as written: a run name holding '$' would otherwise start matplotlib math."""
+    return text.replace("$", r"\$")
+
+
 def plot_differences(comp: Comparison, measure: Measure, path: str | os.PathLike) -> None:
     """Per-query differences (system - baseline) of one measure, sorted, one panel per system."""
     import matplotlib
@@ -31,11 +36,13 @@ def plot_differences(comp: Comparison, measure: Measure, path: str | os.PathLike
         ax.axhline(0, color="black", linewidth=0.8)
         c = comp.stats[name][measure.name]
         ax.set_title(
-            f"{name} - {comp.baseline}: {measure.name} "
-            f"(+{c.improved} / -{c.hurt}, p={format_p(c.p_adjusted)})",
+            _plain(
+                f"{name} - {comp.baseline}: {measure.name} "
+                f"(+{c.improved} / -{c.hurt}, p={format_p(c.p_adjusted)})"
+            ),
             fontsize=10,
         )
-        ax.set_ylabel(f"delta {measure.name}")
+        ax.set_ylabel(_plain(f"delta {measure.name}"))
         ax.set_xlim(-0.5, max(len(diffs), 1) - 0.5)
         ax.set_xticks([])
     axes[-1, 0].set_xlabel("queries, sorted by difference")

@@ -33,11 +33,12 @@ def result_to_json(
 
 def result_to_csv(result: Result, groups: Sequence[GroupResult] | None = None) -> str:
     """One row per query and measure, then the aggregate rows (qid ``all``)."""
-    import csv
     import io
 
+    from cmrkit.escaping import csv_writer
+
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     with_groups = groups is not None
     w.writerow((["group"] if with_groups else []) + ["qid", "measure", "value"])
     member = {q: g.group for g in groups or [] for q in g.queries}
@@ -116,11 +117,12 @@ def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None)
 
 
 def comparison_to_csv(comp: Comparison) -> str:
-    import csv
     import io
 
+    from cmrkit.escaping import csv_writer
+
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     w.writerow(
         [
             "system",
