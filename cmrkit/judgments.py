@@ -33,6 +33,7 @@ from cmrkit.trec import Qrels
 SIMPLE_COLUMNS = ("query_id", "doc_id", "worker_id", "label")
 MTURK_COLUMNS = ("HITId", "WorkerId", "AssignmentStatus")
 _TRUE = {"true", "1", "on", "yes", "y"}
+MAX_ASSESSORS = 1000
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,14 @@ def aggregate(
     """
     if min_agree < 1 or min_unanimous < 1:
         raise CmrkitError("--min-agree and --min-unanimous must be at least 1")
+    if not 1 <= max_assessors <= MAX_ASSESSORS:
+        raise CmrkitError(f"--max-assessors must lie in 1..{MAX_ASSESSORS}, not {max_assessors}")
+    if not 0.0 <= min_worker_accuracy <= 1.0:  # also refuses nan
+        raise CmrkitError(f"--min-worker-accuracy must lie in 0..1, not {min_worker_accuracy}")
+    if hard_threshold is not None and not 0.0 <= hard_threshold <= 1.0:
+        raise CmrkitError(f"--hard-threshold must lie in 0..1, not {hard_threshold}")
+    if min_relevant < 0:
+        raise CmrkitError(f"--min-relevant must be 0 or more, not {min_relevant}")
     gold = gold or {}
     index = pool.pair_index()
     judgments = list(judgments)
@@ -432,8 +441,8 @@ def simulate(
     """Answers of fake assessors for the pool's sampled pairs: each knows the complete ``truth``
     (rel > 0 relevant) and flips it with probability ``noise``; relevant answers are 4 or 5,
     non-relevant 1, 2 or 3. Rows (query_id, doc_id, worker_id, label), sorted."""
-    if assessors < 1:
-        raise CmrkitError(f"--assessors must be at least 1, not {assessors}")
+    if not 1 <= assessors <= MAX_ASSESSORS:
+        raise CmrkitError(f"--assessors must lie in 1..{MAX_ASSESSORS}, not {assessors}")
     if not 0.0 <= noise <= 1.0:
         raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
     if pool.queries and not set(pool.queries) & set(truth):

@@ -28,7 +28,7 @@ from typing import Any
 
 from cmrkit import __version__
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.fileio import StagedOutputs, reading, sha256_file
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
 
@@ -38,6 +38,7 @@ FIELDS = ("contents", "title", "entities", "document")
 # mention acronyms, character trigrams); indexed as fields when the corpus has them
 FEATURE_FIELDS = ("chain", "acronyms", "trigrams")
 FORMAT = "cmrkit-index/1"
+MAX_THREADS = 256  # each indexing thread holds a shard file and a Lucene writer thread
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def build_index(
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` and return the index."""
     from cmrkit.console import console
-    from cmrkit.retrieval.java import jclass, quiet
+    from cmrkit.retrieval.java import error_class, jclass, quiet
 
     coll = collection_dir(collection)
     target = index_path(coll)
@@ -208,8 +209,8 @@ def build_index(
         raise CmrkitError(
             f"an index already exists and {state}; pass --force to rebuild it", path=target
         )
-    if threads < 1:
-        raise CmrkitError(f"--threads must be at least 1, got {threads}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise CmrkitError(f"--threads must lie in 1..{MAX_THREADS}, got {threads}")
     started = time.perf_counter()
     corpus_sha = sha256_file(corpus_path(coll))
     timings: dict[str, float] = {}
@@ -255,7 +256,7 @@ def build_index(
                 n_indexed = int(searcher.get_total_num_docs())
                 searcher.close()
         except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise CmrkitError(
+            raise error_class(e)(
                 f"Lucene indexing failed: {str(e).splitlines()[0]}; rerun with "
                 "--verbose to see Lucene's log",
                 path=target,
@@ -338,7 +339,7 @@ def _read_manifest(target: Path) -> dict[str, Any] | None:
         return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return None
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
 
@@ -349,8 +350,15 @@ def _is_fresh(target: Path, coll: Path) -> bool:
 
 
 def open_index(collection: str | Path) -> IndexInfo:
-    """The collection's index, after checking that it was built from the current corpus."""
+    """The collection's index, after checking that it was built from the current corpus.
+
+    Read while no ``cmrkit index --force`` swaps it (see :func:`cmrkit.fileio.reading`)."""
     coll = collection_dir(collection)
+    with reading(index_path(coll)):
+        return _open_index(coll)
+
+
+def _open_index(coll: Path) -> IndexInfo:
     target = index_path(coll)
     name = coll.as_posix()
     if not target.exists():

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import CmrkitError, EnvironmentFault
 from cmrkit.interrupts import critical
 
 _started = False
@@ -82,6 +82,16 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's message (Java exceptions carry their stack below it)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+_ENVIRONMENT = ("No space left on device", "Disk quota exceeded", "Too many open files")
+
+
+def error_class(error: BaseException) -> type[CmrkitError]:
+    """EnvironmentFault (exit 1) for a Java failure the machine caused (a full disk, too many
+    open files), else CmrkitError."""
+    text = str(error)
+    return EnvironmentFault if any(cause in text for cause in _ENVIRONMENT) else CmrkitError
 
 
 def _has_java(home: Path) -> bool:

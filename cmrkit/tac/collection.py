@@ -30,7 +30,7 @@ from typing import Any
 from cmrkit import __version__
 from cmrkit.collection import BuildReport, InputFile, pick_longest, relevant_units
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
+from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.sources import tac
 from cmrkit.tac import chains, cmr
 from cmrkit.trec import write_topics_tsv
@@ -72,6 +72,8 @@ class TacOptions:
             )
         if self.min_relevant < 0:
             raise CmrkitError("--min-relevant must be 0 or more")
+        safe_name(self.name, "collection name")
+        safe_name(self.split, "split name")
         parse_date_range(self.date_range)
 
 
