@@ -187,7 +187,11 @@ def handling() -> Iterator[None]:
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     _state = st
-    previous = {s: signal.signal(s, _handler) for s in SIGNALS}
+    # a signal ignored by whoever started us (nohup, a background job) stays ignored
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    for s, h in previous.items():
+        if h is not signal.SIG_IGN:
+            signal.signal(s, _handler)
     old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     dog = threading.Thread(target=_watchdog, args=(read_fd,), name="cmrkit-watchdog", daemon=True)
     dog.start()
@@ -197,7 +201,8 @@ def handling() -> Iterator[None]:
         if st.first is None:
             signal.set_wakeup_fd(old_wakeup)
             for s, h in previous.items():
-                signal.signal(s, h)
+                if h is not None:
+                    signal.signal(s, h)
             os.close(write_fd)  # the watchdog reads end-of-file and returns
             dog.join()
             os.close(read_fd)
