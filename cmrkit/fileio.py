@@ -644,9 +644,16 @@ class StagedOutputs:
         return self._stages[target.parent] / "new" / target.name
 
     def commit(self) -> None:
-        """Put every staged output in place (all or nothing against errors and interrupts)."""
+        """Put every staged output in place (all or nothing against errors and interrupts);
+        when it fails, the staged outputs are dropped and the targets stay as they were."""
         if self.committed:
             return
+        try:
+            self._commit()
+        finally:
+            self._drop()
+
+    def _commit(self) -> None:
         staged = [(t, self.path(t)) for t in self.targets if os.path.lexists(self.path(t))]
         for t, s in staged:
             if not os.path.lexists(t):
@@ -692,7 +699,6 @@ class StagedOutputs:
                     raise
                 self.committed = True
                 _written.extend(t for t, _ in staged)
-        self._drop()
 
     @staticmethod
     def _undo(done: list[tuple[Path, Path, Path | None]]) -> None:

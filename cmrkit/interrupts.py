@@ -116,8 +116,6 @@ def _end_now(signum: int) -> None:
         except Exception:  # the process ends anyway; what is left is cleaned by the next run
             pass
     text = "" if st.reported else line(signum) + "\n"
-    if os.environ.get("CMRKIT_DEBUG_SIGNALS"):
-        text += f"[watchdog ended the process; main thread took the signal: {st.taken.is_set()}]\n"
     st.reported = True
     try:
         if os.isatty(st.err_fd):
