@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from cmrkit import __version__
-from cmrkit.commands import build, evaluate, pooling, retrieval, tac
+from cmrkit.commands import build, evaluate, export, pooling, retrieval, status, tac
 
 app = typer.Typer(
     name="cmrkit",
@@ -32,7 +32,7 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, tac, pooling, evaluate):
+for _module in (build, retrieval, tac, pooling, evaluate, export, status):
     _module.register(app)
 
 

@@ -1,10 +1,10 @@
 """Build a TREC-style test collection from coreference-annotated mentions.
 
-Flow: mentions -> splits (kept, or re-split by cluster) -> retrieval units (passages, or the
-sentences of the passages) -> queries (every mention of a non-singleton cluster, or the longest
-mention per cluster) -> qrels (the other units of the query's cluster) -> distractors streamed
-into the corpus (deduplicated by text hash, never a unit of a query cluster, optionally
-filtered) -> files in ``docs/collection-format.md``'s layout.
+Flow: mentions -> splits (kept, or re-split by cluster) -> retrieval units (passages, the
+sentences of the passages, or one passage per mention) -> queries (every mention of a
+non-singleton cluster, or the longest mention per cluster) -> qrels (the other units of the
+query's cluster) -> distractors streamed into the corpus (deduplicated by text hash, never a
+unit of a query cluster, optionally filtered) -> files in ``docs/collection-format.md``'s layout.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
@@ -28,7 +29,7 @@ from cmrkit.model import Mention, Passage
 from cmrkit.sources.common import clean_id
 from cmrkit.trec import write_topics_tsv
 
-UNITS = ("passage", "sentence")
+UNITS = ("passage", "sentence", "mention")
 QUERY_MODES = ("all", "longest")
 FILTERS = ("none", "titles", "mentions")
 SENTENCE_IDS = ("passage", "document")
@@ -193,12 +194,32 @@ def _sentence_unit_id(m: Mention, first_id: str, s: int, e: int, style: str) -> 
 def build_units(
     mentions: list[Mention], opts: BuildOptions, segmenter: Callable | None
 ) -> tuple[list[Unit], dict[str, tuple[Unit, tuple[int, int]]]]:
-    """Units of the annotated passages, and for each mention its unit and span in that unit."""
+    """Units of the annotated passages, and for each mention its unit and span in that unit.
+
+    ``passage``: one unit per distinct context text (mentions sharing a paragraph share it);
+    ``mention``: one unit per mention, as CoreSearch has one passage id per mention, even where
+    two mentions share a paragraph; ``sentence``: the sentences of each distinct context.
+    """
+    if opts.unit == "mention":
+        units: list[Unit] = []
+        placed: dict[str, tuple[Unit, tuple[int, int]]] = {}
+        for m in mentions:
+            unit = Unit(
+                id=f"P:{clean_id(m.mention_id)}",
+                contents=m.context,
+                doc_id=m.doc_id,
+                title=m.doc_title,
+                kind="annotated",
+                mentions=[_mention_entry(m, m.start, m.end)],
+            )
+            units.append(unit)
+            placed[m.mention_id] = (unit, (m.start, m.end))
+        return units, placed
     passages: dict[str, list[Mention]] = {}
     for m in mentions:
         passages.setdefault(m.context, []).append(m)
-    units: list[Unit] = []
-    placed: dict[str, tuple[Unit, tuple[int, int]]] = {}
+    units = []
+    placed = {}
     contexts = list(passages)
     if opts.unit == "passage":
         for ctx in contexts:
@@ -285,8 +306,13 @@ def choose_queries(
     mentions: list[Mention],
     placed: dict[str, tuple[Unit, tuple[int, int]]],
     opts: BuildOptions,
+    query_ids: AbstractSet[str] | None = None,
 ) -> tuple[list[Query], dict[str, int]]:
-    """Queries with their known relevant units; and how many were dropped and why."""
+    """Queries with their known relevant units; and how many were dropped and why.
+
+    ``query_ids``, when given (a source's own query list), limits the queries to those
+    mentions; the others still count as relevant units of their clusters.
+    """
     by_cluster: dict[str, list[Mention]] = defaultdict(list)
     for m in mentions:
         by_cluster[m.cluster].append(m)
@@ -294,10 +320,13 @@ def choose_queries(
     for cluster, group in by_cluster.items():
         if len(group) < 2:
             continue
-        if opts.queries == "all":
-            candidates.extend(group)
+        pool = group if query_ids is None else [m for m in group if m.mention_id in query_ids]
+        if not pool:
             continue
-        candidates.append(pick_longest(group, opts.seed, cluster))
+        if opts.queries == "all":
+            candidates.extend(pool)
+            continue
+        candidates.append(pick_longest(pool, opts.seed, cluster))
     order = {m.mention_id: i for i, m in enumerate(mentions)}
     candidates.sort(key=lambda m: order[m.mention_id])
     queries: list[Query] = []
@@ -507,8 +536,12 @@ def build_collection(
     qrels_dir: Path = Path("qrels"),
     force: bool = False,
     progress: Callable[[str, int | None], Callable[[int], None]] | None = None,
+    query_ids: AbstractSet[str] | None = None,
 ) -> BuildReport:
-    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing."""
+    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing.
+
+    ``query_ids`` limits the queries to those mention ids (a source's own query list).
+    """
     opts.check()
     if not mentions:
         raise CmrkitError("no annotated mentions in the inputs")
@@ -525,7 +558,7 @@ def build_collection(
             return sentence_spans(nlp, texts)
 
     units, placed = build_units(mentions, opts, segmenter)
-    queries, dropped = choose_queries(mentions, placed, opts)
+    queries, dropped = choose_queries(mentions, placed, opts, query_ids)
     if not queries:
         raise CmrkitError(
             "no queries: no cluster has two mentions in different units with at least "

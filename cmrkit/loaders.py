@@ -22,6 +22,7 @@ class Loaded:
     inputs: list[InputFile]
     default_name: str = "collection"
     notes: list[str] = field(default_factory=list)
+    query_ids: set[str] | None = None  # the source's own query list, when it has one
 
 
 def _display(path: str | os.PathLike, sample: bool) -> str:
@@ -45,6 +46,7 @@ def load_inputs(
         raise CmrkitError(f"unknown source {source!r}; use one of {', '.join(SOURCES)}")
     records: list[InputFile] = []
     specs = [parse_input_spec(s) for s in inputs]
+    from_hub = source == "hf"
     if source == "hf":
         from cmrkit.sources import hub
 
@@ -64,7 +66,7 @@ def load_inputs(
             )
     elif not specs:
         raise CmrkitError(f"--source {source} needs at least one --input file")
-    else:
+    elif source != "coresearch":  # coresearch inputs (folders too) are recorded once resolved
         for s, p in specs:
             records.append(
                 InputFile.of(
@@ -78,6 +80,8 @@ def load_inputs(
 
     mentions: list[Mention] = []
     streams: list[DistractorSource] = []
+    notes: list[str] = []
+    query_ids: set[str] | None = None
     if source == "wec-eng":
         from cmrkit.sources.wec import read_wec
 
@@ -91,25 +95,35 @@ def load_inputs(
     elif source == "coresearch":
         from cmrkit.sources import coresearch
 
-        clusters = [(s, p) for s, p in specs if coresearch.classify(p) == "clusters"]
-        passages = {
-            split_from_name(p) or s: (s, p)
-            for s, p in specs
-            if coresearch.classify(p) == "passages"
-        }
-        if not clusters:
-            raise CmrkitError("--source coresearch needs a <Split>_gold_clusters.json --input")
-        for s, cp in clusters:
-            split = s or split_from_name(cp)
-            if split not in passages:
-                raise CmrkitError(
-                    f"no <Split>_all_passages.json input for split {split!r}; pass it with --input",
-                    path=cp,
-                )
-            ps, pp = passages[split]
-            found, rest = coresearch.read_coresearch(cp, pp, split)
+        resolved = coresearch.resolve(specs)
+        query_ids = set()
+        for files in resolved:
+            for role, path in (
+                ("annotated", files.clusters),
+                ("annotated", files.passages),
+                ("queries", files.queries),
+            ):
+                if path is not None and not from_hub:
+                    records.append(
+                        InputFile.of(
+                            path, role, _display(path, sample), split=files.split, format=source
+                        )
+                    )
+            found, rest, ids = coresearch.read_coresearch(
+                files.clusters, files.passages, files.split, files.queries
+            )
             mentions.extend(found)
-            streams.append(DistractorSource(name=str(pp), passages=rest))
+            streams.append(DistractorSource(name=str(files.passages), passages=rest))
+            # a split without a queries file: every annotated passage is a query
+            query_ids.update(ids if ids is not None else (m.mention_id for m in found))
+        if len(resolved) > 1:
+            notes.append(
+                f"{len(resolved)} CoreSearch splits ({', '.join(f.split for f in resolved)}) "
+                "share one corpus here; CoreSearch searches each split in its own passages: "
+                "for its exact corpora build one collection per split (--input dev=FOLDER)"
+            )
+        if not any(f.queries for f in resolved):
+            query_ids = None
 
     for d in distractors:
         fmt = distractor_format if distractor_format != "auto" else detect_format(d)
@@ -117,4 +131,15 @@ def load_inputs(
         streams.append(DistractorSource(name=d, passages=iter_distractors(d, fmt)))
 
     default_name = file_tag(specs[0][1]).lower() if specs else "collection"
-    return Loaded(source, mentions, streams, records, default_name=default_name)
+    if source == "coresearch":
+        splits = sorted({m.split for m in mentions if m.split})
+        default_name = "coresearch" + (f"-{splits[0]}" if len(splits) == 1 else "")
+    return Loaded(
+        source,
+        mentions,
+        streams,
+        records,
+        default_name=default_name,
+        notes=notes,
+        query_ids=query_ids,
+    )

@@ -193,3 +193,105 @@ def test_compare_needs_two_runs(systems):
     _, qrels, runs = systems
     result = CliRunner().invoke(app, ["compare", str(qrels), str(runs[0])])
     assert result.exit_code == 2 and "at least two runs" in result.stderr
+
+
+# --- the printed means and the paired statistics use the same queries ----------------------
+
+
+@pytest.fixture(scope="module")
+def uneven(systems, tmp_path_factory):
+    """The base run, and a better run that lacks three of the queries the base run has."""
+    _, qrels, runs = systems
+    folder = tmp_path_factory.mktemp("uneven")
+    lines = runs[1].read_text().splitlines()
+    judged = read_qrels(qrels)
+    qids = sorted({line.split()[0] for line in lines} & set(judged))
+    dropped = set(qids[:3])
+    short = folder / "short.trec"
+    short.write_text("".join(f"{x}\n" for x in lines if x.split()[0] not in dropped))
+    return qrels, runs[0], short, dropped
+
+
+def test_means_and_delta_over_the_same_queries(uneven):
+    qrels, base, short, dropped = uneven
+    result = CliRunner().invoke(
+        app, ["compare", str(qrels), str(base), str(short), "-m", "AP", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    obj = json.loads(result.stdout)
+    judged = read_qrels(qrels)
+    mine = {q: float(v) for q, v in _ap_per_query(qrels, short).items()}
+    theirs = {q: float(v) for q, v in _ap_per_query(qrels, base).items()}
+    compared = sorted(set(mine) & set(theirs) & set(judged))
+    assert set(theirs) - set(mine) == dropped
+    assert obj["queries"] == len(compared)
+    s, b = obj["systems"]["short"], obj["systems"]["base"]
+    assert s["queries"] == b["queries"] == len(compared)
+    assert sorted(b["left_out"]) == sorted(dropped) and s["left_out"] == []
+    assert b["scored_queries"] == len(compared) + len(b["left_out"])
+    entry = s["against_baseline"]["AP"]
+    # the delta is exactly the difference of the two printed means
+    assert entry["delta"] == s["measures"]["AP"] - b["measures"]["AP"]
+    assert entry["paired_queries"] == len(compared)
+    # and each printed mean is that run's mean over the compared queries only
+    assert b["measures"]["AP"] == pytest.approx(
+        sum(theirs[q] for q in compared) / len(compared), abs=5e-5
+    )
+    assert f"over the {len(compared)} queries in the qrels and in every run" in obj["query_set"]
+    assert "left out: base 3" in obj["query_set"]
+
+
+def _ap_per_query(qrels, run):
+    binary = extract_trec_eval(Path(run).parent)
+    printed = parse_trec_eval(run_trec_eval(binary, qrels, run, "-m", "map"))
+    return {q: v for (_, q), v in printed.items() if q != "all"}
+
+
+def test_table_says_which_queries_and_how_many(uneven):
+    qrels, base, short, dropped = uneven
+    judged = read_qrels(qrels)
+    in_base = {line.split()[0] for line in base.read_text().splitlines()} & set(judged)
+    result = CliRunner().invoke(app, ["compare", str(qrels), str(base), str(short), "-m", "AP"])
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "paired t-test p (holm correction)" in text
+    n = len(in_base - dropped)
+    assert f"means and tests over the {n} queries in the qrels and in every run" in text
+    assert f"base alone: averaged over {len(in_base)} queries" in result.stderr
+    every = CliRunner().invoke(
+        app, ["compare", str(qrels), str(base), str(short), "-m", "AP", "-c", "-f", "csv"]
+    )
+    rows = every.stdout.splitlines()
+    assert rows[1].split(",")[4] == rows[2].split(",")[4] == str(len(judged))
+    assert f"over all {len(judged)} qrels queries" in every.stderr
+
+
+def test_plot_one_y_axis_named_test_and_safe_colours(uneven):
+    from matplotlib.colors import to_hex
+
+    from cmrkit.evaluation import compare
+    from cmrkit.evaluation.plot import HURT, IMPROVED, TIED, difference_figure
+    from cmrkit.trec import read_run
+
+    qrels, base, short, _ = uneven
+    comp = compare(
+        {"base": read_run(base), "short": read_run(short), "again": read_run(short)},
+        read_qrels(qrels),
+        ["AP"],
+        test="permutation",
+        correction="bonferroni",
+    )
+    fig = difference_figure(comp, comp.measures[0])
+    axes = fig.axes
+    assert len(axes) == 2
+    assert axes[0].get_ylim() == axes[1].get_ylim()
+    assert axes[0].get_shared_y_axes().joined(axes[0], axes[1])
+    for ax in axes:
+        title = ax.get_title()
+        assert "paired permutation test" in title and "bonferroni-corrected p=" in title
+        assert f"of {len(comp.queries)})" in title
+        colours = {to_hex(bar.get_facecolor()) for bar in ax.patches}
+        assert colours <= {IMPROVED.lower(), HURT.lower(), TIED.lower()}
+        assert not colours & {"#ff0000", "#008000", "#2ca02c", "#d62728"}  # no red/green
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["improved", "hurt", "tied"]

@@ -70,7 +70,9 @@ def test_cli_index_and_refusals(tmp_path):
     assert manifest["corpus_sha256"] == sha256_file(coll / "corpus.jsonl.gz")
     assert open_index(coll).index_id == manifest["index_id"]
     res = runner.invoke(app, ["index", str(coll), "--no-entities", "--quiet"])
-    assert res.exit_code == 2 and "is up to date; pass --force" in res.stderr
+    assert res.exit_code == 0 and "is up to date" in res.stdout  # done already: success
+    res = runner.invoke(app, ["index", str(coll), "--quiet"])
+    assert res.exit_code == 2 and "other settings exists (no entities); pass --force" in res.stderr
     res = runner.invoke(app, ["index", str(tmp_path / "missing")])
     assert res.exit_code == 2 and res.stderr.startswith("error: ")
     assert "no such collection folder" in res.stderr

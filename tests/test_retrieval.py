@@ -152,10 +152,15 @@ def test_sidecar_records_command_parameters_hashes(ws):
     assert len(tags) == 1 and "k1=1.2" in tags.pop()
 
 
-def test_existing_run_refused_without_force(ws):
-    bm25(ws, "once", query="mention")
-    with pytest.raises(CmrkitError, match="--force"):
-        run_bm25(coll(ws), runs_dir=ws / "runs", name="once", query="mention")
+def test_rerun_is_up_to_date_and_another_run_is_refused_without_force(ws):
+    first = bm25(ws, "once", query="mention")
+    stamp = first.run_path.stat().st_mtime_ns
+    again = run_bm25(coll(ws), runs_dir=ws / "runs", name="once", query="mention")
+    assert again.up_to_date and again.run == first.run
+    assert first.run_path.stat().st_mtime_ns == stamp  # kept, not rewritten
+    with pytest.raises(CmrkitError, match="different run .* --force"):
+        run_bm25(coll(ws), runs_dir=ws / "runs", name="once", query="mention", k=5)
+    assert first.run_path.stat().st_mtime_ns == stamp
 
 
 def test_field_weights_move_rankings(ws):
@@ -231,7 +236,8 @@ def test_rocchio_and_rm3_expand_the_query(ws):
         assert "D:catania" in docs(r, "q1"), method
         assert "P:q1" not in docs(r, "q1")
         assert r.sidecar["parameters"]["qe"]["method"] == method
-    rocchio = json.loads((ws / "runs" / "tiny" / "qe-rocchio.test.json").read_text())
+    # the formulation is not the system's default, so it is part of the default name
+    rocchio = json.loads((ws / "runs" / "tiny" / "qe-rocchio-mention.test.json").read_text())
     assert (
         rocchio["parameters"]["qe"]["alpha"] == 0.9 and rocchio["parameters"]["qe"]["beta"] == 0.1
     )
@@ -310,13 +316,22 @@ def test_bad_inputs(ws, tmp_path):
         run_bm25(tmp_path / "nowhere", runs_dir=tmp_path / "runs")
     bare = write_collection(tmp_path, "bare", UNITS[:3], TOPICS[:1])
     with pytest.raises(CmrkitError, match="cmrkit index"):
-        run_bm25(bare, runs_dir=tmp_path / "runs")
+        run_bm25(bare, runs_dir=tmp_path / "runs", auto_index=False)
+    assert not (bare / "index").exists()
     with pytest.raises(CmrkitError, match="no topics in split 'dev'"):
         run_bm25(coll(ws), split="dev", runs_dir=tmp_path / "runs")
     with pytest.raises(CmrkitError, match="unknown query formulation"):
         run_bm25(coll(ws), query="title", runs_dir=tmp_path / "runs")
-    with pytest.raises(CmrkitError, match="already exists"):
-        build_index(coll(ws))
+    # an up-to-date index is kept; one with other settings is a conflict
+    stamp = (coll(ws) / "index" / "cmrkit-index.json").stat().st_mtime_ns
+    assert build_index(coll(ws)).up_to_date
+    assert (coll(ws) / "index" / "cmrkit-index.json").stat().st_mtime_ns == stamp
+    with pytest.raises(CmrkitError, match="other settings .* --force"):
+        build_index(coll(ws), entities=False)
+    with pytest.raises(CmrkitError, match="no 'chain' field"):
+        run_fields(coll(ws), weights={"chain": 1.0}, runs_dir=tmp_path / "runs")
+    with pytest.raises(CmrkitError, match="coreference chain"):
+        run_fields(coll(ws), weights={"contents": 1.0}, query="chain", runs_dir=tmp_path / "r")
 
 
 def test_stale_index_refused_then_rebuilt(tmp_path):
@@ -324,13 +339,34 @@ def test_stale_index_refused_then_rebuilt(tmp_path):
     build_index(c, entities=False, progress=False)
     write_collection(tmp_path, "stale", UNITS[:5], TOPICS[:1])
     with pytest.raises(CmrkitError, match="stale index"):
-        run_bm25(c, runs_dir=tmp_path / "runs", query="mention")
+        run_bm25(c, runs_dir=tmp_path / "runs", query="mention", auto_index=False)
     with pytest.raises(CmrkitError, match="another corpus"):
         build_index(c, entities=False)
     build_index(c, entities=False, force=True, progress=False)
     r = run_bm25(c, runs_dir=tmp_path / "runs", query="mention")
     assert docs(r, "q1")[0] == "P:exact"
     assert "D:t:2" in docs(r, "q1")
+
+
+def test_run_builds_a_missing_or_stale_index_first(tmp_path, capsys):
+    c = write_collection(tmp_path, "auto", UNITS[:5], TOPICS[:1])
+    r = run_bm25(c, runs_dir=tmp_path / "runs", query="mention")
+    assert "has no index: building it first" in capsys.readouterr().err
+    assert docs(r, "q1")[0] == "P:exact" and open_index(c).manifest["settings"]["entities"]
+    write_collection(tmp_path, "auto", UNITS[:6], TOPICS[:1])
+    r = run_bm25(c, runs_dir=tmp_path / "runs", query="mention", force=True)
+    assert "has a stale index" in capsys.readouterr().err
+    assert open_index(c).manifest["n_units"] == 6 and "D:catania" not in docs(r, "q1")
+
+
+def test_split_defaults_to_test_else_the_only_split(tmp_path):
+    one = write_collection(tmp_path, "one", UNITS[:5], [dict(TOPICS[4], unit="D:t:1")])
+    r = run_bm25(one, runs_dir=tmp_path / "runs", query="mention")
+    assert r.run_path.name == "bm25-mention.train.trec" and r.sidecar["split"] == "train"
+    two = [dict(t, split="dev") for t in TOPICS[:2]] + [dict(TOPICS[4], unit="D:t:1")]
+    c = write_collection(tmp_path, "two", UNITS[:5], two)
+    with pytest.raises(CmrkitError, match="no test split; choose one of dev, train with --split"):
+        run_bm25(c, runs_dir=tmp_path / "runs", auto_index=False)
 
 
 def test_cli_errors_are_one_line(ws, tmp_path):
@@ -371,12 +407,13 @@ def test_cli_run_hides_java_output(ws, tmp_path):
     assert proc.returncode == 0, proc.stderr
     # the only thing on stderr is cmrkit's own note about the empty query
     assert [line for line in proc.stderr.splitlines() if line.strip()] == [
-        f"1 query warning(s) recorded in {tmp_path / 'tiny' / 'bm25.test.json'}"
+        f"1 query warning(s) recorded in {tmp_path / 'tiny' / 'bm25-mention.test.json'}"
     ]
     assert "wrote" in proc.stdout
-    side = json.loads((tmp_path / "tiny" / "bm25.test.json").read_text())
+    side = json.loads((tmp_path / "tiny" / "bm25-mention.test.json").read_text())
     assert side["command"][:3] == ["cmrkit", "run", "bm25"]
-    lines = (tmp_path / "tiny" / "bm25.test.trec").read_text().splitlines()
+    assert side["command"][-2:] == ["--split", "test"]  # the split it chose, spelled out
+    lines = (tmp_path / "tiny" / "bm25-mention.test.trec").read_text().splitlines()
     assert lines and all(len(line.split()) == 6 for line in lines)
 
 

@@ -72,7 +72,7 @@ def test_three_baseline_families_on_the_sample(sample):
     )
     topics = {t.qid: t for t in read_topics(sample / "collections" / "sample", "test")}
     qrels = read_qrels(sample / "qrels" / "sample.test.txt")
-    for name in ("bm25", "fields-doc", "qe-rocchio-fields-doc"):
+    for name in ("bm25-mention", "fields-doc", "qe-rocchio-fields-doc"):
         path = sample / "runs" / "sample" / f"{name}.test.trec"
         run = read_run(path)
         side = json.loads(path.with_suffix(".json").read_text())

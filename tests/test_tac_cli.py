@@ -53,7 +53,7 @@ def workdir(tmp_path_factory):
         os.chdir(old)
 
 
-RUNS = ("bm25", "fields-doc", "qe-rocchio-fields-doc", "coref", "features")
+RUNS = ("bm25-mention", "fields-doc", "qe-rocchio-fields-doc", "coref", "features")
 
 
 def topics(root: Path) -> list[dict]:

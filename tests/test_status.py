@@ -1,0 +1,124 @@
+"""`cmrkit status`: what a working folder holds, read without the JVM or spaCy."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import wec_record, write_json
+from typer.testing import CliRunner
+
+from cmrkit.cli import app
+
+
+def _cli(root: Path, *args):
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A collection with an index, two runs, a pool, simulated judgments and pooled qrels."""
+    root = tmp_path_factory.mktemp("status")
+    storm = "The storm hit the coast on Monday .".split()
+    track = "Weather experts tracked the storm for days .".split()
+    homes = "The storm left thousands homeless .".split()
+    vote = "Voters went to the polls in the election .".split()
+    count = "The election count took a week .".split()
+    test = write_json(
+        root / "Test_x.json",
+        [
+            wec_record("h1", 3, "d1", storm, [1]),
+            wec_record("h2", 3, "d2", track, [4]),
+            wec_record("h3", 3, "d3", homes, [1]),
+            wec_record("e1", 9, "d4", vote, [7]),
+            wec_record("e2", 9, "d5", count, [1]),
+        ],
+    )
+    text = root / "d.txt"
+    text.write_text("The storm season starts in June .\nA quiet election day .\n")
+    for args in (
+        ("build-collection", "-i", test, "-d", text, "-n", "w"),
+        ("index", "collections/w", "--no-entities"),
+        ("run", "bm25", "collections/w", "--query", "mention", "--name", "bm25"),
+        ("run", "bm25", "collections/w", "--query", "mention", "--name", "bm25-b", "--b", "0.3"),
+        ("pool", "create", "runs/w/bm25.test.trec", "runs/w/bm25-b.test.trec", "--depth", "3",
+         "-o", "pools/w.pool.jsonl"),
+        ("judgments", "simulate", "--qrels", "qrels/w.test.txt", "--pool", "pools/w.pool.jsonl",
+         "-o", "pools/round1.csv"),
+        ("judgments", "aggregate", "pools/round1.csv", "--pool", "pools/w.pool.jsonl",
+         "--min-agree", "2", "-o", "qrels/w.pooled.txt"),
+    ):  # fmt: skip
+        r = _cli(root, *args)
+        assert r.exit_code == 0, (args, r.output)
+    return root
+
+
+def test_status_shows_everything_at_80_columns(workdir):
+    r = _cli(workdir, "status")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    text = r.stdout
+    row = next(line for line in lines if line.startswith("│ w "))
+    assert row.split("│")[2].strip() == "test" and "current" in row
+    assert "5" in row.split("│")[3]  # queries
+    runs = {line.split("│")[1].strip(): line for line in lines if "│ bm25" in line}
+    assert set(runs) == {"bm25", "bm25-b"}
+    ap = _cli(workdir, "eval", "runs/w/bm25.test.trec", "qrels/w.test.txt", "-m", "AP", "-f",
+              "json")  # fmt: skip
+    value = json.loads(ap.stdout)["measures"]["AP"]
+    cells = [c.strip() for c in runs["bm25"].split("│")]
+    assert cells[2:6] == ["bm25", "test", cells[4], "AP"]
+    assert cells[6] == f"{value:.4f}" and cells[7] == "5"
+    assert "pools/w.pool.jsonl" in text and "pools/round1.csv" in text
+    assert "simple" in text
+    other = next(line for line in lines if line.startswith("other qrels: "))
+    assert "qrels/w.pooled.txt" in other and "w.test.txt" not in other
+
+
+def test_status_of_one_collection_and_a_stale_index(workdir, tmp_path):
+    copy = tmp_path / "collections" / "w"
+    copy.mkdir(parents=True)
+    for p in (workdir / "collections" / "w").iterdir():
+        if p.is_file():
+            (copy / p.name).write_bytes(p.read_bytes())
+    (copy / "index").symlink_to(workdir / "collections" / "w" / "index")
+    with gzip.open(copy / "corpus.jsonl.gz", "at") as f:
+        f.write(json.dumps({"id": "D:new", "contents": "x", "kind": "distractor"}) + "\n")
+    r = _cli(tmp_path, "status", "w")
+    assert r.exit_code == 0, r.output
+    assert "stale" in r.stdout and "no runs under runs/w/" in r.stdout
+    assert "no pools or judgments under pools/" in r.stdout
+
+
+def test_status_loads_no_jvm_nor_spacy(workdir):
+    code = (
+        "import sys; from cmrkit.cli import main; sys.argv = ['cmrkit', 'status']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('jnius', 'pyserini', 'spacy', 'torch') if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True, timeout=120
+    )
+    assert "HEAVY []" in done.stderr, done.stderr
+    assert "current" in done.stdout
+
+
+def test_status_errors(workdir, tmp_path):
+    r = _cli(tmp_path, "status", "nope")
+    assert r.exit_code == 2 and r.stderr.startswith("error: ") and "collections/nope" in r.stderr
+    empty = _cli(tmp_path, "status")
+    assert empty.exit_code == 0 and "no collections under collections/" in empty.stdout
+    bad = _cli(workdir, "status", "-m", "AP@x")
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
