@@ -396,19 +396,49 @@ class OutputLock:
         self.fd = None
 
 
+SWAP_PREFIX = ".cmrkit-swap-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _swap_waiting(folder: Path) -> bool:
+    """Whether a live process waits to replace an output in ``folder``."""
+    try:
+        names = [e.name for e in os.scandir(folder) if e.name.startswith(SWAP_PREFIX)]
+    except OSError:
+        return False
+    pids = [n[len(SWAP_PREFIX) :] for n in names]
+    return any(p.isdigit() and _alive(int(p)) for p in pids)
+
+
 @contextlib.contextmanager
 def _folder_lock(folder: Path, exclusive: bool, timeout: float = LOCK_WAIT) -> Iterator[None]:
     """A lock on a folder itself: shared for readers that open several files of an output in
     it, exclusive for the renames that replace an output in it. Waits (interruptibly) up to
-    ``timeout`` seconds."""
+    ``timeout`` seconds. A waiting replacement announces itself (``.cmrkit-swap-PID``), and new
+    readers let it go first, so a stream of readers cannot starve it."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
         yield
         return
+    intent = folder / f"{SWAP_PREFIX}{os.getpid()}"
     try:
-        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         end = time.monotonic() + timeout
+        if exclusive:
+            intent.touch()
+        else:
+            while _swap_waiting(folder) and time.monotonic() < end:
+                time.sleep(0.01)
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         while True:
             try:
                 fcntl.flock(fd, mode | fcntl.LOCK_NB)
@@ -420,13 +450,16 @@ def _folder_lock(folder: Path, exclusive: bool, timeout: float = LOCK_WAIT) -> I
                         f"{'reading' if exclusive else 'replacing'} an output there); try again",
                         path=folder,
                     ) from None
-                time.sleep(0.02)
+                time.sleep(0.01)
             except OSError as e:
                 if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
                     break
                 raise
         yield
     finally:
+        if exclusive:
+            with contextlib.suppress(OSError):
+                intent.unlink()
         os.close(fd)
 
 
@@ -482,6 +515,11 @@ def _clean_stale(parent: Path, held: set[str]) -> None:
     except FileNotFoundError:
         return
     for entry in entries:
+        pid = entry.name[len(SWAP_PREFIX) :]
+        if entry.name.startswith(SWAP_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+            continue
         if entry.name.startswith(LEGACY_STAGING_PREFIX) and entry.is_dir(follow_symlinks=False):
             log.warning(
                 f"{entry.path}: staging folder of an interrupted run of an earlier cmrkit "
