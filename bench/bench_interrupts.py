@@ -5,10 +5,11 @@ Usage: python bench/bench_interrupts.py [--units 800] [--queries 100] [--points 
 Writes (seeded) a collection of UNITS short units with a few names (for spaCy's NER) and QUERIES
 topics, indexes it, and runs `cmrkit run bm25` once; each command's full duration T is timed.
 Then each command is started again with --force and sent SIGINT (odd points: SIGTERM) at POINTS
-evenly spaced fractions of T; the table shows the seconds from the signal to the end of the
-process, the exit code, whether the previous output is byte-identical afterwards, and whether
-anything was left behind (staging folders, lock files). A last row times a main thread blocked
-for good inside one Java call (only the watchdog can end that process).
+evenly spaced fractions of T after its signal handlers are in place; the table shows the seconds
+from the signal to the end of the process, the exit code, whether the previous output is
+byte-identical afterwards, and whether anything was left behind (staging folders, lock files). A
+last row times a main thread blocked for good inside one Java call (only the watchdog can end
+that process).
 """
 
 from __future__ import annotations
@@ -82,6 +83,19 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen:
     )
 
 
+def wait_for_handlers(proc: subprocess.Popen) -> None:
+    """Until cmrkit's handlers are in place (SIGTERM caught): before, Python is starting."""
+    while proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except FileNotFoundError:
+            return
+        caught = int(next(x for x in status.splitlines() if x.startswith("SigCgt:")).split()[1], 16)
+        if caught & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.005)
+
+
 def digest(path: Path) -> str:
     h = hashlib.sha256()
     for p in sorted(path.rglob("*")) if path.is_dir() else [path]:
@@ -136,6 +150,7 @@ def main() -> None:
                 at = total * (i + 0.5) / a.points
                 before = digest(output)
                 proc = start([*args, "--force"], root)
+                wait_for_handlers(proc)
                 time.sleep(at)
                 proc.send_signal(sig)
                 t = time.monotonic()

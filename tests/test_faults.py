@@ -518,9 +518,26 @@ def searchable(tmp_path_factory):
 SEARCH = ("run", "bm25", "collections/syn", "--query", "mention", "--name", "r", "--quiet")
 
 
+def wait_for_handlers(proc: subprocess.Popen) -> None:
+    """Wait until cmrkit's signal handlers are in place (SIGTERM caught, per /proc): before
+    that, Python itself is still starting and a signal has its default effect (nothing is
+    written yet)."""
+    while proc.poll() is None:
+        with contextlib.suppress(FileNotFoundError):
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            caught = int(
+                next(x for x in status.splitlines() if x.startswith("SigCgt:")).split()[1], 16
+            )
+            if caught & (1 << (signal.SIGTERM - 1)):
+                return
+        time.sleep(0.005)
+
+
 def interrupt(args, cwd: Path, delay: float, sig: int) -> tuple[int, str]:
-    """Start ``cmrkit ARGS``, send ``sig`` after ``delay`` seconds, wait for the end."""
+    """Start ``cmrkit ARGS``, send ``sig`` ``delay`` seconds after its handlers are in place,
+    wait for the end."""
     proc = start(*args, cwd=cwd)
+    wait_for_handlers(proc)
     time.sleep(delay)
     proc.send_signal(sig)
     try:
