@@ -128,13 +128,13 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=5)
     a = ap.parse_args()
     table = Table(title=f"interrupts ({a.units} units, {a.queries} queries)")
-    for col in ("command", "T (s)", "signal at", "signal", "exit", "to end (s)", "kept", "left"):
+    for col in ("command", "T s", "at s", "signal", "exit", "to end s", "kept", "left"):
         table.add_column(col, justify="left" if col in ("command", "signal") else "right")
     with tempfile.TemporaryDirectory(prefix="cmrkit-bench-") as tmp:
         root = Path(tmp)
         make_collection(root, a.units, a.queries)
         commands = {
-            "index (spaCy NER + Lucene)": (
+            "index": (
                 ["index", "collections/syn", "--quiet"],
                 root / "collections" / "syn" / "index",
             ),
@@ -157,7 +157,7 @@ def main() -> None:
                 proc.communicate()
                 took = time.monotonic() - t
                 same = digest(output) == before
-                kept = "finished first" if proc.returncode == 0 else "yes" if same else "NO"
+                kept = "done" if proc.returncode == 0 else "yes" if same else "NO"
                 table.add_row(
                     label,
                     f"{total:.1f}",
@@ -182,7 +182,7 @@ def main() -> None:
         t = time.monotonic()
         proc.communicate()
         table.add_row(
-            "main thread blocked in Java",
+            "in Java",
             "-",
             "-",
             "SIGINT",
@@ -191,8 +191,10 @@ def main() -> None:
             "yes" if not (root / "out.txt").exists() else "NO",
             str(leftovers(root)),
         )
-    Console().print(table)
-    print(f"load average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
+    Console(width=80).print(table)
+    print("index: spaCy NER then Lucene; in Java: the main thread blocked for good in one call;")
+    print("kept: the previous output byte-identical (done: it finished before the signal)")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
