@@ -79,17 +79,20 @@ def user_errors(func: F) -> F:
 
 def run(app: Callable[[], object]) -> None:
     """Run the command line as a process: signals end it cleanly (exit 128 + N, one line), and
-    an unexpected error is one line too (exit 3; CMRKIT_TRACEBACK=1 shows the traceback)."""
+    an unexpected error is one line too (exit 3; CMRKIT_TRACEBACK=1 shows the traceback).
+
+    The process ends as soon as the command has (outputs are all in place or all dropped by
+    then), without the interpreter's and a started JVM's teardown: that takes seconds, during
+    which a signal could only kill the process without a word."""
+    code: int | str | None = 0
     with interrupts.handling():
         try:
             app()
+        except SystemExit as e:
+            code = e.code
         except interrupts.Interrupted as e:
             interrupts.report(e)
-            # everything is cleaned up by now; skip the interpreter's (and a started JVM's)
-            # slow teardown, which could outlast the promise of ending within a second or two
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(e.exit_code)
+            code = e.exit_code
         except Exception as e:
             if os.environ.get("CMRKIT_TRACEBACK"):
                 raise
@@ -98,4 +101,15 @@ def run(app: Callable[[], object]) -> None:
                 "with the command that caused it (CMRKIT_TRACEBACK=1 shows the details)",
                 file=sys.stderr,
             )
-            raise SystemExit(INTERNAL_ERROR) from None
+            code = INTERNAL_ERROR
+        if isinstance(code, str):
+            print(code, file=sys.stderr)
+            code = 1
+        with interrupts.critical():
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BrokenPipeError:
+                pass
+            logging.shutdown()
+            os._exit(code or 0)

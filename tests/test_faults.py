@@ -585,7 +585,7 @@ def test_signals_at_random_points_of_spacy_and_lucene_indexing_keep_the_old_inde
     before = digest_tree(index)
     rng = random.Random(3)
     interrupted = 0
-    for i in range(3):
+    for i in range(4):
         sig = (signal.SIGTERM, signal.SIGINT)[i % 2]
         delay = rng.uniform(0.05, 0.9) * index_seconds
         rc, err = interrupt(("index", "collections/syn", "--force", "--quiet"), root, delay, sig)
