@@ -5,12 +5,31 @@ from __future__ import annotations
 import typer
 
 from cmrkit import __version__
-from cmrkit.commands import build, evaluate, export, pooling, retrieval, status, tac
+from cmrkit.commands import build, coref, evaluate, export, pooling, retrieval, status, tac
+from cmrkit.commands.group import group
 
-app = typer.Typer(
+# the commands in the order a user meets them, as `cmrkit --help` lists them
+PIPELINE = (
+    "sample-data",
+    "build-collection",
+    "index",
+    "run",
+    "eval",
+    "compare",
+    "cluster",
+    "eval-coref",
+    "eval-spans",
+    "pool",
+    "judgments",
+    "status",
+    "export",
+    "tac",
+)
+
+app = group(
+    order=PIPELINE,
     name="cmrkit",
     help="Build, run, pool and score coreference-search test collections.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -32,7 +51,7 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, tac, pooling, evaluate, export, status):
+for _module in (build, retrieval, tac, pooling, evaluate, coref, export, status):
     _module.register(app)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from cmrkit import __version__
+from cmrkit.clusters_io import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.model import Mention, Passage
@@ -92,10 +93,12 @@ class InputFile:
 
 @dataclass
 class DistractorSource:
-    """A stream of distractor passages and where it came from."""
+    """A stream of distractor passages, where it came from, and (when the stream can be read
+    twice) a way to count its passages first, for progress totals."""
 
     name: str
     passages: Iterable[Passage]
+    count: Callable[[], int] | None = None
 
 
 @dataclass
@@ -127,6 +130,102 @@ class BuildReport:
     splits: dict[str, dict[str, float]]
     counts: dict[str, Any]
     dropped: dict[str, int]
+    up_to_date: bool = False  # an existing collection with the same inputs and parameters
+
+
+def _plain_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def build_identity(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What makes a collection what it is: its source, its inputs by content (role, split,
+    format, sha256, in order) and its parameters; not where the inputs lay or when it was built."""
+    return _plain_json(
+        {
+            "source": manifest.get("source"),
+            "inputs": [
+                [i.get("role"), i.get("split"), i.get("format"), i.get("sha256")]
+                for i in manifest.get("inputs") or []
+            ],
+            "parameters": manifest.get("parameters"),
+            "documents": manifest.get("documents"),
+        }
+    )
+
+
+def _first_difference(have: Any, want: Any, where: str = "") -> str:
+    if isinstance(have, dict) and isinstance(want, dict):
+        for k in sorted(set(have) | set(want)):
+            if have.get(k) != want.get(k):
+                return _first_difference(have.get(k), want.get(k), f"{where}.{k}" if where else k)
+    if have != want and isinstance(have, list) and isinstance(want, list):
+        if len(have) != len(want):
+            return f"{where}: {len(have)} here, {len(want)} asked"
+        for i, (a, b) in enumerate(zip(have, want, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{where}[{i}]")
+    return f"{where}: {json.dumps(have)} here, {json.dumps(want)} asked"
+
+
+def kept_collection(
+    out_dir: Path, wanted: dict[str, Any], qrels_dir: Path, *, force: bool
+) -> BuildReport | None:
+    """The existing collection at ``out_dir`` when it was built from the same inputs and
+    parameters (``wanted``, a :func:`build_identity`) and is intact: it is up to date. None when
+    there is none to keep (or ``force``); an error when another collection is there."""
+    if force or not out_dir.exists():
+        return None
+    path = out_dir / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        raise CmrkitError(
+            "already exists but is not a collection built by cmrkit (no readable manifest.json); "
+            "pass --force to replace it, or --name to build another",
+            path=out_dir,
+        )
+    have = build_identity(manifest)
+    want = _plain_json(wanted)
+    if have != want:
+        raise CmrkitError(
+            "already exists, built from other inputs or parameters "
+            f"({_first_difference(have, want)}); pass --force to replace it, or --name to "
+            "build another",
+            path=out_dir,
+        )
+    files = manifest.get("files") or {}
+    qrels = {s: Path(p) for s, p in (files.get("qrels") or {}).items()}
+    corpus = out_dir / str(files.get("corpus", "corpus.jsonl.gz"))
+    elsewhere = [p for p in qrels.values() if p.parent != Path(qrels_dir)]
+    if elsewhere:
+        raise CmrkitError(
+            f"already exists with its qrels in {elsewhere[0].parent}/, not {qrels_dir}/; pass "
+            "--force to rebuild it",
+            path=out_dir,
+        )
+    missing = [p for p in [corpus, *qrels.values()] if not p.is_file()]
+    if missing:
+        raise CmrkitError(
+            "is missing from the collection built here before; pass --force to rebuild it",
+            path=missing[0],
+        )
+    if sha256_file(corpus) != manifest.get("corpus_sha256"):
+        raise CmrkitError(
+            "changed since the collection was built (its sha256 differs from manifest.json); "
+            "pass --force to rebuild it",
+            path=corpus,
+        )
+    return BuildReport(
+        str(manifest.get("name", out_dir.name)),
+        out_dir,
+        qrels,
+        manifest.get("splits") or {},
+        manifest.get("counts") or {},
+        manifest.get("dropped") or {},
+        up_to_date=True,
+    )
 
 
 def _text_key(text: str) -> bytes:
@@ -192,13 +291,17 @@ def _sentence_unit_id(m: Mention, first_id: str, s: int, e: int, style: str) -> 
 
 
 def build_units(
-    mentions: list[Mention], opts: BuildOptions, segmenter: Callable | None
+    mentions: list[Mention],
+    opts: BuildOptions,
+    segmenter: Callable | None,
+    tick: Callable[[int], None] | None = None,
 ) -> tuple[list[Unit], dict[str, tuple[Unit, tuple[int, int]]]]:
     """Units of the annotated passages, and for each mention its unit and span in that unit.
 
     ``passage``: one unit per distinct context text (mentions sharing a paragraph share it);
     ``mention``: one unit per mention, as CoreSearch has one passage id per mention, even where
-    two mentions share a paragraph; ``sentence``: the sentences of each distinct context.
+    two mentions share a paragraph; ``sentence``: the sentences of each distinct context
+    (``tick(1)`` after each context split into sentences).
     """
     if opts.unit == "mention":
         units: list[Unit] = []
@@ -239,6 +342,8 @@ def build_units(
         return units, placed
     assert segmenter is not None
     for ctx, spans in zip(contexts, segmenter(contexts), strict=True):
+        if tick is not None:
+            tick(1)
         group = passages[ctx]
         first = group[0]
         first_id = clean_id(first.mention_id)
@@ -437,11 +542,12 @@ def _write_distractors(
         pending.clear()
 
     n = 0
+    step = 8192 if segmenter is None else 256  # splitting sentences is slow: tick more often
     for source in sources:
         for p in source.passages:
             n += 1
-            if n % 8192 == 0:
-                tick(8192)
+            if n % step == 0:
+                tick(step)
             if query_clusters and not query_clusters.isdisjoint(p.clusters):
                 dropped["distractor_of_query_cluster"] += 1
                 continue
@@ -475,7 +581,7 @@ def _write_distractors(
                     flush()
     if segmenter is not None:
         flush()
-    tick(n % 8192)
+    tick(n % step)
     return written, dropped
 
 
@@ -540,24 +646,49 @@ def build_collection(
 ) -> BuildReport:
     """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt``; all or nothing.
 
-    ``query_ids`` limits the queries to those mention ids (a source's own query list).
+    ``query_ids`` limits the queries to those mention ids (a source's own query list). A
+    collection already there from the same inputs and parameters is kept (up to date).
     """
     opts.check()
+    kept = kept_collection(
+        Path(collections_dir) / opts.name,
+        build_identity(
+            {
+                "source": source,
+                "inputs": [asdict(i) for i in inputs],
+                "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            }
+        ),
+        Path(qrels_dir),
+        force=force,
+    )
+    if kept is not None:
+        return kept
     if not mentions:
         raise CmrkitError("no annotated mentions in the inputs")
     check_unique_ids(mentions)
     assign_splits(mentions, opts.resplit, opts.seed)
 
+    def step(description: str, total: int | None) -> Callable[[int], None]:
+        return progress(description, total) if progress else (lambda n: None)
+
     segmenter = None
+    split_tick = None
     if opts.unit == "sentence":
         from cmrkit.sentences import load_segmenter, sentence_spans
 
+        loaded = step(f"loading spaCy ({opts.sentences})", 1)
         nlp = load_segmenter(opts.spacy_model, opts.sentences)
+        loaded(1)
 
         def segmenter(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
             return sentence_spans(nlp, texts)
 
-    units, placed = build_units(mentions, opts, segmenter)
+        split_tick = step(
+            "splitting annotated passages into sentences", len({m.context for m in mentions})
+        )
+
+    units, placed = build_units(mentions, opts, segmenter, split_tick)
     queries, dropped = choose_queries(mentions, placed, opts, query_ids)
     if not queries:
         raise CmrkitError(
@@ -569,12 +700,21 @@ def build_collection(
         safe_name(s, "split name")
     out_dir = Path(collections_dir) / opts.name
     qrels_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.txt" for s in splits}
-    targets = [out_dir, *qrels_files.values()]
+    cluster_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.clusters.jsonl" for s in splits}
+    targets = [out_dir, *qrels_files.values(), *cluster_files.values()]
 
     query_clusters = {q.mention.cluster for q in queries}
     flt = DistractorFilter(opts.distractor_filter, queries, mentions)
     seen = {_text_key(u.contents) for u in units}
-    tick = progress("distractors", None) if progress else (lambda n: None)
+    total = None
+    if segmenter is not None and all(d.count for d in distractors):
+        counted = step("counting distractor passages", len(distractors))
+        total = 0
+        for d in distractors:
+            total += d.count()  # type: ignore[misc]
+            counted(1)
+    what = "distractors: splitting into sentences" if segmenter is not None else "distractors"
+    tick = step(what, total)
 
     with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as staged:
         cdir = staged.path(out_dir)
@@ -611,6 +751,8 @@ def build_collection(
                         qid = clean_id(q.mention.mention_id)
                         for docno in q.relevant:
                             f.write(f"{qid} 0 {docno} 1\n")
+            with open(staged.path(cluster_files[s]), "w", encoding="utf-8", newline="\n") as f:
+                write_clusters_jsonl(f, gold_cluster_records(mentions, s, placed))
 
         stats = _split_stats(splits, queries, mentions, placed, n_distractors)
         counts = {
@@ -638,12 +780,28 @@ def build_collection(
                 "topics": "topics.jsonl",
                 "topics_tsv": {s: f"topics.{s}.tsv" for s in splits},
                 "qrels": {s: str(p) for s, p in qrels_files.items()},
+                "clusters": {s: str(p) for s, p in cluster_files.items()},
             },
             "corpus_sha256": sha256_file(corpus_path),
         }
         with open(cdir / "manifest.json", "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
+
+
+def gold_cluster_records(
+    mentions: list[Mention], split: str, placed: dict[str, tuple[Unit, tuple[int, int]]]
+) -> Iterator[dict[str, Any]]:
+    """The key of a split for `cmrkit eval-coref`: every annotated mention of the split (the
+    singletons too) with its cluster, its unit and its document."""
+    for m in mentions:
+        if m.split == split:
+            yield {
+                "cluster": m.cluster,
+                "mention_id": m.mention_id,
+                "unit": placed[m.mention_id][0].id,
+                "doc_id": m.doc_id,
+            }
 
 
 def _split_stats(

@@ -796,6 +796,68 @@ class StagedOutputs:
             self.abort()
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Equal bytes (files), or the same files with equal bytes (folders)."""
+    if a.is_dir() and b.is_dir():
+        # cmrkit's mark is added when a folder is put in place: not part of the comparison
+        names = sorted(p.relative_to(a) for p in a.rglob("*") if p.name != MARKER)
+        if names != sorted(p.relative_to(b) for p in b.rglob("*") if p.name != MARKER):
+            return False
+        return all((a / n).is_dir() or _same_file(a / n, b / n) for n in names)
+    if not (a.is_file() and b.is_file()) or a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+class RepeatableOutputs:
+    """Staged outputs of a step whose outputs follow from its inputs and options alone.
+
+    Run again, a step that writes exactly the files already there is up to date: nothing is
+    moved and :attr:`up_to_date` is True (the command says so and exits 0). A target that exists
+    with other content is refused unless ``force``; nothing is written then either.
+    """
+
+    def __init__(self, targets: list[Path], *, force: bool = False, anchor: Path | None = None):
+        self.targets = [Path(t) for t in targets]
+        self.force = force
+        self.up_to_date = False
+        self._staged = StagedOutputs(self.targets, force=True, anchor=anchor)
+
+    def path(self, target: Path) -> Path:
+        """The staging path for a target."""
+        return self._staged.path(target)
+
+    def __enter__(self) -> RepeatableOutputs:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self._staged.abort()
+            return
+        if not self.force:
+            staged = {t: self._staged.path(t) for t in self.targets}
+            existing = [t for t in self.targets if t.exists()]
+            differ = [t for t in existing if not _same_file(staged[t], t)]
+            if differ:
+                self._staged.abort()
+                raise CmrkitError(
+                    "already exists with other content (made from other inputs or options); "
+                    "pass --force to replace it",
+                    path=differ[0],
+                )
+            if len(existing) == len(self.targets):
+                self.up_to_date = True
+                self._staged.abort()
+                return
+        self._staged.commit()
+
+
 _active: list[StagedOutputs] = []  # being written by this process
 _written: list[Path] = []  # put in place by this command
 _dropped: list[tuple[Path, bool]] = []  # given up by this command (target, whether it existed)

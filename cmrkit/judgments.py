@@ -1,12 +1,14 @@
 """Relevance judgments: read assessors' answers, aggregate them to qrels, simulate assessors.
 
 Inputs are the MTurk batch results CSV of a batch made by ``cmrkit pool export --format mturk``
-(columns ``HITId``, ``WorkerId``, ``AssignmentStatus``, ``Input.p{i}_query_id``,
-``Input.p{i}_doc_id`` and ``Answer.p{i}_label``; a radio answer flattened into
-``Answer.p{i}_label.{v}`` true/false columns is read too) and the simple CSV
-``query_id,doc_id,worker_id,label``; cells written spreadsheet-safe with a leading apostrophe
-(:mod:`cmrkit.escaping`) are read back without it. Labels are Likert 1..5 (very unlikely ..
-very likely); 4-5 count as relevant, 1-3 as not relevant.
+(columns ``HITId``, ``WorkerId``, ``AssignmentStatus``, ``Input.p{i}_pair_id`` (or, from older
+batches, ``Input.p{i}_query_id`` and ``Input.p{i}_doc_id``) and ``Answer.p{i}_label``; a radio
+answer flattened into ``Answer.p{i}_label.{v}`` true/false columns is read too), the simple CSV
+``pair_id,worker_id,label`` of the HTML page, and the simple CSV
+``query_id,doc_id,worker_id,label``. Blind pair ids are mapped back to pairs with the key that
+``pool export`` wrote (:mod:`cmrkit.assess.key`). Cells written spreadsheet-safe with a leading
+apostrophe (:mod:`cmrkit.escaping`) are read back without it. Labels are Likert 1..5 (very
+unlikely .. very likely); 4-5 count as relevant, 1-3 as not relevant.
 
 A pair's final label is the majority when at least ``min_agree`` assessors agree, or when at
 least ``min_unanimous`` agree and none disagrees; a tie or a weaker majority is ``-1`` (unknown).
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cmrkit.assess.key import KeyEntry
 from cmrkit.errors import CmrkitError
 from cmrkit.escaping import csv_value, csv_writer
 from cmrkit.fileio import read_text
@@ -31,6 +34,7 @@ from cmrkit.pooling import Pool, natural_key
 from cmrkit.trec import Qrels
 
 SIMPLE_COLUMNS = ("query_id", "doc_id", "worker_id", "label")
+BLIND_COLUMNS = ("pair_id", "worker_id", "label")
 MTURK_COLUMNS = ("HITId", "WorkerId", "AssignmentStatus")
 _TRUE = {"true", "1", "on", "yes", "y"}
 MAX_ASSESSORS = 1000
@@ -134,19 +138,60 @@ def _mturk_answer(row: dict[str, str], i: int, columns: list[str], path: object,
     return _label(str(chosen[0]), path, line, name)
 
 
-def read_judgments(path: str | os.PathLike, counts: dict[str, int] | None = None) -> list[Judgment]:
-    """Judgments of an MTurk batch results CSV or a simple ``query_id,doc_id,worker_id,label``
-    CSV (told apart by their header). Rejected assignments are skipped (counted in ``counts``)."""
+class _Unblind:
+    """Maps blind pair ids to (qid, docno) with the key, naming the file and line of an id the
+    key does not hold."""
+
+    def __init__(self, key: Mapping[str, KeyEntry] | None, path: object):
+        self.key, self.path = key, path
+
+    def __call__(self, pid: str, line: int) -> tuple[str, str]:
+        if self.key is None:
+            raise CmrkitError(
+                f"the judgments name blind pair ids (e.g. {pid}); pass --key with the key file "
+                "that `pool export` wrote beside the tasks (e.g. pools/sample.key.tsv)",
+                path=self.path,
+                where=f"line {line}",
+            )
+        entry = self.key.get(pid)
+        if entry is None:
+            raise CmrkitError(
+                f"pair id {pid} is in none of the --key files; give the key of the export "
+                "these answers are for",
+                path=self.path,
+                where=f"line {line}",
+            )
+        return entry.qid, entry.docno
+
+
+def read_judgments(
+    path: str | os.PathLike,
+    counts: dict[str, int] | None = None,
+    key: Mapping[str, KeyEntry] | None = None,
+) -> list[Judgment]:
+    """Judgments of an MTurk batch results CSV or a simple CSV (told apart by their header).
+    Blind pair ids are mapped back with ``key``. Rejected assignments are skipped (counted in
+    ``counts``)."""
     counts = counts if counts is not None else {}
     header, rows = _rows(path)
     out: list[Judgment] = []
     p = str(path)
-    if all(c in header for c in SIMPLE_COLUMNS):
+    unblind = _Unblind(key, path)
+    simple = all(c in header for c in SIMPLE_COLUMNS)
+    if simple or all(c in header for c in BLIND_COLUMNS):
         for line, row in rows:
-            qid, docno, worker = (row[c].strip() for c in SIMPLE_COLUMNS[:3])
-            for col, value in (("query_id", qid), ("doc_id", docno), ("worker_id", worker)):
+            worker = row["worker_id"].strip()
+            if simple:
+                qid, docno = row["query_id"].strip(), row["doc_id"].strip()
+                named = (("query_id", qid), ("doc_id", docno), ("worker_id", worker))
+            else:
+                pid = row["pair_id"].strip()
+                named = (("pair_id", pid), ("worker_id", worker))
+            for col, value in named:
                 if not value:
                     raise CmrkitError(f"empty {col}", path=path, where=f"line {line}")
+            if not simple:
+                qid, docno = unblind(pid, line)
             out.append(
                 Judgment(qid, docno, worker, _label(row["label"], path, line, "label"), p, line)
             )
@@ -154,10 +199,10 @@ def read_judgments(path: str | os.PathLike, counts: dict[str, int] | None = None
     if any(c.startswith(("Answer.", "Input.")) for c in header) or "WorkerId" in header:
         missing = [c for c in MTURK_COLUMNS if c not in header]
         slots = sorted(
-            int(m[1]) for c in header if (m := re.fullmatch(r"Input\.p(\d+)_query_id", c))
+            int(m[1]) for c in header if (m := re.fullmatch(r"Input\.p(\d+)_(?:pair|query)_id", c))
         )
         if not slots:
-            missing.append("Input.p1_query_id")
+            missing.append("Input.p1_pair_id")
         if missing:
             raise CmrkitError(
                 f"MTurk results lack column(s) {', '.join(missing)}; export the "
@@ -174,23 +219,28 @@ def read_judgments(path: str | os.PathLike, counts: dict[str, int] | None = None
             if not worker:
                 raise CmrkitError("empty WorkerId", path=path, where=f"line {line}")
             for i in slots:
-                qid = row.get(f"Input.p{i}_query_id", "").strip()
-                if not qid:
-                    continue
-                docno = row.get(f"Input.p{i}_doc_id", "").strip()
-                if not docno:
-                    raise CmrkitError(
-                        f"pair {i} has a query id but no Input.p{i}_doc_id",
-                        path=path,
-                        where=f"line {line}",
-                    )
+                pid = row.get(f"Input.p{i}_pair_id", "").strip()
+                if pid:
+                    qid, docno = unblind(pid, line)
+                else:
+                    qid = row.get(f"Input.p{i}_query_id", "").strip()
+                    if not qid:
+                        continue
+                    docno = row.get(f"Input.p{i}_doc_id", "").strip()
+                    if not docno:
+                        raise CmrkitError(
+                            f"pair {i} has a query id but no Input.p{i}_doc_id",
+                            path=path,
+                            where=f"line {line}",
+                        )
                 out.append(
                     Judgment(qid, docno, worker, _mturk_answer(row, i, header, path, line), p, line)
                 )
         return out
     raise CmrkitError(
-        f"unknown judgments layout: the header needs the columns {','.join(SIMPLE_COLUMNS)} "
-        f"(simple CSV) or {', '.join(MTURK_COLUMNS)} with Input./Answer. columns (MTurk results)",
+        f"unknown judgments layout: the header needs the columns {','.join(BLIND_COLUMNS)} or "
+        f"{','.join(SIMPLE_COLUMNS)} (simple CSV) or {', '.join(MTURK_COLUMNS)} with "
+        "Input./Answer. columns (MTurk results)",
         path=path,
         where="line 1",
     )

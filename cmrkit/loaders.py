@@ -128,7 +128,13 @@ def load_inputs(
     for d in distractors:
         fmt = distractor_format if distractor_format != "auto" else detect_format(d)
         records.append(InputFile.of(d, "distractors", _display(d, sample), format=fmt))
-        streams.append(DistractorSource(name=d, passages=iter_distractors(d, fmt)))
+        streams.append(
+            DistractorSource(
+                name=d,
+                passages=iter_distractors(d, fmt),
+                count=lambda d=d, fmt=fmt: sum(1 for _ in iter_distractors(d, fmt)),
+            )
+        )
 
     default_name = file_tag(specs[0][1]).lower() if specs else "collection"
     if source == "coresearch":

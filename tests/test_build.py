@@ -115,6 +115,19 @@ def test_rebuild_is_byte_identical(sample, cli, tmp_path):
 def test_existing_collection_is_kept_without_force(sample, cli, tmp_path):
     assert cli("build-collection").exit_code == 0
     before = snapshot(tmp_path)
+    again = cli("build-collection")  # the same inputs and parameters: up to date, success
+    assert again.exit_code == 0
+    assert again.stdout.strip() == (
+        "collections/sample is up to date (same inputs and parameters); --force rebuilds it"
+    )
+    assert snapshot(tmp_path) == before
+    # the same files given by path are the same inputs (by sha256)
+    cli("sample-data", "data")
+    args = ["-i", "data/ecbplus.dev.json.gz", "-i", "data/ecbplus.test.json.gz"]
+    same = cli(
+        "build-collection", *args, "-d", "data/ecbplus.train-documents.txt.gz", "-n", "sample"
+    )
+    assert same.exit_code == 0 and "up to date" in same.stdout
     result = cli("build-collection", "--queries", "longest")
     assert result.exit_code == 2
     assert "already exists" in result.output and "--force" in result.output
@@ -478,6 +491,38 @@ def test_sentence_units(cli, tmp_path):
     assert topics["h2"]["unit"] in read_qrels(tmp_path / "qrels/s.test.txt")["h1"]
     kinds = {d["kind"] for d in corpus.values()}
     assert kinds == {"annotated", "context"}
+
+
+def test_sentence_splitting_reports_progress_with_totals(tmp_path):
+    from cmrkit import collection as col
+    from cmrkit.loaders import load_inputs
+
+    distractors = tmp_path / "d.txt"
+    distractors.write_text(
+        "".join(f"Paragraph {i} says one thing . It says another .\n" for i in range(600))
+    )
+    loaded = load_inputs("wec-eng", [f"test={wec_fixture(tmp_path)}"], [str(distractors)])
+    seen: dict[str, list] = {}
+
+    def progress(description: str, total: int | None):
+        seen[description] = [total, 0]
+        return lambda n: seen[description].__setitem__(1, seen[description][1] + n)
+
+    opts = col.BuildOptions(name="s", unit="sentence", sentences="rule")
+    col.build_collection(
+        loaded.mentions,
+        loaded.distractors,
+        opts,
+        inputs=loaded.inputs,
+        source="wec-eng",
+        collections_dir=tmp_path / "collections",
+        qrels_dir=tmp_path / "qrels",
+        progress=progress,
+    )
+    # every step has a total, and the steps count up to it
+    assert seen["splitting annotated passages into sentences"] == [6, 6]  # distinct contexts
+    assert seen["distractors: splitting into sentences"] == [600, 600]
+    assert all(total is not None and done == total for total, done in seen.values()), seen
 
 
 # --- bad input: one line naming file, record and field; exit 2; nothing written -----------------

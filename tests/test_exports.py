@@ -104,6 +104,8 @@ def test_grades_kept_splits_chosen_and_outputs_guarded(cli, built):
     assert bad.stderr.count("\n") == 1 and not (built / "c").exists()
     assert cli("export", "beir", "collections/w", "-o", "b", "--force").exit_code == 0
     assert (built / "b" / "qrels" / "dev.tsv").exists()
+    same = cli("export", "beir", "collections/w", "-o", "b")  # the same export: done, success
+    assert same.exit_code == 0 and "b/ is up to date" in same.stdout
 
 
 def test_ir_datasets_registry(built, monkeypatch):

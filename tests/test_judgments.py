@@ -85,7 +85,17 @@ def setup(tmp_path, cli):
             "q3": [("d01", 3.0), ("d02", 2.0), ("d03", 1.0)],
         },
     )
-    r = cli("pool", "create", run, "-c", coll, "--sample", "1-5:1.0", "-o", tmp_path / "p.jsonl")
+    r = cli(
+        "pool",
+        "create",
+        run,
+        "--collection",
+        coll,
+        "--sample",
+        "1-5:1.0",
+        "-o",
+        tmp_path / "p.jsonl",
+    )
     assert r.exit_code == 0, r.output
     return tmp_path
 
@@ -274,7 +284,112 @@ def test_bad_judgment_files(setup, cli):
     r = cli(
         "judgments", "aggregate", tmp / "mt.csv", "--pool", tmp / "p.jsonl", "-o", tmp / "out.txt"
     )
-    assert r.exit_code == 2 and "AssignmentStatus" in r.stderr and "Input.p1_query_id" in r.stderr
+    assert r.exit_code == 2 and "AssignmentStatus" in r.stderr and "Input.p1_pair_id" in r.stderr
+    # blind answers need the key, and the key must hold their pair ids
+    (tmp / "blind.csv").write_text("pair_id,worker_id,label\nx0123456789,w1,4\n")
+    r = cli(
+        "judgments",
+        "aggregate",
+        tmp / "blind.csv",
+        "--pool",
+        tmp / "p.jsonl",
+        "-o",
+        tmp / "blind.txt",
+    )
+    assert r.exit_code == 2 and "blind.csv: line 2:" in r.stderr and "--key" in r.stderr
+    assert (
+        cli("pool", "export", tmp / "p.jsonl", "-f", "jsonl", "-o", tmp / "t.jsonl").exit_code == 0
+    )
+    r = cli(
+        "judgments",
+        "aggregate",
+        tmp / "blind.csv",
+        "--pool",
+        tmp / "p.jsonl",
+        "--key",
+        tmp / "t.key.tsv",
+        "-o",
+        tmp / "blind.txt",
+    )
+    assert r.exit_code == 2 and "pair id x0123456789 is in none of the --key files" in r.stderr
+    (tmp / "k.tsv").write_text("pair_id\tquery_id\n")
+    r = cli(
+        "judgments",
+        "aggregate",
+        tmp / "blind.csv",
+        "--pool",
+        tmp / "p.jsonl",
+        "--key",
+        tmp / "k.tsv",
+        "-o",
+        tmp / "blind.txt",
+    )
+    assert r.exit_code == 2 and "k.tsv: line 1:" in r.stderr and "pool export" in r.stderr
+    assert not (tmp / "blind.txt").exists()
+
+
+def test_blind_answers_are_mapped_back_with_the_key_and_its_gold_scores_workers(setup, cli):
+    tmp = setup
+    gold = write_qrels(tmp / "gold.txt", {"q1": {"dK": 1}, "q2": {"d09": 0}, "q3": {"d09": 0}})
+    r = cli(
+        "pool",
+        "export",
+        tmp / "p.jsonl",
+        "-f",
+        "html",
+        "--gold",
+        gold,
+        "--gold-per-hit",
+        "1",
+        "--per-hit",
+        "3",
+        "-o",
+        tmp / "page.html",
+    )
+    assert r.exit_code == 0, r.output
+    key = list(csv.DictReader(open(tmp / "page.key.tsv", encoding="utf-8"), delimiter="\t"))
+    assert any(k["gold"] for k in key) and all(k["pair_id"] not in k["doc_id"] for k in key)
+    rows = ["pair_id,worker_id,label"]
+    for k in {k["pair_id"]: k for k in key}.values():
+        truth = 5 if (k["gold"] == "1" or k["doc_id"] in ("d01", "d02")) else 1
+        rows.append(f"{k['pair_id']},good,{truth}")
+        wrong = 6 - truth if k["gold"] else truth  # right on pool pairs, wrong on gold
+        rows.append(f"{k['pair_id']},sloppy,{wrong}")
+    (tmp / "answers.csv").write_text("\n".join(rows) + "\n")
+    args = ["--pool", tmp / "p.jsonl", "--min-agree", "1", "--min-unanimous", "1"]
+    args += ["--min-relevant", "0", "--hard-threshold", "1", "--report", tmp / "rep.json"]
+    r = cli(
+        "judgments",
+        "aggregate",
+        tmp / "answers.csv",
+        "--key",
+        tmp / "page.key.tsv",
+        "--min-worker-accuracy",
+        "0.5",
+        *args,
+        "-o",
+        tmp / "q.txt",
+    )
+    assert r.exit_code == 0, r.output
+    workers = json.loads((tmp / "rep.json").read_text())["workers"]
+    assert workers["good"]["accuracy"] == 1.0 and workers["sloppy"]["accuracy"] == 0.0
+    assert workers["sloppy"]["dropped"] and workers["good"]["gold"] == len(
+        {k["pair_id"] for k in key if k["gold"]}
+    )
+    qrels = read_qrels_lines(tmp / "q.txt")
+    assert qrels[("q1", "d01")] == 1 and qrels[("q1", "d03")] == 0 and qrels[("q2", "d02")] == 1
+    assert ("q1", "dK") not in qrels  # gold pairs score workers; they are not pool pairs
+
+
+def test_old_mturk_layout_with_real_ids_is_still_read(tmp_path):
+    from cmrkit.judgments import read_judgments
+
+    (tmp_path / "old.csv").write_text(
+        "HITId,WorkerId,AssignmentStatus,Input.p1_query_id,Input.p1_doc_id,Answer.p1_label\n"
+        "H1,W1,Approved,q1,d01,4\n"
+    )
+    [j] = read_judgments(tmp_path / "old.csv")
+    assert (j.qid, j.docno, j.worker, j.label) == ("q1", "d01", "W1", 4)
 
 
 def test_mturk_results_round_trip(setup, cli):
@@ -282,6 +397,10 @@ def test_mturk_results_round_trip(setup, cli):
     r = cli("pool", "export", tmp / "p.jsonl", "-f", "mturk", "--per-hit", "4", "-o", tmp / "mt")
     assert r.exit_code == 0, r.output
     batch = list(csv.DictReader(open(tmp / "mt" / "batch-input.csv", encoding="utf-8")))
+    key = {
+        r["pair_id"]: (r["query_id"], r["doc_id"])
+        for r in csv.DictReader(open(tmp / "mt.key.tsv", encoding="utf-8"), delimiter="\t")
+    }
     truth = {("q1", "d01"): 5, ("q1", "d02"): 1, ("q2", "d03"): 4}
     header = ["HITId", "WorkerId", "AssignmentStatus"] + [f"Input.{c}" for c in batch[0]]
     slots = int(max(int(b["n_pairs"]) for b in batch))
@@ -298,7 +417,7 @@ def test_mturk_results_round_trip(setup, cli):
             row = {"HITId": "X" + h["hit_id"], "WorkerId": worker, "AssignmentStatus": status}
             row.update({f"Input.{k}": v for k, v in h.items()})
             for i in range(1, int(h["n_pairs"]) + 1):
-                pair = (h[f"p{i}_query_id"], h[f"p{i}_doc_id"])
+                pair = key[h[f"p{i}_pair_id"]]
                 label = truth.get(pair, 2) if worker != "BAD" else 5
                 if worker == "A3" and i == 1:
                     row.update(
@@ -317,6 +436,8 @@ def test_mturk_results_round_trip(setup, cli):
         tmp / "results.csv",
         "--pool",
         tmp / "p.jsonl",
+        "--key",
+        tmp / "mt.key.tsv",
         "--min-agree",
         "3",
         "--min-relevant",
@@ -370,7 +491,7 @@ def infap(run_path: Path, qrels: dict) -> float:
 
 def test_simulate_then_aggregate_recovers_truth(world, cli):
     tmp, coll, run, truth = world
-    assert cli("pool", "create", run, "-c", coll, "-o", tmp / "p.jsonl").exit_code == 0
+    assert cli("pool", "create", run, "--collection", coll, "-o", tmp / "p.jsonl").exit_code == 0
     r = cli(
         "judgments",
         "simulate",
@@ -405,7 +526,7 @@ def test_noisy_assessors_sampled_pool_and_a_second_round(world, cli):
         "pool",
         "create",
         run,
-        "-c",
+        "--collection",
         coll,
         "--depth",
         "20",

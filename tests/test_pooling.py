@@ -24,6 +24,19 @@ def pairs_of(pool_path: Path) -> dict[tuple[str, str], dict]:
     return {(r["qid"], r["docno"]): r for r in map(json.loads, lines[1:])}
 
 
+def key_of(path: Path) -> dict[str, dict]:
+    """The answer key `pool export` wrote, by pair id."""
+    rows = list(csv.DictReader(path.read_text().splitlines(), delimiter="\t"))
+    return {r["pair_id"]: r for r in rows}
+
+
+def unblinded(tasks_path: Path, key_path: Path) -> dict[str, dict]:
+    """JSONL tasks by doc id, read through the key."""
+    key = key_of(key_path)
+    tasks = map(json.loads, tasks_path.read_text().splitlines())
+    return {key[t["pair_id"]]["doc_id"]: t for t in tasks}
+
+
 @pytest.fixture
 def hand(tmp_path):
     """Two hand-made runs over a tiny collection; the pools below are worked out by hand."""
@@ -86,7 +99,7 @@ def test_pool_excludes_judged_pairs_and_restricts_topics(hand, cli):
         "create",
         a,
         b,
-        "-c",
+        "--collection",
         coll,
         "--depth",
         "3",
@@ -114,7 +127,7 @@ def test_sample_is_stratified_seeded_and_keeps_the_rest_pooled(tmp_path, cli):
             "pool",
             "create",
             run,
-            "-c",
+            "--collection",
             coll,
             "--sample",
             spec,
@@ -136,7 +149,7 @@ def test_sample_is_stratified_seeded_and_keeps_the_rest_pooled(tmp_path, cli):
         "pool",
         "create",
         run,
-        "-c",
+        "--collection",
         coll,
         "--sample",
         spec,
@@ -157,13 +170,22 @@ def test_bad_sample_spec(spec):
 def test_run_from_another_collection_and_existing_output(hand, cli):
     tmp, coll, a, _ = hand
     stranger = write_run(tmp / "S.trec", {"zz": [("d1", 1.0)]})
-    r = cli("pool", "create", stranger, "-c", coll, "-o", tmp / "p.jsonl")
+    r = cli("pool", "create", stranger, "--collection", coll, "-o", tmp / "p.jsonl")
     assert r.exit_code == 2
     assert "query zz is not a topic of collection 'tiny'" in r.stderr
     assert "S.trec" in r.stderr and not (tmp / "p.jsonl").exists()
-    assert cli("pool", "create", a, "-c", coll, "-o", tmp / "p.jsonl").exit_code == 0
-    r = cli("pool", "create", a, "-c", coll, "-o", tmp / "p.jsonl")
-    assert r.exit_code == 2 and "--force" in r.stderr
+    assert cli("pool", "create", a, "--collection", coll, "-o", tmp / "p.jsonl").exit_code == 0
+    before = (tmp / "p.jsonl").read_bytes()
+    r = cli("pool", "create", a, "--collection", coll, "-o", tmp / "p.jsonl")
+    assert r.exit_code == 0 and "p.jsonl is up to date" in r.stdout
+    r = cli("pool", "create", a, "--collection", coll, "--depth", "2", "-o", tmp / "p.jsonl")
+    assert r.exit_code == 2 and "other content" in r.stderr and "--force" in r.stderr
+    assert (tmp / "p.jsonl").read_bytes() == before
+    assert not list(tmp.glob(".cmrkit-tmp-*"))
+    r = cli(
+        "pool", "create", a, "--collection", coll, "--depth", "2", "--force", "-o", tmp / "p.jsonl"
+    )
+    assert r.exit_code == 0 and (tmp / "p.jsonl").read_bytes() != before
 
 
 def test_collection_is_inferred_from_runs_folder(hand, cli):
@@ -190,7 +212,9 @@ def big(tmp_path, cli):
             "q2": [(d, 50.0 - i) for i, d in enumerate(docs[5:15])],
         },
     )
-    assert cli("pool", "create", run, "-c", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    assert (
+        cli("pool", "create", run, "--collection", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    )
     gold = write_qrels(tmp_path / "gold.txt", {"q1": {"d19": 1, "d18": 0}, "q2": {"d17": 1}})
     return tmp_path, coll, gold
 
@@ -215,12 +239,21 @@ def test_hits_group_pairs_and_insert_gold(big, cli):
         tmp / "t.jsonl",
     )
     assert r.exit_code == 0, r.output
+    assert "23 pool pairs + 3 gold pairs in 3 HITs" in r.stdout
     tasks = [json.loads(x) for x in (tmp / "t.jsonl").read_text().splitlines()]
+    key = key_of(tmp / "t.key.tsv")  # written beside the tasks
+    assert [r["pair_id"] for r in key.values()] == list(key)
     hits: dict[str, list] = {}
     for t in tasks:
+        assert set(t) == {"hit_id", "position", "pair_id", "query", "candidate"}
+        k = key[t["pair_id"]]
+        assert (k["hit_id"], int(k["position"])) in {
+            (u["hit_id"], u["position"]) for u in tasks if u["pair_id"] == t["pair_id"]
+        }
+        t.update(query_id=k["query_id"], doc_id=k["doc_id"], gold=k["gold"] or None)
         hits.setdefault(t["hit_id"], []).append(t)
     assert sorted(len(h) for h in hits.values()) == [4, 11, 11]
-    gold_answers = {("q1", "d19"): 1, ("q1", "d18"): 0, ("q2", "d17"): 1}
+    gold_answers = {("q1", "d19"): "1", ("q1", "d18"): "0", ("q2", "d17"): "1"}
     for h in hits.values():
         assert sorted(t["position"] for t in h) == list(range(1, len(h) + 1))
         golds = [t for t in h if t["gold"] is not None]
@@ -230,6 +263,9 @@ def test_hits_group_pairs_and_insert_gold(big, cli):
     pooled = [(t["query_id"], t["doc_id"]) for t in tasks if t["gold"] is None]
     assert len(pooled) == len(set(pooled)) == 23
     assert set(pooled) == set(pairs_of(tmp / "p.jsonl"))
+    # pair ids are opaque: nothing of the query or the candidate in them
+    for pid, k in key.items():
+        assert re.fullmatch(r"x[0-9a-f]{10}", pid) and k["doc_id"] not in pid
 
     again = cli(
         "pool",
@@ -303,11 +339,17 @@ def test_mturk_batch_and_layout(big, cli):
     rows = list(csv.DictReader(open(tmp / "mturk" / "batch-input.csv", encoding="utf-8")))
     assert len(rows) == 3 and sorted(int(x["n_pairs"]) for x in rows) == [4, 11, 11]
     short = next(x for x in rows if x["n_pairs"] == "4")
-    assert short["p4_query_id"] and short["p5_query_id"] == "" and short["p11_doc_id"] == ""
+    assert short["p4_pair_id"] and short["p5_pair_id"] == "" and short["p11_candidate"] == ""
     # HTML fragments are escaped text with the query mention marked
     q = rows[0]["p1_query"]
     assert '<mark class="q">' in q and "&lt;b&gt;sits&lt;/b&gt;" in q
-    assert "gold" not in ",".join(rows[0])  # known answers never reach the workers
+    # known answers and real ids never reach the workers; the key beside the folder maps back
+    assert "gold" not in ",".join(rows[0]) and "query_id" not in ",".join(rows[0])
+    key = key_of(tmp / "mturk.key.tsv")
+    shown = {row[f"p{i}_pair_id"] for row in rows for i in range(1, 12) if row[f"p{i}_pair_id"]}
+    assert shown == set(key)
+    ids = {k["doc_id"] for k in key.values()} | {k["query_id"] for k in key.values()}
+    assert not any(v in ids for row in rows for v in row.values())
     layout = (tmp / "mturk" / "hit-layout.html").read_text()
     for i in range(1, 12):
         assert f'name="p{i}_label"' in layout and f"${{p{i}_candidate}}" in layout
@@ -323,12 +365,22 @@ def test_sentence_context_and_highlights(tmp_path, cli):
     coll = write_collection(tmp_path / "collections", ["q1"], ["d1"], extra_units=units)
     middle, last = units[1]["id"], units[2]["id"]
     run = write_run(tmp_path / "r.trec", {"q1": [(middle, 2.0), (last, 1.0), ("d1", 0.5)]})
-    assert cli("pool", "create", run, "-c", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
-    r = cli("pool", "export", tmp_path / "p.jsonl", "-f", "jsonl", "-o", tmp_path / "t.jsonl")
+    assert (
+        cli("pool", "create", run, "--collection", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    )
+    r = cli(
+        "pool",
+        "export",
+        tmp_path / "p.jsonl",
+        "-f",
+        "jsonl",
+        "--no-blind",
+        "-o",
+        tmp_path / "t.jsonl",
+    )
     assert r.exit_code == 0, r.output
-    tasks = {
-        t["doc_id"]: t for t in map(json.loads, (tmp_path / "t.jsonl").read_text().split("\n")[:-1])
-    }
+    tasks = unblinded(tmp_path / "t.jsonl", tmp_path / "t.key.tsv")
+    assert tasks[middle]["doc_id"] == middle  # not blind: the real ids are in the tasks
     mid = tasks[middle]["candidate"]
     assert mid["first_sentence"] == "Alice met Bob in Paris."
     assert mid["next_sentence"] == "Then Alice left <early>."
@@ -343,7 +395,9 @@ def test_sentence_context_and_highlights(tmp_path, cli):
 def test_export_refuses_pool_of_another_collection(big, cli):
     tmp, _, _ = big
     other = write_collection(tmp / "elsewhere", ["q1", "q2"], ["x1"], name="tiny")
-    r = cli("pool", "export", tmp / "p.jsonl", "-f", "html", "-c", other, "-o", tmp / "a.html")
+    r = cli(
+        "pool", "export", tmp / "p.jsonl", "-f", "html", "--collection", other, "-o", tmp / "a.html"
+    )
     assert r.exit_code == 2
     assert "p.jsonl" in r.stderr and "different corpus" in r.stderr
     assert not (tmp / "a.html").exists()
@@ -384,7 +438,9 @@ def test_html_page_is_self_contained(big, cli):
 def test_leave_one_run_out(hand, cli):
     tmp, coll, a, b = hand
     assert (
-        cli("pool", "create", a, b, "-c", coll, "--depth", "3", "-o", tmp / "p.jsonl").exit_code
+        cli(
+            "pool", "create", a, b, "--collection", coll, "--depth", "3", "-o", tmp / "p.jsonl"
+        ).exit_code
         == 0
     )
     # q1: d1 found by both, d5 only by B; q2: d6 by both
@@ -424,32 +480,50 @@ def test_leave_one_run_out(hand, cli):
 
 def test_bias_refuses_a_run_that_was_not_pooled(hand, cli):
     tmp, coll, a, b = hand
-    cli("pool", "create", a, "-c", coll, "-o", tmp / "p.jsonl")
+    cli("pool", "create", a, "--collection", coll, "-o", tmp / "p.jsonl")
     qrels = write_qrels(tmp / "q.txt", {"q1": {"d1": 1}})
     r = cli("pool", "bias", tmp / "p.jsonl", b, "--qrels", qrels)
     assert r.exit_code == 2 and "B.trec" in r.stderr and "not one of the pooled runs" in r.stderr
 
 
-def test_no_highlight_candidates_hides_annotated_mentions(tmp_path, cli):
+def test_blind_by_default_hides_annotations_titles_and_ids(tmp_path, cli):
     units = sentence_units("doc7-p0", "doc7", mention=(5, 11))
+    for u in units:
+        u["title"] = "37_14ecbplus.xml"  # ECB+ titles are file names that name the topic
     coll = write_collection(tmp_path / "collections", ["q1"], ["d1"], extra_units=units)
     middle = units[1]["id"]
     run = write_run(tmp_path / "r.trec", {"q1": [(middle, 2.0), ("d1", 0.5)]})
-    assert cli("pool", "create", run, "-c", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    assert (
+        cli("pool", "create", run, "--collection", coll, "-o", tmp_path / "p.jsonl").exit_code == 0
+    )
+    for fmt, out in (("jsonl", "t.jsonl"), ("html", "t.html"), ("mturk", "mt")):
+        r = cli("pool", "export", tmp_path / "p.jsonl", "-f", fmt, "-o", tmp_path / out)
+        assert r.exit_code == 0, r.output
+        assert "titles hidden from assessors: 1 of 2 candidates have no title" in r.stdout
+        given = [tmp_path / out] if fmt != "mturk" else sorted((tmp_path / out).iterdir())
+        handed_out = "".join(p.read_text() for p in given)  # the key stays with us
+        assert (tmp_path / (out.split(".")[0] + ".key.tsv")).is_file()
+        for secret in (middle, "P:", "D:", "ecbplus", "doc7", "marked"):
+            assert secret not in handed_out, (fmt, secret)
+    tasks = unblinded(tmp_path / "t.jsonl", tmp_path / "t.key.tsv")
+    assert tasks[middle]["candidate"]["unit"]["spans"] == []
+    assert tasks[middle]["candidate"]["title"] is None
+    q = tasks[middle]["query"]  # the query mention stays marked
+    assert q["text"][q["spans"][0][0] : q["spans"][0][1]] == "q1"
+    page = (tmp_path / "t.html").read_text()
+    assert 'class="c"' not in page.split('id="tasks">')[1]
+    # not blind: annotated mentions marked, titles and real ids shown
     r = cli(
         "pool",
         "export",
         tmp_path / "p.jsonl",
         "-f",
-        "jsonl",
+        "html",
+        "--no-blind",
         "-o",
-        tmp_path / "t.jsonl",
-        "--no-highlight-candidates",
+        tmp_path / "n.html",
     )
-    assert r.exit_code == 0, r.output
-    tasks = {
-        t["doc_id"]: t for t in map(json.loads, (tmp_path / "t.jsonl").read_text().split("\n")[:-1])
-    }
-    assert tasks[middle]["candidate"]["unit"]["spans"] == []
-    q = tasks[middle]["query"]  # the query mention stays marked
-    assert q["text"][q["spans"][0][0] : q["spans"][0][1]] == "q1"
+    assert r.exit_code == 0
+    page = (tmp_path / "n.html").read_text()
+    assert '<mark class=\\"c\\">talked' in page.replace("\\u003c", "<") and middle in page
+    assert "37_14ecbplus.xml" in page and "Candidate mentions, where known" in page

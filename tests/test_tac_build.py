@@ -228,8 +228,15 @@ def test_malformed_queries_xml_and_existing_output(tmp_path):
     with pytest.raises(CmrkitError, match=r"queries\.xml: line 4: malformed XML"):
         build(tmp_path, ds, "x", inputs=TacInputs(ds.docs, None, ds.queries_xml, ds.links))
     build(tmp_path, ds, "once")
-    with pytest.raises(CmrkitError, match="already exists; pass --force"):
-        build(tmp_path, ds, "once")
+    kept = build_tac_collection(
+        TacInputs(ds.docs, ds.mentions),
+        TacOptions("once"),
+        collections_dir=tmp_path / "collections",
+        qrels_dir=tmp_path / "qrels",
+    )
+    assert kept.up_to_date  # the same inputs and parameters: kept, not refused
+    with pytest.raises(CmrkitError, match="built from other inputs or parameters.*--force"):
+        build(tmp_path, ds, "once", types=("PER",))
     shutil.rmtree(tmp_path / "collections" / "once")
 
 

@@ -1,31 +1,38 @@
-"""Assessment tasks: the query unit and the candidate in context, grouped into HITs with gold."""
+"""Assessment tasks: the query unit and the candidate in context, grouped into HITs with gold.
+
+Tasks are blind by default: each pair is known to assessors by an opaque pair id only (see
+:mod:`cmrkit.assess.key`), the candidate's annotated mentions are not marked (only annotated
+units have them), and titles are shown only when every candidate has one and none is a file
+name (ECB+ titles such as ``37_14ecbplus.xml`` name the topic; distractors without titles would
+stand out). Texts are detokenised and cut to a window (:mod:`cmrkit.assess.display`).
+"""
 
 from __future__ import annotations
 
 import os
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmrkit.assess.display import Prepared, Shown, detokenize
+from cmrkit.assess.key import KeyEntry, pair_id
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl
 from cmrkit.pooling import Pool, natural_key, read_topics_jsonl
 from cmrkit.trec import read_qrels
 
 _OFFSETS = re.compile(r":(\d+):(\d+)$")
+_FILE_NAME = re.compile(r"^\S+\.(?:xml|naf|txt|json|jsonl|tsv|sgm|sgml|html?|conll)$", re.I)
 
 
-@dataclass
-class Text:
-    """A piece of text with character spans to highlight."""
-
-    text: str
-    spans: list[tuple[int, int]]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "spans": [list(s) for s in self.spans]}
+def _shown_json(s: Shown) -> dict[str, Any]:
+    return {
+        "text": s.text,
+        "spans": [list(x) for x in s.spans],
+        "window": list(s.window) if s.window else None,
+    }
 
 
 @dataclass
@@ -34,30 +41,57 @@ class Task:
 
     hit_id: str
     position: int
+    pair_id: str
     query_id: str
     doc_id: str
-    query: Text
+    query: Shown
     title: str | None
     first: str | None
-    candidate: Text
+    candidate: Shown
     next: str | None
     gold: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, blind: bool = True) -> dict[str, Any]:
+        """The task as a JSON object; ``blind`` leaves out the real ids and the known answer."""
+        obj: dict[str, Any] = {
             "hit_id": self.hit_id,
             "position": self.position,
-            "query_id": self.query_id,
-            "doc_id": self.doc_id,
-            "gold": self.gold,
-            "query": self.query.to_json(),
+            "pair_id": self.pair_id,
+            "query": _shown_json(self.query),
             "candidate": {
                 "title": self.title,
                 "first_sentence": self.first,
-                "unit": self.candidate.to_json(),
+                "unit": _shown_json(self.candidate),
                 "next_sentence": self.next,
             },
         }
+        if not blind:
+            obj.update(query_id=self.query_id, doc_id=self.doc_id, gold=self.gold)
+        return obj
+
+
+@dataclass
+class Tasks:
+    """The tasks of one export, whether they are blind, and notes for the person exporting."""
+
+    tasks: list[Task]
+    blind: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def hits(self) -> int:
+        return len({t.hit_id for t in self.tasks})
+
+    @property
+    def gold_pairs(self) -> int:
+        return sum(1 for t in self.tasks if t.gold is not None)
+
+    def key(self) -> list[KeyEntry]:
+        """The answer key: what each pair id stands for, in task order."""
+        return [
+            KeyEntry(t.pair_id, t.query_id, t.doc_id, t.hit_id, t.position, t.gold)
+            for t in self.tasks
+        ]
 
 
 def _group_of(rec: dict[str, Any]) -> tuple[str, int] | None:
@@ -103,17 +137,22 @@ def _mention_spans(rec: dict[str, Any], path: object) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
+def _plain(text: str | None) -> str | None:
+    return detokenize(text)[0] if text else None
+
+
 def describe_pairs(
     pairs: list[tuple[str, str]],
     collection: str | os.PathLike,
     *,
-    highlight_candidates: bool = True,
+    blind: bool = True,
+    max_chars: int = 600,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """What to show for each (qid, docno): query text and span, candidate and its neighbours.
+    """What to show for each (qid, docno): the query unit with its mention marked, and the
+    candidate with its title and neighbouring sentences, detokenised and windowed.
 
-    The candidate's annotated mentions are highlighted unless ``highlight_candidates`` is off:
-    only annotated units have them, so highlighting tells assessors which candidates were
-    annotated."""
+    Unless ``blind`` is off, the candidate's annotated mentions are marked too (only annotated
+    units have them, so marking tells assessors which candidates were annotated)."""
     root = Path(collection)
     corpus = root / "corpus.jsonl.gz"
     topics = read_topics_jsonl(root / "topics.jsonl")
@@ -137,7 +176,9 @@ def describe_pairs(
         records.update(extra)
 
     out = {}
-    shown: dict[str, Text] = {}
+    queries: dict[str, Shown] = {}
+    units: dict[str, Prepared] = {}
+    candidates: dict[tuple[str, str], Shown] = {}
     for qid, docno in pairs:
         topic = topics.get(qid)
         if topic is None:
@@ -145,23 +186,40 @@ def describe_pairs(
         rec = records.get(docno)
         if rec is None:
             raise CmrkitError(f"unit {docno} (query {qid}) is not in the corpus", path=corpus)
-        context = str(topic.get("context", topic.get("mention", "")))
-        span = topic.get("span")
-        qspans = []
-        if isinstance(span, list) and len(span) == 2 and 0 <= span[0] < span[1] <= len(context):
-            qspans = [(int(span[0]), int(span[1]))]
+        mention = str(topic.get("mention", ""))
+        if qid not in queries:
+            context = str(topic.get("context", mention))
+            span = topic.get("span")
+            qspans = []
+            if isinstance(span, list) and len(span) == 2 and 0 <= span[0] < span[1] <= len(context):
+                qspans = [(int(span[0]), int(span[1]))]
+            queries[qid] = Prepared(context, qspans).shown(mention, max_chars)
+        if docno not in units:
+            spans = [] if blind else _mention_spans(rec, corpus)
+            units[docno] = Prepared(str(rec.get("contents", "")), spans)
+        if (docno, mention) not in candidates:
+            candidates[(docno, mention)] = units[docno].shown(mention, max_chars)
         first, nxt = neighbours.get(docno, (None, None))
-        if docno not in shown:
-            spans = _mention_spans(rec, corpus) if highlight_candidates else []
-            shown[docno] = Text(str(rec.get("contents", "")), spans)
         out[(qid, docno)] = {
-            "query": Text(context, qspans),
+            "query": queries[qid],
             "title": rec.get("title"),
-            "first": records[first]["contents"] if first else None,
-            "candidate": shown[docno],
-            "next": records[nxt]["contents"] if nxt else None,
+            "first": _plain(records[first]["contents"]) if first else None,
+            "candidate": candidates[(docno, mention)],
+            "next": _plain(records[nxt]["contents"]) if nxt else None,
         }
     return out
+
+
+def titles_reveal(titles: list[str | None]) -> str | None:
+    """Why showing these candidates' titles would tell assessors something about the source
+    (some candidates have none, or titles are file names), or None when they are safe."""
+    missing = sum(1 for t in titles if not t)
+    if missing:
+        return f"{missing} of {len(titles)} candidates have no title"
+    files = sum(1 for t in titles if t and _FILE_NAME.match(t.strip()))
+    if files:
+        return f"{files} of {len(titles)} titles are file names"
+    return None
 
 
 def read_gold(path: str | os.PathLike) -> dict[tuple[str, str], int]:
@@ -182,10 +240,15 @@ def build_tasks(
     gold: dict[tuple[str, str], int] | None = None,
     gold_per_hit: int = 0,
     seed: int = 0,
-    highlight_candidates: bool = True,
-) -> list[Task]:
+    blind: bool = True,
+    max_chars: int = 600,
+) -> Tasks:
     """Tasks for the sampled pairs of a pool, in HITs of ``per_hit`` pool pairs plus
-    ``gold_per_hit`` pairs of known answer; pairs and HITs shuffled with ``seed``."""
+    ``gold_per_hit`` pairs of known answer; pairs and HITs shuffled with ``seed``.
+
+    Pair ids are salted with the pool's corpus and ``seed``; ``blind`` (the default) hides
+    annotated mentions of candidates and titles that tell the source apart; texts show a window
+    of about ``max_chars`` characters first."""
     if per_hit < 1:
         raise CmrkitError(f"--per-hit must be at least 1, not {per_hit}")
     if gold_per_hit < 0:
@@ -236,28 +299,39 @@ def build_tasks(
         hits.append(chunk)
     rng.shuffle(hits)
 
-    shown = describe_pairs(
+    described = describe_pairs(
         sorted({k for h in hits for k, _ in h}),
         collection,
-        highlight_candidates=highlight_candidates,
+        blind=blind,
+        max_chars=max_chars,
     )
+    notes = []
+    show_titles = True
+    if blind:
+        titles = {docno: d["title"] for (_, docno), d in described.items()}
+        why = titles_reveal(list(titles.values()))
+        if why:
+            show_titles = False
+            notes.append(f"titles hidden from assessors: {why}")
+    salt = f"{pool.header['collection']['corpus_sha256']}:{seed}"
     tasks = []
     width = max(4, len(str(len(hits))))
     for h, chunk in enumerate(hits, 1):
         for pos, ((qid, docno), label) in enumerate(chunk, 1):
-            d = shown[(qid, docno)]
+            d = described[(qid, docno)]
             tasks.append(
                 Task(
                     f"H{h:0{width}d}",
                     pos,
+                    pair_id(salt, qid, docno),
                     qid,
                     docno,
                     d["query"],
-                    d["title"],
+                    d["title"] if show_titles else None,
                     d["first"],
                     d["candidate"],
                     d["next"],
                     label,
                 )
             )
-    return tasks
+    return Tasks(tasks, blind, notes)

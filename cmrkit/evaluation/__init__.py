@@ -1,7 +1,11 @@
 """Scoring runs: trec_eval-exact ranking measures, groups, significance tests, reports, plots.
 
 One module per idea: ``measures`` (names users type), ``ranking`` (trec_eval-exact scoring),
-``groups``, ``significance``, ``report`` (JSON, CSV, trec_eval text) and ``plot``.
+``groups``, ``significance``, ``report`` (JSON, CSV, trec_eval text) and ``plot``; for
+coreference: ``coref`` (MUC, B3, CEAF, BLANC, LEA, CoNLL F1 as the reference scorer computes
+them), ``agreement`` (ARI, NMI), ``clusters`` (runs to clusters), ``spans`` (answer EM/F1) and
+``units`` (a collection's annotated units). Those load numpy and are imported from their
+modules, so that importing this package stays light.
 """
 
 from cmrkit.evaluation.groups import NO_GROUP, NO_TOPIC, GroupResult, by_group, load_groups

@@ -1,14 +1,18 @@
-"""Results and comparisons as JSON, CSV and trec_eval ``-q`` text."""
+"""Results, comparisons and coreference scores as JSON, CSV and trec_eval ``-q`` text."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from cmrkit.evaluation.groups import GroupResult
 from cmrkit.evaluation.ranking import Result
 from cmrkit.evaluation.significance import Comparison
+
+if TYPE_CHECKING:  # numpy-backed; `cmrkit eval` does not need it
+    from cmrkit.evaluation.coref import CorefResult
 
 
 def result_to_json(
@@ -182,3 +186,62 @@ def comparison_to_trec(comp: Comparison) -> str:
                 p = "nan" if math.isnan(c.p_adjusted) else f"{c.p_adjusted:.4f}"
                 lines.append(f"{m.trec_name + '_p':<22}\t{name}\t{p}")
     return "\n".join(lines) + "\n"
+
+
+def _coref_entry(value, counts: bool) -> dict:
+    from cmrkit.evaluation.coref import Blanc, Counts
+
+    if isinstance(value, Blanc):
+        entry = {"recall": value.recall, "precision": value.precision, "f1": value.f1}
+        if counts:
+            entry["coref"] = _coref_entry(value.coref, True)
+            entry["noncoref"] = _coref_entry(value.noncoref, True)
+        return entry
+    if isinstance(value, Counts):
+        entry = {"recall": value.recall, "precision": value.precision, "f1": value.f1}
+        if counts:
+            entry.update(
+                recall_num=value.recall_num,
+                recall_den=value.recall_den,
+                precision_num=value.precision_num,
+                precision_den=value.precision_den,
+            )
+        return entry
+    return {"value": value}
+
+
+def coref_to_json(
+    result: CorefResult, per_document: bool = False, extra: Mapping | None = None
+) -> str:
+    """``{"measures": {"muc": {"recall", "precision", "f1", counts...}, ...}, ...}``; the
+    CoNLL F1 as ``{"value"}``, like ARI and NMI."""
+    obj: dict = dict(extra or {})
+    obj["scope"] = result.scope
+    obj["singletons"] = result.singletons
+    obj["documents"] = result.documents
+    obj["notes"] = result.notes
+    obj["measures"] = {m: _coref_entry(result.total[m], True) for m in result.measures}
+    if per_document:
+        obj["per_document"] = {
+            doc: {m: _coref_entry(row[m], True) for m in result.measures}
+            for doc, row in result.per_document.items()
+        }
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def coref_to_csv(result: CorefResult, per_document: bool = False) -> str:
+    """``document,measure,field,value`` rows (fields recall, precision, f1, or value), the
+    whole-corpus rows (document ``all``) last."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["document", "measure", "field", "value"])
+    rows = list(result.per_document.items()) if per_document else []
+    rows.append(("all", result.total))
+    for doc, row in rows:
+        for m in result.measures:
+            for name, value in _coref_entry(row[m], False).items():
+                w.writerow([doc, m, name, repr(value)])
+    return buf.getvalue()

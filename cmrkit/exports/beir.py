@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, iter_jsonl
+from cmrkit.fileio import RepeatableOutputs, iter_jsonl
 from cmrkit.trec import read_qrels
 from cmrkit.workspace import (
     CORPUS,
@@ -44,6 +44,7 @@ class BeirExport:
     corpus: int
     queries: int
     qrels: dict[str, int] = field(default_factory=dict)
+    up_to_date: bool = False  # the folder already held exactly this export
 
 
 def _line(obj: dict) -> str:
@@ -67,7 +68,9 @@ def export_beir(
     qrels_dir: str | os.PathLike | None = None,
     force: bool = False,
 ) -> BeirExport:
-    """Write ``out_dir`` in the BEIR layout from a collection and its qrels; all or nothing."""
+    """Write ``out_dir`` in the BEIR layout from a collection and its qrels; all or nothing.
+    A folder already holding exactly this export is up to date; another is kept unless
+    ``force``."""
     coll = collection_folder(collection)
     topics = topic_records(coll)
     present = split_order({t["split"] for t in topics})
@@ -89,7 +92,7 @@ def export_beir(
         qrels_paths[s] = path
     out = Path(out_dir)
     report = BeirExport(out, 0, 0)
-    with StagedOutputs([out], force=force) as staged:
+    with RepeatableOutputs([out], force=force) as staged:
         root = staged.path(out)
         (root / "qrels").mkdir(parents=True)
         corpus_path = coll / CORPUS
@@ -133,4 +136,5 @@ def export_beir(
                 "\n".join(lines) + "\n", encoding="utf-8", newline="\n"
             )
             report.qrels[s] = len(lines) - 1
+    report.up_to_date = staged.up_to_date
     return report

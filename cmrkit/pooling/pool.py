@@ -437,3 +437,21 @@ def pool_report(pool: Pool) -> dict[str, Any]:
         "runs": {n: {"contributed": contributed[n], "unique": unique[n]} for n in names},
         "overlap": overlap,
     }
+
+
+def annotated_pairs(pool: Pool, collection: str | os.PathLike) -> dict[str, int]:
+    """For each qrels file the collection's manifest lists: how many of the pool's pairs it
+    already judges (pairs a pool made without ``--qrels`` would send to assessors again)."""
+    try:
+        manifest = json.loads((Path(collection) / "manifest.json").read_text(encoding="utf-8"))
+        files = [Path(p) for p in manifest["files"]["qrels"].values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+    pairs = {(p.qid, p.docno) for p in pool.pairs}
+    found = {}
+    for path in files:
+        if path.is_file():
+            n = sum(1 for qid, docs in read_qrels(path).items() for d in docs if (qid, d) in pairs)
+            if n:
+                found[str(path)] = n
+    return found

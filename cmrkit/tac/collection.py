@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit import __version__
-from cmrkit.collection import BuildReport, InputFile, pick_longest, relevant_units
+from cmrkit.collection import (
+    BuildReport,
+    InputFile,
+    build_identity,
+    kept_collection,
+    pick_longest,
+    relevant_units,
+)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.sources import tac
@@ -246,9 +253,25 @@ def build_tac_collection(
     force: bool = False,
     progress: Progress | None = None,
 ) -> BuildReport:
-    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt`` from TAC data."""
+    """Build ``collections_dir/NAME`` and ``qrels_dir/NAME.SPLIT.txt`` from TAC data; a
+    collection already there from the same inputs and parameters is kept (up to date)."""
     opts.check()
     inputs.check()
+    kept = kept_collection(
+        Path(collections_dir) / opts.name,
+        build_identity(
+            {
+                "source": "tac",
+                "inputs": [asdict(i) for i in inputs.records()],
+                "documents": str(inputs.docs),
+                "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            }
+        ),
+        Path(qrels_dir),
+        force=force,
+    )
+    if kept is not None:
+        return kept
     problems = tac.Problems(skip_bad=opts.skip_bad)
     dropped: dict[str, int] = defaultdict(int)
     offsets = (

@@ -5,7 +5,7 @@
   var storeKey = "cmrkit-assess:" + data.page_id;
   var $ = function (id) { return document.getElementById(id); };
 
-  function keyOf(t) { return t.query_id + "\u0000" + t.doc_id; }
+  function keyOf(t) { return t.pair; }
 
   function load() {
     try {
@@ -36,16 +36,36 @@
     return n;
   }
 
+  function words(html) {
+    var el = document.createElement("span");
+    el.innerHTML = html;
+    var text = el.textContent.trim();
+    return text ? text.split(/\s+/).length : 0;
+  }
+
+  function fill(id, parts) {
+    var box = $(id);
+    box.className = "unit" + (parts.before ? " cut-before" : "") + (parts.after ? " cut-after" : "");
+    box.querySelector(".before").innerHTML = parts.before;
+    box.querySelector(".main").innerHTML = parts.main;
+    box.querySelector(".after").innerHTML = parts.after;
+    var more = words(parts.before) + words(parts.after);
+    var button = document.querySelector('.unfold[data-for="' + id + '"]');
+    button.textContent = more ? "Show the whole text (" + more + " more words)" : "";
+    button.setAttribute("data-more", button.textContent);
+    box.scrollTop = 0;
+  }
+
   function render() {
     if (state.current < 0 || state.current >= tasks.length) { state.current = 0; }
     var t = tasks[state.current];
-    var u = data.units[t.doc_id];
+    var u = data.units[t.u];
     $("counter").textContent = "Pair " + (state.current + 1) + " of " + tasks.length;
-    $("ids").textContent = t.query_id + " / " + t.doc_id;
-    $("query").innerHTML = data.queries[t.query_id];
+    $("ids").textContent = t.ids;
+    fill("query", data.queries[t.q]);
     $("title").innerHTML = u.title;
     $("first").innerHTML = u.first;
-    $("candidate").innerHTML = u.candidate;
+    fill("candidate", u);
     $("next").innerHTML = u.next;
     var chosen = state.answers[keyOf(t)];
     Array.prototype.forEach.call($("scale").children, function (b) {
@@ -95,10 +115,14 @@
 
   function csvText() {
     var worker = state.worker.trim();
-    var lines = ["query_id,doc_id,worker_id,label"];
+    var lines = ["pair_id,worker_id,label"];
+    var seen = {};
     tasks.forEach(function (t) {
       var label = state.answers[keyOf(t)];
-      if (label) { lines.push([t.query_id, t.doc_id, worker, label].map(csvField).join(",")); }
+      if (label && !seen[t.pair]) {
+        seen[t.pair] = true;
+        lines.push([t.pair, worker, label].map(csvField).join(","));
+      }
     });
     return lines.join("\n") + "\n";
   }
@@ -131,6 +155,14 @@
     b.textContent = item[0] + " " + item[1];
     b.addEventListener("click", function () { answer(item[0]); });
     $("scale").appendChild(b);
+  });
+  Array.prototype.forEach.call(document.querySelectorAll(".unfold"), function (b) {
+    b.addEventListener("click", function () {
+      var box = $(b.getAttribute("data-for"));
+      var open = box.classList.toggle("open");
+      b.textContent = open ? "Show less" : b.getAttribute("data-more");
+      if (open) { box.querySelector(".main").scrollIntoView({ block: "nearest" }); }
+    });
   });
   $("prev").addEventListener("click", function () { go(state.current - 1); });
   $("next-pair").addEventListener("click", function () { go(state.current + 1); });

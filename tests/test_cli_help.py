@@ -1,0 +1,139 @@
+"""Help and tables at 80 columns: pipeline order, placeholders, short flags, runnable examples."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from cmrkit.cli import PIPELINE, app
+from cmrkit.tables import Table, render
+
+
+def _commands(group, ctx, path: tuple[str, ...] = ()):
+    """(command path, command, context) of every leaf command (typer's own click objects)."""
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        sub = cmd.context_class(cmd, info_name=name, parent=ctx)
+        if hasattr(cmd, "list_commands"):
+            yield from _commands(cmd, sub, (*path, name))
+        else:
+            yield (*path, name), cmd, sub
+
+
+@pytest.fixture(scope="module")
+def commands():
+    root = typer.main.get_command(app)
+    ctx = root.context_class(root, info_name="cmrkit")
+    return root, ctx, list(_commands(root, ctx))
+
+
+def _help(*args: str) -> str:
+    result = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_commands_are_listed_in_pipeline_order():
+    text = _help()
+    listed = re.findall(r"^  ([a-z][a-z-]+)  ", text.split("Commands:")[1], flags=re.M)
+    assert listed == [c for c in PIPELINE if c in listed]
+    assert listed[:5] == ["sample-data", "build-collection", "index", "run", "eval"]
+    assert "…" not in text and all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_help_at_80_columns_has_word_placeholders_and_no_cuts(commands):
+    _, _, found = commands
+    for path, _, _ in found:
+        text = _help(*path)
+        # no type placeholders such as <bool>, <int>, <path>, <list[str]>
+        assert not re.search(r"<[a-z][a-z_\[\]|]*>", text), (path, text)
+        assert "…" not in text, path  # nothing cut short
+        assert all(len(line) <= 80 for line in text.splitlines()), path
+
+
+def test_a_short_flag_means_one_thing_everywhere(commands):
+    _, _, found = commands
+    meaning: dict[str, set[str]] = {}
+    for _path, cmd, _ in found:
+        for p in cmd.params:
+            if p.param_type_name == "option":
+                longs = [o for o in p.opts + p.secondary_opts if o.startswith("--")]
+                for o in p.opts:
+                    if not o.startswith("--"):
+                        meaning.setdefault(o, set()).add(longs[0] if longs else o)
+    clashes = {flag: names for flag, names in meaning.items() if len(names) > 1}
+    assert not clashes
+
+
+def _examples(cmd) -> list[str]:
+    text = (cmd.help or "").replace("\n", " ")
+    found = re.findall(
+        r"Example[^:]*:\s*(cmrkit .*?)(?=\s{2,}|\s*(?:[A-Z][a-z]+ )?[Ee]xample|$)", text
+    )
+    return [re.sub(r"\s+", " ", f).strip() for f in found]
+
+
+def test_every_help_example_parses_against_its_command(commands):
+    root, ctx, found = commands
+    seen = 0
+    for path, cmd, _ in found:
+        examples = _examples(cmd)
+        assert examples, f"cmrkit {' '.join(path)} has no example"
+        for example in examples:
+            words = shlex.split(example)[1:]
+            assert words[: len(path)] == list(path), example
+            args = words[len(path) :]
+            cmd.make_context(" ".join(path), list(args), parent=ctx)  # unknown options raise
+            seen += 1
+            # runs are named SYSTEM.SPLIT.trec: an example never names a file cmrkit never writes
+            for w in args:
+                if w.startswith("runs/") and w.endswith(".trec"):
+                    assert re.fullmatch(r"runs/[\w.-]+/[\w.+=,:-]+\.(dev|test|train)\.trec", w), w
+    assert seen >= len(found)
+
+
+def test_tables_fit_80_columns_without_cutting_a_number():
+    t = Table(
+        "leave one run out (infAP)",
+        ["run", "pairs only it", "relevant only it", "score", "score without", "delta", "rank"],
+    )
+    t.add_row("qe-rocchio-fields-doc.test", "1234", "56", "0.812345", "0.798765", "-0.0136", "1")
+    t.add_row("bm25-mention+entities.test", "9", "0", "0.456789", "0.456789", "+0.0000", "2")
+    console = Console(width=80, record=True, color_system=None)
+    render(t, console)
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "…" not in text
+    for value in ("0.812345", "0.798765", "-0.0136", "0.456789", "qe-rocchio-fields-doc.test"):
+        assert value in text
+
+
+def test_wide_tables_are_split_repeating_the_labels():
+    measures = [f"measure{i}" for i in range(12)]
+    t = Table("comparison", ["system", *measures])
+    t.add_row("a-long-system-name.test", *(f"0.{i:04d}*" for i in range(12)))
+    console = Console(width=80, record=True, color_system=None)
+    render(t, console)
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    parts = re.findall(r"comparison \((\d) of (\d)\)", text)
+    assert len(parts) >= 2 and text.count("a-long-system-name.test") == len(parts)
+    for m in measures:
+        assert m in text
+    wide = Console(width=200, record=True, color_system=None)
+    render(t, wide)
+    assert "(1 of" not in wide.export_text()  # split only when it does not fit
+
+
+def test_readme_and_docs_name_no_path_outside_the_repository():
+    root = Path(__file__).resolve().parents[1]
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        if doc.name == "benchmarks.md":  # a record of measurements on the project's machine
+            continue
+        assert "../shared" not in doc.read_text(encoding="utf-8"), doc
