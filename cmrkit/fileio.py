@@ -329,7 +329,8 @@ def _holder(fd: int) -> str:
 
 
 def _me() -> str:
-    words = [os.path.basename(sys.argv[0]) or "python", *sys.argv[1:]]
+    program = os.path.basename(sys.argv[0]) or "python"
+    words = ["cmrkit" if program == "__main__.py" else program, *sys.argv[1:]]
     command = " ".join(words)
     if len(command) > 100:
         command = command[:97] + "..."

@@ -34,6 +34,7 @@ from pool_fixtures import read_qrels_lines, write_collection, write_qrels, write
 from retrieval_collection import topic, unit
 from retrieval_collection import write_collection as write_retrieval_collection
 
+from cmrkit.assess.key import read_key
 from cmrkit.errors import CmrkitError
 from cmrkit.escaping import csv_cell, csv_value, fill, html_cell
 from cmrkit.fileio import LOCK_SUFFIX, STAGING_PREFIX, StagedOutputs, reading, safe_name
@@ -344,22 +345,26 @@ def test_stale_staging_of_a_killed_run_is_removed_and_reported(tmp_path):
 
 
 def test_racing_commands_one_wins_the_others_name_the_holder(tmp_path):
+    """Four processes pool to one file at once, each with another depth: one writes it, the
+    others fail naming the holder (or, later, finding other content there); none is lost."""
     queries = [f"q{i}" for i in range(40)]
     docs = [f"d{i}" for i in range(200)]
     pool_workspace(tmp_path, queries, docs)
+    depths = [10, 20, 30, 40]
     procs = [
-        start("pool", "create", "runs/tiny/r.trec", "--depth", "200", "-o", "p.jsonl", cwd=tmp_path)
-        for _ in range(4)
+        start("pool", "create", "runs/tiny/r.trec", "--depth", d, "-o", "p.jsonl", cwd=tmp_path)
+        for d in depths
     ]
     results = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
-    wins = [err for rc, err in results if rc == 0]
-    assert len(wins) == 1, results
+    winners = [d for d, (rc, _) in zip(depths, results, strict=True) if rc == 0]
+    assert len(winners) == 1, results
     for rc, err in results:
         if rc != 0:
-            assert rc in (1, 2) and "Traceback" not in err, err
-            assert "being written by process" in err or "already exists" in err, err
+            assert "Traceback" not in err, err
+            busy = rc == 1 and "p.jsonl: being written by process" in err
+            assert busy or (rc == 2 and "already exists with other content" in err), err
     header = json.loads((tmp_path / "p.jsonl").read_text().splitlines()[0])
-    assert header["format"] == "cmrkit-pool"
+    assert header["depth"] == winners[0]
     assert leftovers(tmp_path) == []
 
 
@@ -464,7 +469,15 @@ def test_permission_denied_is_one_line(tmp_path):
     locked.chmod(0o555)
     secret.chmod(0o000)
     try:
-        r = cmrkit("build-collection", "--qrels-dir", locked, cwd=tmp_path, obey_modes=True)
+        r = cmrkit(
+            "build-collection",
+            "--name",
+            "other",
+            "--qrels-dir",
+            locked,
+            cwd=tmp_path,
+            obey_modes=True,
+        )
         line = one_error_line(r, 2)
         assert "permission denied" in line and str(locked) in line, line
         r = cmrkit("build-collection", "-i", secret, "--name", "s", cwd=tmp_path, obey_modes=True)
@@ -696,34 +709,47 @@ def hostile(tmp_path, cli):
     return ws
 
 
-def test_mturk_batch_is_formula_free_and_its_results_read_back_exactly(hostile, cli):
-    r = cli("pool", "export", "p.jsonl", "-f", "mturk", "--per-hit", "5", "-o", "mt")
-    assert r.exit_code == 0, r.output
-    with open(hostile / "mt" / "batch-input.csv", newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
-    _formula_free(rows)
+def _key_pairs(path: Path) -> dict[str, tuple[str, str]]:
+    """pair id -> (qid, docno) of a key file, after checking that its cells are inert."""
+    with open(path, newline="", encoding="utf-8") as f:
+        _formula_free(csv.reader(f, delimiter="\t"))
+    return {pid: (e.qid, e.docno) for pid, e in read_key(path).items()}
+
+
+ALL_PAIRS = {(q, d) for q in HOSTILE_QIDS for d in HOSTILE_DOCS}
+
+
+def test_mturk_batch_and_key_are_formula_free_and_results_read_back_exactly(hostile, cli):
+    for blind in ("--blind", "--no-blind"):
+        r = cli("pool", "export", "p.jsonl", "-f", "mturk", blind, "-o", "mt", "--force")
+        assert r.exit_code == 0, r.output
+        with open(hostile / "mt" / "batch-input.csv", newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        _formula_free(rows)
+        layout = (hostile / "mt" / "hit-layout.html").read_text()
+        assert "{{" not in layout and "pwned" not in layout
+    key = _key_pairs(hostile / "mt.key.tsv")
+    assert set(key.values()) == ALL_PAIRS
     header, body = rows[0], rows[1:]
-    pairs = set()
+    slots = [c[: -len("_pair_id")] for c in header if c.endswith("_pair_id")]
     results = io.StringIO()
     w = csv.writer(results)
-    slots = [c[: -len("_query_id")] for c in header if c.endswith("_query_id")]
     w.writerow(
         ["HITId", "WorkerId", "AssignmentStatus"]
         + [f"Input.{c}" for c in header]
         + [f"Answer.{s}_label" for s in slots]
     )
+    seen = set()
     for row in body:
         cells = dict(zip(header, row, strict=True))
-        for s in slots[: int(cells["n_pairs"])]:
-            pairs.add((csv_value(cells[f"{s}_query_id"]), csv_value(cells[f"{s}_doc_id"])))
-            assert HOSTILE_TEXT not in cells[f"{s}_candidate"]  # escaped HTML only
-            assert html.unescape(cells[f"{s}_candidate"].replace("&#", "&#", 1))
+        n = int(cells["n_pairs"])
+        for s in slots[:n]:
+            seen.add(key[csv_value(cells[f"{s}_pair_id"])])
+            assert "<script>" not in cells[f"{s}_candidate"]  # escaped HTML only
         # MTurk copies the batch cells into Input.* verbatim; the worker id is hostile too
-        answers = ["5" if i < int(cells["n_pairs"]) else "" for i in range(len(slots))]
+        answers = ["5" if i < n else "" for i in range(len(slots))]
         w.writerow([cells["hit_id"], "=cmd|' /C calc'!A0", "Approved", *row, *answers])
-    assert pairs == {(q, d) for q in HOSTILE_QIDS for d in HOSTILE_DOCS}
-    layout = (hostile / "mt" / "hit-layout.html").read_text()
-    assert "{{" not in layout and "pwned" not in layout
+    assert seen == ALL_PAIRS
     (hostile / "results.csv").write_text(results.getvalue(), encoding="utf-8")
     r = cli(
         "judgments",
@@ -731,6 +757,8 @@ def test_mturk_batch_is_formula_free_and_its_results_read_back_exactly(hostile, 
         "results.csv",
         "--pool",
         "p.jsonl",
+        "--key",
+        "mt.key.tsv",
         "--min-agree",
         "1",
         "--min-relevant",
@@ -741,15 +769,16 @@ def test_mturk_batch_is_formula_free_and_its_results_read_back_exactly(hostile, 
         "q.txt",
     )
     assert r.exit_code == 0, r.output
-    assert set(read_qrels_lines(hostile / "q.txt")) == pairs
+    assert set(read_qrels_lines(hostile / "q.txt")) == ALL_PAIRS
     report = json.loads((hostile / "rep.json").read_text())
     assert list(report["workers"]) == ["=cmd|' /C calc'!A0"] and report["ignored_not_in_pool"] == 0
 
 
 def test_jsonl_tasks_keep_the_text_as_data(hostile, cli):
-    assert cli("pool", "export", "p.jsonl", "-f", "jsonl", "-o", "t.jsonl").exit_code == 0
+    r = cli("pool", "export", "p.jsonl", "-f", "jsonl", "--no-blind", "-o", "t.jsonl")
+    assert r.exit_code == 0, r.output
     tasks = [json.loads(x) for x in (hostile / "t.jsonl").read_text().splitlines()]
-    assert {t["query_id"] for t in tasks} == set(HOSTILE_QIDS)
+    assert {(t["query_id"], t["doc_id"]) for t in tasks} == ALL_PAIRS
     assert {t["candidate"]["unit"]["text"] for t in tasks} == {HOSTILE_TEXT}
 
 
@@ -783,8 +812,9 @@ def test_html_page_escapes_text_and_never_expands_placeholders_from_data(hostile
     assert parser.title == HOSTILE_TITLE  # shown literally, not expanded
     assert page.count('"use strict"') == 1  # the page script once: {{SCRIPT}} was not expanded
     data = page.split('<script type="application/json" id="tasks">', 1)[1].split("</script>", 1)[0]
-    tasks = json.loads(data)
-    assert {t["query_id"] for t in tasks["tasks"]} == set(HOSTILE_QIDS)
+    assert "<" not in data  # nothing in the data can end the script element
+    pairs = _key_pairs(hostile / "a.key.tsv")
+    assert {pairs[t["pair"]] for t in json.loads(data)["tasks"]} == ALL_PAIRS
 
 
 @needs_chromium
@@ -795,8 +825,8 @@ def test_html_page_in_the_browser_runs_no_data_and_exports_inert_csv(hostile, cl
     assert r.exit_code == 0, r.output
     browser.get((hostile / "a.html").as_uri())
     assert browser.title == HOSTILE_TITLE
-    n = len(HOSTILE_QIDS) * len(HOSTILE_DOCS)
-    assert browser.find_element(By.ID, "counter").text == f"Pair 1 of {n}"
+    n = len(ALL_PAIRS)
+    assert browser.find_element(By.ID, "counter").text.startswith(f"Pair 1 of {n}")
     assert "<script>" in browser.find_element(By.ID, "candidate").text  # shown as text
     worker = '=HYPERLINK("http://evil","x")'
     browser.find_element(By.ID, "worker").send_keys(worker)
@@ -808,7 +838,8 @@ def test_html_page_in_the_browser_runs_no_data_and_exports_inert_csv(hostile, cl
     text = wait_for(lambda: browser.find_element(By.ID, "csv").get_attribute("value"))
     rows = list(csv.reader(io.StringIO(text)))
     _formula_free(rows)
-    assert {csv_value(r[2]) for r in rows[1:]} == {worker}
+    column = rows[0].index("worker_id")
+    assert {csv_value(r[column]) for r in rows[1:]} == {worker}
     (hostile / "page.csv").write_text(text, encoding="utf-8")
     r = cli(
         "judgments",
@@ -816,19 +847,22 @@ def test_html_page_in_the_browser_runs_no_data_and_exports_inert_csv(hostile, cl
         "page.csv",
         "--pool",
         "p.jsonl",
+        "--key",
+        "a.key.tsv",
         "--min-agree",
         "1",
         "--min-relevant",
         "0",
         "--hard-threshold",
         "1",
+        "--report",
+        "rep.json",
         "-o",
         "q.txt",
     )
     assert r.exit_code == 0, r.output
-    assert set(read_qrels_lines(hostile / "q.txt")) == {
-        (q, d) for q in HOSTILE_QIDS for d in HOSTILE_DOCS
-    }
+    assert set(read_qrels_lines(hostile / "q.txt")) == ALL_PAIRS
+    assert list(json.loads((hostile / "rep.json").read_text())["workers"]) == [worker]
     assert browser.execute_script("return typeof window.pwned") == "undefined"
 
 
@@ -940,7 +974,7 @@ def test_deeply_nested_json_is_one_line(tmp_path, cli):
         "pool",
         "create",
         "w/runs/tiny/r.trec",
-        "-c",
+        "--collection",
         "w/collections/tiny",
         "--topics",
         "w/topics.jsonl",
