@@ -232,11 +232,12 @@ def coref_to_json(
 def coref_to_csv(result: CorefResult, per_document: bool = False) -> str:
     """``document,measure,field,value`` rows (fields recall, precision, f1, or value), the
     whole-corpus rows (document ``all``) last."""
-    import csv
     import io
 
+    from cmrkit.escaping import csv_writer
+
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     w.writerow(["document", "measure", "field", "value"])
     rows = list(result.per_document.items()) if per_document else []
     rows.append(("all", result.total))
