@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,15 +28,21 @@ from typing import Any
 from cmrkit.assess.key import KeyEntry
 from cmrkit.errors import CmrkitError
 from cmrkit.escaping import csv_value, csv_writer
-from cmrkit.fileio import read_text
+from cmrkit.fileio import iter_lines, read_text
 from cmrkit.pooling import Pool, natural_key
-from cmrkit.trec import Qrels
+from cmrkit.pooling.assessors import (
+    MAX_ASSESSORS,
+    answers,
+    binarize,
+    check_assessors,
+    majority,
+)
+from cmrkit.trec import Qrels, read_qrels
 
 SIMPLE_COLUMNS = ("query_id", "doc_id", "worker_id", "label")
 BLIND_COLUMNS = ("pair_id", "worker_id", "label")
 MTURK_COLUMNS = ("HITId", "WorkerId", "AssignmentStatus")
 _TRUE = {"true", "1", "on", "yes", "y"}
-MAX_ASSESSORS = 1000
 
 
 @dataclass(frozen=True)
@@ -50,11 +55,6 @@ class Judgment:
     label: int
     path: str
     line: int
-
-
-def binarize(label: int) -> int:
-    """Likert 4-5 -> 1 (relevant), 1-3 -> 0."""
-    return 1 if label >= 4 else 0
 
 
 def _label(text: str, path: object, line: int, column: str) -> int:
@@ -244,6 +244,41 @@ def read_judgments(
         path=path,
         where="line 1",
     )
+
+
+def read_feedback(
+    paths: Sequence[str | os.PathLike],
+    gold: Mapping[tuple[str, str], int] | None = None,
+    key: Mapping[str, KeyEntry] | None = None,
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], str]]:
+    """One label per judged pair, for strategies that choose as they go: from judgment CSVs
+    (simple or MTurk, blind pair ids mapped back with ``key``; the majority of the binarized
+    labels, -1 for a tie) or from qrels (a file whose first line has no comma; rel > 0
+    relevant, 0 not, < 0 unknown). Pairs in ``gold`` (known answers shown for quality control)
+    are skipped. Also says where each pair was first read."""
+    votes: dict[tuple[str, str], list[int]] = {}
+    where: dict[tuple[str, str], str] = {}
+    labels: dict[tuple[str, str], int] = {}
+    gold = gold or {}
+    for path in paths:
+        first = next((line for _, line in iter_lines(path) if line.strip()), "")
+        if "," in first:
+            for j in read_judgments(path, None, key):
+                pair = (j.qid, j.docno)
+                if pair in gold:
+                    continue
+                votes.setdefault(pair, []).append(binarize(j.label))
+                where.setdefault(pair, f"{j.path}: line {j.line}")
+        else:
+            for qid, docs in read_qrels(path).items():
+                for docno, rel in docs.items():
+                    pair = (qid, docno)
+                    if pair not in gold:
+                        labels[pair] = 1 if rel > 0 else (0 if rel == 0 else -1)
+                        where.setdefault(pair, f"{path}: query {qid} document {docno}")
+    for pair, vs in votes.items():
+        labels[pair] = majority(sum(vs), len(vs) - sum(vs))
+    return labels, where
 
 
 # --- agreement -----------------------------------------------------------------------------
@@ -491,28 +526,20 @@ def simulate(
     """Answers of fake assessors for the pool's sampled pairs: each knows the complete ``truth``
     (rel > 0 relevant) and flips it with probability ``noise``; relevant answers are 4 or 5,
     non-relevant 1, 2 or 3. Rows (query_id, doc_id, worker_id, label), sorted."""
-    if not 1 <= assessors <= MAX_ASSESSORS:
-        raise CmrkitError(f"--assessors must lie in 1..{MAX_ASSESSORS}, not {assessors}")
-    if not 0.0 <= noise <= 1.0:
-        raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
+    check_assessors(assessors, noise)
     if pool.queries and not set(pool.queries) & set(truth):
         raise CmrkitError(
             f"the qrels judge none of the pool's queries (e.g. {pool.queries[0]}); "
             "are they from another collection?"
         )
-    width = max(2, len(str(assessors)))
-    rows = []
-    for a in range(1, assessors + 1):
-        worker = f"{worker_prefix}{a:0{width}d}"
-        rng = random.Random(f"{seed}:{worker}")
-        for p in pool.pairs:
-            if not p.sampled:
-                continue
-            relevant = truth.get(p.qid, {}).get(p.docno, 0) > 0
-            if rng.random() < noise:
-                relevant = not relevant
-            label = rng.choice((4, 5)) if relevant else rng.choice((1, 2, 3))
-            rows.append((p.qid, p.docno, worker, label))
+    rows = answers(
+        [(p.qid, p.docno) for p in pool.pairs if p.sampled],
+        truth,
+        assessors=assessors,
+        noise=noise,
+        seed=seed,
+        worker_prefix=worker_prefix,
+    )
     rows.sort(key=lambda r: (natural_key(r[0]), r[1], r[2]))
     return rows
 

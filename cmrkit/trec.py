@@ -29,6 +29,7 @@ from cmrkit.fileio import iter_lines, split_zip_member
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
+Strata = dict[str, dict[str, str]]  # {qid: {docno: stratum}} of sample_eval's qrels
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,68 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
             f"{path}: {duplicates} identical duplicate judgment line(s) ignored", stacklevel=2
         )
     return qrels
+
+
+def _first_fields(path: str | os.PathLike) -> int:
+    """Number of fields on the first non-blank line (0 for an empty file)."""
+    for _, line in iter_lines(path):
+        fields = line.split()
+        if fields:
+            return len(fields)
+    return 0
+
+
+def read_qrels_with_strata(path: str | os.PathLike) -> tuple[Qrels, Strata | None]:
+    """A qrels file and, for sample_eval's five-column qrels ``qid iter docno stratum rel``, the
+    stratum of each document (None for ordinary four-column qrels)."""
+    if _first_fields(path) != 5:
+        return read_qrels(path), None
+    qrels: Qrels = {}
+    strata: Strata = {}
+    seen_line: dict[tuple[str, str], int] = {}
+    duplicates = 0
+    for n, line in iter_lines(path):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 5:
+            raise CmrkitError(
+                f"expected 5 fields 'qid iter docno stratum rel' (sample_eval qrels, as on the "
+                f"first line), found {len(fields)}",
+                path=path,
+                where=f"line {n}",
+            )
+        qid, _, docno, stratum, rel_text = fields
+        rel = parse_relevance(rel_text, path, n)
+        docs = qrels.setdefault(qid, {})
+        if docno in docs:
+            if docs[docno] != rel or strata[qid][docno] != stratum:
+                raise CmrkitError(
+                    f"query {qid} document {docno} is listed on line {seen_line[(qid, docno)]} "
+                    f"with stratum {strata[qid][docno]} and rel {docs[docno]}, and here with "
+                    f"stratum {stratum} and rel {rel}; keep one line",
+                    path=path,
+                    where=f"line {n}",
+                )
+            duplicates += 1
+            continue
+        docs[docno] = rel
+        strata.setdefault(qid, {})[docno] = stratum
+        seen_line[(qid, docno)] = n
+    if duplicates:
+        warnings.warn(
+            f"{path}: {duplicates} identical duplicate judgment line(s) ignored", stacklevel=2
+        )
+    return qrels, strata
+
+
+def write_sampled_qrels(
+    out: IO[str], qrels: Mapping[str, Mapping[str, int]], strata: Strata
+) -> None:
+    """Write sample_eval's qrels lines ``qid 0 docno stratum rel`` in the given order."""
+    for qid, docs in qrels.items():
+        for docno, rel in docs.items():
+            out.write(f"{qid} 0 {docno} {strata[qid][docno]} {rel}\n")
 
 
 def read_run_rows(path: str | os.PathLike) -> Iterable[tuple[int, RunRow]]:

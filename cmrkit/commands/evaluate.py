@@ -35,9 +35,9 @@ class Correction(StrEnum):
 
 
 MEASURE_HELP = (
-    "Measure in ir_measures syntax (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, "
-    "Judged@10, NumRel, ...); repeat or separate with commas. Default: infAP, AP, AP@10, AP@50, "
-    "RR@10, R@10, R@50, R@100, R@500, P@10, nDCG@10, Judged@10."
+    "Measure in ir_measures syntax (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, xinfAP, "
+    "infNDCG, Judged@10, NumRel, ...); repeat or separate with commas. Default: infAP, AP, AP@10, "
+    "AP@50, RR@10, R@10, R@50, R@100, R@500, P@10, nDCG@10, Judged@10."
 )
 
 
@@ -108,7 +108,11 @@ def register(app: typer.Typer) -> None:
 @user_errors
 def eval_command(
     run: Path = typer.Argument(..., help="TREC run: qid Q0 docno rank score tag."),
-    qrels: Path = typer.Argument(..., help="TREC qrels: qid iter docno rel."),
+    qrels: Path = typer.Argument(
+        ...,
+        help="TREC qrels: qid iter docno rel (or sample_eval's qid iter docno stratum rel, "
+        "for xinfAP and infNDCG).",
+    ),
     measure: list[str] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
     per_query: bool = typer.Option(
         False, "--per-query", "-q", help="Table format: one row per query."
@@ -153,16 +157,16 @@ def eval_command(
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measures
-    from cmrkit.trec import read_qrels, read_run_columns
+    from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
     measures = parse_measures(measure)
-    qrels_data = _with_warnings(lambda: read_qrels(qrels))
+    qrels_data, strata = _with_warnings(lambda: read_qrels_with_strata(qrels))
     run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
-        run_data, qrels_data, measures, all_queries=all_queries, depth=depth
+        run_data, qrels_data, measures, all_queries=all_queries, depth=depth, strata=strata
     )
     groups = evaluation.by_group(result, groups_map) if groups_map is not None else None
     if fmt is Format.table:
@@ -273,7 +277,7 @@ def compare_command(
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
     from cmrkit.fileio import StagedOutputs
-    from cmrkit.trec import read_qrels, read_run_columns
+    from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
     measures = parse_measures(measure)
     plot_m = parse_measure(plot_measure) if plot_measure else measures[0]
@@ -294,7 +298,7 @@ def compare_command(
                 f"--baseline {baseline!r} is none of the runs "
                 f"({', '.join(names)}); give its path or name"
             )
-    qrels_data = _with_warnings(lambda: read_qrels(qrels))
+    qrels_data, strata = _with_warnings(lambda: read_qrels_with_strata(qrels))
     loaded = {
         name: read_run_columns(path, dedupe=dedupe) for name, path in zip(names, runs, strict=True)
     }
@@ -308,6 +312,7 @@ def compare_command(
         alpha=alpha,
         all_queries=all_queries,
         depth=depth,
+        strata=strata,
         permutations=permutations,
         seed=seed,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from cmrkit.commands.group import group
 from cmrkit.console import console, out, user_errors
 
 pool_app = group(
-    order=("create", "export", "bias"),
+    order=("plan", "create", "next", "export", "sample-qrels", "bias"),
     help="Pool runs into assessment tasks; test a pool's reusability.",
 )
 judgments_app = group(
@@ -52,7 +53,11 @@ def create(
         "--collection",
         help="Collection folder of the runs [default: collections/NAME for runs/NAME/*.trec].",
     ),
-    depth: int = typer.Option(30, help="Pool the top DEPTH documents of each run per query."),
+    depth: int | None = typer.Option(
+        None,
+        help="Pool the top DEPTH documents of each run per query (default 30; strata: where "
+        "the last stratum ends).",
+    ),
     qrels: list[Path] = typer.Option(
         [],
         "--qrels",
@@ -67,36 +72,108 @@ def create(
         help="Judging budget: share to judge per best-rank stratum, e.g. 1-10:1.0,11-30:0.5;"
         " the rest stays pooled but unjudged (-1).",
     ),
-    seed: int = typer.Option(0, help="Seed of the --sample draw."),
+    strategy: str = typer.Option(
+        "depth", help="Which pairs to judge: depth, rbp, rrf, mtf, maxmean or strata."
+    ),
+    budget: int | None = typer.Option(
+        None, help="Pairs to judge, in total (or per query with --per-query)."
+    ),
+    per_query: bool = typer.Option(False, "--per-query", help="The budget is per query."),
+    rbp_p: float = typer.Option(0.8, help="rbp: persistence p of the RBP weights."),
+    rrf_k: float = typer.Option(60.0, help="rrf: the constant k of 1/(k + rank)."),
+    strata: str | None = typer.Option(
+        None,
+        help="strata: best-rank strata and sampling rates (default 1-10:1.0,11-30:0.5,"
+        "31-100:0.1); a --budget scales the rates.",
+    ),
+    batch: int | None = typer.Option(
+        None,
+        "--batch",
+        help="mtf, maxmean: pairs in the first round (default one per query).",
+    ),
+    simulate: Path | None = typer.Option(
+        None,
+        help="mtf, maxmean: run every round against simulated assessors who know these qrels.",
+    ),
+    assessors: int = typer.Option(3, help="--simulate: number of assessors (majority vote)."),
+    noise: float = typer.Option(0.1, help="--simulate: probability an assessor flips the truth."),
+    seed: int = typer.Option(0, help="Seed of the --sample or strata draw and of --simulate."),
     report: Path | None = typer.Option(None, help="Also write the pool report as JSON here."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
-    """Pool the top DEPTH of each run per query, leaving out pairs already judged.
+    """Pool the top DEPTH of each run per query; a strategy picks the pairs to judge.
+
+    Pairs already judged (--qrels) are left out. Without --strategy or --budget every pair is
+    judged (or a --sample of them).
 
     Example: cmrkit pool create runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --depth 30 --qrels qrels/sample.test.txt -o pools/sample.pool.jsonl
+
+    Example: cmrkit pool create runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
+    --strategy maxmean --budget 20 --per-query --depth 100 -o pools/maxmean.pool.jsonl
     """
+    from cmrkit.errors import CmrkitError
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import (
+        SimulatedAssessors,
+        StrategyOptions,
         annotated_pairs,
         create_pool,
+        create_strategy_pool,
         infer_collection,
         pool_report,
         write_pool,
     )
 
+    opts = StrategyOptions(
+        name=strategy,
+        budget=budget,
+        per_query=per_query,
+        rbp_p=rbp_p,
+        rrf_k=rrf_k,
+        strata=strata,
+        batch=batch,
+        seed=seed,
+    )
+    opts.check()
+    plain = strategy == "depth" and budget is None and not per_query
+    if sample is not None and not plain:
+        raise CmrkitError("--sample goes with the plain depth pool; use --strategy strata")
     where = collection or infer_collection(runs)
     targets = [output] + ([report] if report else [])
     with RepeatableOutputs(targets, force=force) as staged, console.status("pooling the runs"):
-        pool = create_pool(
-            runs,
-            where,
-            depth=depth,
-            exclude=qrels,
-            topics=topics,
-            sample=sample,
-            seed=seed,
-        )
+        if plain and simulate is None:
+            pool = create_pool(
+                runs,
+                where,
+                depth=30 if depth is None else depth,
+                exclude=qrels,
+                topics=topics,
+                sample=sample,
+                seed=seed,
+            )
+        else:
+            simulated = None
+            if simulate is not None:
+                from cmrkit.fileio import sha256_file
+                from cmrkit.trec import read_qrels
+
+                simulated = SimulatedAssessors(
+                    read_qrels(simulate),
+                    assessors,
+                    noise,
+                    seed,
+                    {"path": str(simulate), "sha256": sha256_file(simulate)},
+                )
+            pool = create_strategy_pool(
+                runs,
+                where,
+                opts,
+                depth=depth,
+                exclude=qrels,
+                topics=topics,
+                assessors=simulated,
+            )
         write_pool(pool, staged.path(output))
         rep = pool_report(pool)
         if report:
@@ -111,10 +188,114 @@ def create(
                 f"pass --qrels {path} to leave them out",
                 markup=False,
             )
+    chosen = pool.header.get("strategy")
+    if chosen and chosen.get("rounds") and not chosen.get("simulated"):
+        out.print(
+            f"round 1: {rep['sampled']} pairs to judge; then `cmrkit pool next {output} "
+            "--judgments FILE -o NEXT`",
+            markup=False,
+        )
     if staged.up_to_date:
         out.print(f"{output} is up to date; --force rewrites it", markup=False)
         return
     console.print(f"wrote {output}")
+
+
+@pool_app.command("next")
+@user_errors
+def next_cmd(
+    pool_file: Path = typer.Argument(..., metavar="POOL", help="An mtf or maxmean pool."),
+    judgments: list[Path] = typer.Option(
+        ...,
+        "--judgments",
+        "-j",
+        help="Judgments of the pairs chosen so far: assessors' CSVs (simple or MTurk) or qrels "
+        "(repeatable).",
+    ),
+    output: Path = typer.Option(..., "-o", "--output", help="The pool with the next round."),
+    n: int | None = typer.Option(
+        None, "--batch", help="Pairs in the next round (default one per query)."
+    ),
+    keys: list[Path] = typer.Option(
+        [],
+        "--key",
+        help="Answer key(s) from `pool export` mapping blind pair ids back (repeatable).",
+    ),
+    gold: Path | None = typer.Option(
+        None, help="Qrels of the known-answer pairs shown to assessors (their judgments skipped)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+) -> None:
+    """Record the judgments of an adaptive pool's chosen pairs and choose the next round.
+
+    The next round's pairs are the ones to judge (`sampled`): export them with `pool export`.
+
+    Example: cmrkit pool next pools/mtf.pool.jsonl --judgments round1.csv
+    --key pools/mtf.key.tsv --batch 200 -o pools/mtf.round2.pool.jsonl
+    """
+    from cmrkit.assess.key import merge_keys
+    from cmrkit.errors import CmrkitError
+    from cmrkit.fileio import RepeatableOutputs
+    from cmrkit.judgments import read_feedback
+    from cmrkit.pooling import next_round, pool_report, read_pool, write_pool
+    from cmrkit.trec import read_qrels
+
+    if n is not None and n < 1:
+        raise CmrkitError(f"--batch must be at least 1, not {n}")
+    with RepeatableOutputs([output], force=force) as staged:
+        pool = read_pool(pool_file)
+        key = merge_keys(keys) if keys else None
+        known: dict[tuple[str, str], int] = {}
+        if gold is not None:
+            known = {(q, d): r for q, docs in read_qrels(gold).items() for d, r in docs.items()}
+        for entry in (key or {}).values():
+            if entry.gold is not None:
+                known.setdefault((entry.qid, entry.docno), entry.gold)
+        labels, where = read_feedback(judgments, known, key)
+        new = next_round(pool, labels, n, where)
+        write_pool(new, staged.path(output))
+    rep = pool_report(new)
+    s = new.header["strategy"]
+    out.print(
+        f"round {s['rounds']}: {rep['sampled']} pairs to judge ({s['selected']} chosen of the "
+        f"budget {s['budget']}{' per query' if s['per_query'] else ''})",
+        markup=False,
+    )
+    if staged.up_to_date:
+        out.print(f"{output} is up to date; --force rewrites it", markup=False)
+        return
+    console.print(f"wrote {output}", markup=False)
+
+
+@pool_app.command("sample-qrels")
+@user_errors
+def sample_qrels_cmd(
+    pool_file: Path = typer.Argument(..., metavar="POOL", help="A strata pool (or a full one)."),
+    qrels: Path = typer.Argument(..., help="Qrels of its judgments (`judgments aggregate`)."),
+    output: Path = typer.Option(..., "-o", "--output", help="sample_eval qrels to write."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+) -> None:
+    """Write sample_eval's qrels (qid 0 docno stratum rel) for xinfAP and infNDCG.
+
+    Every pooled pair is listed with its stratum, -1 when it was not sampled; judged pairs
+    outside the pool (the annotations left out of it) form the stratum `known`.
+
+    Example: cmrkit pool sample-qrels pools/strata.pool.jsonl qrels/sample.pooled.txt
+    -o qrels/sample.strata.txt
+    """
+    from cmrkit.fileio import RepeatableOutputs
+    from cmrkit.pooling import read_pool, sample_qrels
+    from cmrkit.trec import read_qrels, write_sampled_qrels
+
+    with RepeatableOutputs([output], force=force) as staged:
+        judged, strata = sample_qrels(read_pool(pool_file), read_qrels(qrels))
+        with open(staged.path(output), "w", encoding="utf-8", newline="\n") as f:
+            write_sampled_qrels(f, judged, strata)
+    if staged.up_to_date:
+        out.print(f"{output} is up to date; --force rewrites it", markup=False)
+        return
+    lines = sum(len(d) for d in judged.values())
+    console.print(f"wrote {lines} lines for {len(judged)} queries to {output}", markup=False)
 
 
 def _print_pool_report(rep: dict) -> None:
@@ -152,6 +333,166 @@ def _plan(tasks, price: float | None, assignments: int) -> str:
             "(before MTurk fees)"
         )
     return line
+
+
+def _int_list(text: str, option: str) -> tuple[int, ...]:
+    from cmrkit.errors import CmrkitError
+
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise CmrkitError(f"{option} {text!r} is not a comma-separated list of integers") from None
+    if not values:
+        raise CmrkitError(f"{option} lists nothing")
+    return values
+
+
+@pool_app.command("plan")
+@user_errors
+def plan_cmd(
+    runs: list[Path] = typer.Argument(..., help="TREC run files (two or more)."),
+    qrels: Path = typer.Option(
+        ..., "--qrels", help="Complete (or dense enough) qrels: the truth the simulation uses."
+    ),
+    budgets: str = typer.Option(
+        ..., help="Budgets to simulate, comma-separated pairs to judge (e.g. 5,10,20,30,50)."
+    ),
+    per_query: bool = typer.Option(False, "--per-query", help="The budgets are per query."),
+    strategies: str = typer.Option(
+        "depth,rbp,rrf,mtf,maxmean,strata", help="Strategies to simulate, comma-separated."
+    ),
+    collection: Path | None = typer.Option(
+        None, "--collection", help="Collection folder of the runs [default: inferred]."
+    ),
+    depth: int = typer.Option(100, help="Candidates: the top DEPTH of each run per query."),
+    measure: str = typer.Option(
+        "AP", help="AP or nDCG (strata are scored with xinfAP or infNDCG)."
+    ),
+    assessors: int = typer.Option(3, help="Simulated assessors per pair (majority vote)."),
+    noise: float = typer.Option(0.1, help="Probability an assessor flips the truth."),
+    seed: int = typer.Option(0, help="Seed of the assessors and of the strata draw."),
+    rbp_p: float = typer.Option(0.8, help="rbp: persistence."),
+    rrf_k: float = typer.Option(60.0, help="rrf: the constant k."),
+    strata: str | None = typer.Option(None, help="strata: strata and rates (scaled to budgets)."),
+    per_run: bool = typer.Option(False, "--per-run", help="Also a table of each run's bias."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the full results as JSON."),
+    plot: Path | None = typer.Option(None, help="Write a PNG: tau and relevant found by budget."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+) -> None:
+    """Simulate pooling strategies x budgets with noisy assessors against complete qrels.
+
+    Reports relevant found, judgments, Kendall's tau and the largest swap of the run ranking,
+    score bias, and the leave-one-run-out bias of a new system; seeded.
+
+    Example: cmrkit pool plan runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
+    --qrels qrels/sample.test.txt --budgets 5,10,20,30,50 --per-query --plot plan.png
+    """
+    from cmrkit.errors import CmrkitError
+    from cmrkit.fileio import RepeatableOutputs
+    from cmrkit.pooling import infer_collection
+    from cmrkit.pooling.plan import PlanOptions, plan_pool, plot_plan
+
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise CmrkitError("the plot is written as PNG; name it FILE.png", path=plot)
+    options = PlanOptions(
+        budgets=_int_list(budgets, "--budgets"),
+        strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),
+        per_query=per_query,
+        depth=depth,
+        measure=measure,
+        assessors=assessors,
+        noise=noise,
+        seed=seed,
+        rbp_p=rbp_p,
+        rrf_k=rrf_k,
+        strata=strata,
+    )
+    options.check()
+    targets = [p for p in (json_out, plot) if p is not None]
+    staging = RepeatableOutputs(targets, force=force) if targets else contextlib.nullcontext()
+    with staging as staged:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(
+            TextColumn("simulating strategies"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("plan", total=None)
+            result = plan_pool(
+                runs,
+                collection or infer_collection(runs),
+                qrels,
+                options,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+        if json_out is not None:
+            staged.path(json_out).write_text(
+                json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            )
+        if plot is not None:
+            plot_plan(result, staged.path(plot))
+    _print_plan(result, per_run)
+    if targets and staging.up_to_date:
+        out.print(f"{', '.join(map(str, targets))}: up to date; --force rewrites", markup=False)
+        return
+    for p in targets:
+        console.print(f"wrote {p}", markup=False)
+
+
+def _print_plan(plan, per_run: bool) -> None:
+    from cmrkit.pooling.plan import MEASURES
+    from cmrkit.tables import Table, render
+
+    o = plan.options
+    labels = plan.info["assessor_labels"]
+    out.print(
+        f"{len(plan.runs)} runs, {plan.queries} queries, {plan.relevant} relevant pairs "
+        f"({plan.findable} among the\n{plan.info['candidates']} candidates, depth "
+        f"{o.candidate_depth}); {o.assessors} assessor(s), noise {o.noise}, seed {o.seed}:\n"
+        f"{labels['relevant']} candidates judged relevant, {labels['not_relevant']} not, "
+        f"{labels['tied']} tied",
+        markup=False,
+    )
+    out.print(f"{o.measure} on the complete qrels:", markup=False)
+    for r in plan.runs:
+        out.print(f"  {plan.reference[r]:.4f}  {r}", markup=False)
+    unit = "per query" if o.per_query else "in total"
+    t = Table(
+        f"strategies x budgets ({unit}); bias = simulated - complete {o.measure}",
+        ("strategy", "budget", "judged", "found", "tau", "swap", "bias", "|bias|", "LOO"),
+        caption="found: relevant pairs judged / all relevant. tau, swap: the run ranking vs "
+        "the complete qrels. bias: mean over runs; |bias|: the largest. LOO: mean change of a "
+        f"run's score when left out of the pool. strata are scored with {MEASURES[o.measure]}.",
+    )
+    for r in plan.rows:
+        t.add_row(
+            r["strategy"],
+            str(r["budget"]),
+            str(r["judged"]),
+            f"{100 * r['found']:.1f}%",
+            "-" if r["tau"] is None else f"{r['tau']:.2f}",
+            f"{r['swap']:.3f}",
+            f"{r['mean_bias']:+.3f}",
+            f"{r['max_abs_bias']:.3f}",
+            f"{r['mean_loo']:+.3f}",
+        )
+    render(t, out)
+    if per_run:
+        t = Table("per run", ("strategy", "budget", "run", "score", "bias", "LOO"), keys=3)
+        for r in plan.rows:
+            for run in plan.runs:
+                t.add_row(
+                    r["strategy"],
+                    str(r["budget"]),
+                    run,
+                    f"{r['scores'][run]:.4f}",
+                    f"{r['bias'][run]:+.4f}",
+                    f"{r['loo'][run]:+.4f}",
+                )
+        render(t, out)
 
 
 @pool_app.command("export")

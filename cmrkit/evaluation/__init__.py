@@ -1,7 +1,8 @@
 """Scoring runs: trec_eval-exact ranking measures, groups, significance tests, reports, plots.
 
 One module per idea: ``measures`` (names users type), ``ranking`` (trec_eval-exact scoring),
-``groups``, ``significance``, ``report`` (JSON, CSV, trec_eval text) and ``plot``; for
+``sampled`` (xinfAP and infNDCG as TREC's sample_eval.pl), ``rescore`` (fixed runs against
+many qrels), ``groups``, ``significance``, ``report`` (JSON, CSV, trec_eval text) and ``plot``; for
 coreference: ``coref`` (MUC, B3, CEAF, BLANC, LEA, CoNLL F1 as the reference scorer computes
 them), ``agreement`` (ARI, NMI), ``clusters`` (runs to clusters), ``spans`` (answer EM/F1) and
 ``units`` (a collection's annotated units). Those load numpy and are imported from their

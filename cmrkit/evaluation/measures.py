@@ -3,7 +3,8 @@
 Each measure maps to the trec_eval 9.0.x measure it equals (``AP@10`` is ``map_cut_10``), or,
 for the two trec_eval lacks, to a definition computed on trec_eval's ranking: ``RR@k`` is
 ``recip_rank`` on the top k, ``Judged@k`` the fraction of the top k (or of the whole ranking
-when shorter) that appears in the qrels with any grade, as in ir_measures.
+when shorter) that appears in the qrels with any grade, as in ir_measures. ``xinfAP`` and
+``infNDCG`` are TREC's sample_eval.pl estimators from stratified samples (``sampled.py``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,24 @@ _KINDS = [
         False,
         "fraction of the top k present in the qrels, any grade (ir_measures Judged@k)",
     ),
+    _Kind(
+        "xinfAP",
+        None,
+        None,
+        "none",
+        False,
+        False,
+        "extended inferred AP from stratified samples (sample_eval.pl's infAP; Yilmaz et al. 2008)",
+    ),
+    _Kind(
+        "infNDCG",
+        None,
+        None,
+        "none",
+        False,
+        False,
+        "inferred nDCG from stratified samples (sample_eval.pl's infNDCG)",
+    ),
     _Kind("NumRel", "num_rel", None, "none", True, True, "number of relevant documents"),
     _Kind("NumRet", "num_ret", None, "none", True, True, "number of retrieved documents"),
     _Kind(
@@ -108,6 +127,9 @@ _TREC_CUT_NAMES = {k.trec_cut.lower(): k for k in _KINDS if k.trec_cut}
 
 _SYNTAX = re.compile(r"([A-Za-z_]+?)(?:@(\S+))?")
 _TREC_SYNTAX = re.compile(r"([A-Za-z_]+?)[_.]([0-9]+)")
+
+# Estimated from stratified samples (evaluation/sampled.py): the qrels' strata matter.
+SAMPLED_KINDS = frozenset({"xinfAP", "infNDCG"})
 
 DEFAULT_MEASURES = (
     "infAP",

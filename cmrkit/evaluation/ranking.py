@@ -7,7 +7,8 @@ relevant). AP, infAP, RR, P, R, Success, nDCG@k and the counts are computed here
 following trec_eval's C code operation for operation (same doubles, sums added in trec_eval's
 order), so the values are bit-identical; the other measures (Bpref, Rprec, nDCG) go to
 trec_eval's own code (pytrec_eval). RR@k and Judged@k, which trec_eval lacks, are computed on
-the same ranking.
+the same ranking; xinfAP and infNDCG as TREC's sample_eval.pl computes them (``sampled.py``,
+from the qrels' strata when given).
 
 By default a query counts when it is in both the run and the qrels (trec_eval's default);
 ``all_queries`` is trec_eval ``-c``: a qrels query missing from the run is scored as an empty
@@ -22,8 +23,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
-from cmrkit.evaluation.measures import Measure, parse_measures
-from cmrkit.trec import Qrels, Run, RunColumns, read_qrels, read_run_columns, run_columns
+from cmrkit.evaluation.measures import SAMPLED_KINDS, Measure, parse_measures
+from cmrkit.trec import (
+    Qrels,
+    Run,
+    RunColumns,
+    Strata,
+    read_qrels_with_strata,
+    read_run_columns,
+    run_columns,
+)
 
 
 @dataclass
@@ -75,8 +84,24 @@ _INFAP_EPSILON = 0.00001  # trec_eval's INFAP_EPSILON
 
 
 def _native(measure: Measure) -> bool:
-    """Computed here with trec_eval's arithmetic; the others go to trec_eval's code."""
-    return measure.kind in _NATIVE or (measure.kind == "nDCG" and measure.cutoff is not None)
+    """Computed here with trec_eval's arithmetic or sample_eval's estimators; the others go to
+    trec_eval's code."""
+    return (
+        measure.kind in _NATIVE
+        or measure.kind in SAMPLED_KINDS
+        or (measure.kind == "nDCG" and measure.cutoff is not None)
+    )
+
+
+def _check_strata(qrels: Qrels, strata: Strata) -> None:
+    for qid, docs in qrels.items():
+        known = strata.get(qid, {})
+        for docno in docs:
+            if docno not in known:
+                raise CmrkitError(
+                    f"query {qid} document {docno} is judged but has no stratum; every qrels "
+                    "document needs one for xinfAP and infNDCG"
+                )
 
 
 def _prefix_sums(values, counts, picks):
@@ -256,11 +281,13 @@ def evaluate(
     *,
     all_queries: bool = False,
     depth: int | None = None,
+    strata: Strata | None = None,
 ) -> Result:
     """Score a run: per-query values and their trec_eval aggregate for each measure.
 
     ``run`` is {qid: {docno: score}} or :class:`~cmrkit.trec.RunColumns`. ``depth`` keeps
-    only the top ``depth`` documents of each ranking (trec_eval ``-M``).
+    only the top ``depth`` documents of each ranking (trec_eval ``-M``). ``strata`` gives the
+    stratum of every qrels document for xinfAP and infNDCG (default: one stratum).
     """
     ms = _measures(measures)
     if depth is not None and depth < 1:
@@ -282,8 +309,16 @@ def evaluate(
     qids = [cols.qids[i] for i in blocks]
     rows = [qrels[q] for q in qids]
     num_rel = [sum(g >= 1 for g in judged.values()) for judged in rows]
-    native = [m for m in ms if _native(m)]
+    native = [m for m in ms if _native(m) and m.kind not in SAMPLED_KINDS]
     values = _native_values(native, lens, starts, rel, num_rel, rows) if native else {}
+    if any(m.kind in SAMPLED_KINDS for m in ms):
+        from cmrkit.evaluation import sampled
+
+        if strata is not None:
+            _check_strata({q: qrels[q] for q in qids}, strata)
+        estimates = sampled.per_query(cols, blocks, qrels, strata, depth)
+        values["xinfAP"] = [e[0] for e in estimates]
+        values["infNDCG"] = [e[1] for e in estimates]
     per_query: dict[str, dict[str, float]] = {qid: {} for qid in scored}
     where = {q: k for k, q in enumerate(qids)}
     others = [m for m in ms if not _native(m)]
@@ -329,8 +364,9 @@ def evaluate_files(
     depth: int | None = None,
     dedupe: bool = False,
 ) -> Result:
-    """:func:`evaluate` on a run file and a qrels file."""
+    """:func:`evaluate` on a run file and a qrels file (four columns, or sample_eval's five
+    with the stratum of each document)."""
     ms = _measures(measures)
-    qrels = read_qrels(qrels_path)
+    qrels, strata = read_qrels_with_strata(qrels_path)
     run = read_run_columns(run_path, dedupe=dedupe)
-    return evaluate(run, qrels, ms, all_queries=all_queries, depth=depth)
+    return evaluate(run, qrels, ms, all_queries=all_queries, depth=depth, strata=strata)

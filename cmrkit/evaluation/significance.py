@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import Measure
 from cmrkit.evaluation.ranking import Result, _measures, aggregate, evaluate
-from cmrkit.trec import Qrels, Run
+from cmrkit.trec import Qrels, Run, Strata
 
 TESTS = ("t", "permutation")
 CORRECTIONS = ("holm", "bonferroni", "none")
@@ -163,6 +163,7 @@ def compare(
     alpha: float = 0.05,
     all_queries: bool = False,
     depth: int | None = None,
+    strata: Strata | None = None,
     permutations: int = 10000,
     seed: int = 0,
 ) -> Comparison:
@@ -186,7 +187,7 @@ def compare(
         raise CmrkitError(f"baseline {base!r} is not one of the runs ({', '.join(names)})")
     ms = _measures(measures)
     results = {
-        name: evaluate(runs[name], qrels, ms, all_queries=all_queries, depth=depth)
+        name: evaluate(runs[name], qrels, ms, all_queries=all_queries, depth=depth, strata=strata)
         for name in names
     }
     b = results[base]

@@ -1,6 +1,9 @@
-"""Pools of candidates for assessment: ``pool`` (create, read, write, report) and ``bias``
-(leave-one-run-out reusability)."""
+"""Pools of candidates for assessment: ``pool`` (create, read, write, report), ``strategies``
+(which pairs to judge: depth, rbp, rrf, mtf, maxmean, strata), ``assessors`` (simulated),
+``bias`` (leave-one-run-out reusability) and ``plan`` (strategies x budgets, simulated; import
+it from ``cmrkit.pooling.plan``)."""
 
+from cmrkit.pooling.assessors import SimulatedAssessors
 from cmrkit.pooling.bias import pool_bias, score_runs
 from cmrkit.pooling.pool import (
     POOL_FORMAT,
@@ -21,24 +24,41 @@ from cmrkit.pooling.pool import (
     subset_pool,
     write_pool,
 )
+from cmrkit.pooling.strategies import (
+    STRATEGIES,
+    StrategyOptions,
+    apply_strategy,
+    create_strategy_pool,
+    next_round,
+    parse_strata,
+    sample_qrels,
+)
 
 __all__ = [
     "POOL_FORMAT",
     "POOL_VERSION",
+    "STRATEGIES",
     "Pool",
     "PoolPair",
+    "SimulatedAssessors",
+    "StrategyOptions",
     "annotated_pairs",
+    "apply_strategy",
     "check_collection",
     "collection_identity",
     "create_pool",
+    "create_strategy_pool",
     "infer_collection",
     "natural_key",
+    "next_round",
     "parse_sample_spec",
+    "parse_strata",
     "pool_bias",
     "pool_report",
     "read_pool",
     "read_query_ids",
     "read_topics_jsonl",
+    "sample_qrels",
     "score_runs",
     "subset_pool",
     "write_pool",

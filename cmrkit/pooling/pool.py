@@ -14,10 +14,12 @@ up as ``-1`` (pooled, unjudged) in the final qrels so that infAP is well defined
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import random
 import re
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,12 @@ class PoolPair:
     ranks: dict[str, int]
     sampled: bool = True
     needed: int | None = None
+    order: int | None = None  # place in the strategy's order of selection (from 1)
+    round: int | None = None  # adaptive strategies: the round that selected it
+    arm: str | None = None  # adaptive strategies: the run it was drawn from
+    label: int | None = None  # adaptive strategies: the judgment fed back (1, 0, -1 unknown)
+    stratum: str | None = None  # strata: its stratum of best ranks, e.g. "11-30"
+    inclusion: float | None = None  # strata: the probability that it was sampled
 
     @property
     def best_rank(self) -> int:
@@ -53,9 +61,23 @@ class PoolPair:
             "best_rank": self.best_rank,
             "sampled": self.sampled,
         }
-        if self.needed is not None:
-            rec["needed"] = self.needed
+        for name in _OPTIONAL:
+            value = getattr(self, name)
+            if value is not None:
+                rec[name] = value
         return rec
+
+
+_OPTIONAL = ("needed", "order", "round", "arm", "label", "stratum", "inclusion")
+_OPTIONAL_TYPES = {
+    "needed": int,
+    "order": int,
+    "round": int,
+    "arm": str,
+    "label": int,
+    "stratum": str,
+    "inclusion": float,
+}
 
 
 @dataclass
@@ -209,6 +231,16 @@ def _run_name(path: Path) -> str:
     return name or path.name
 
 
+def _top(docs: Mapping[str, float], k: int) -> list[tuple[str, float]]:
+    """The first ``k`` of :func:`cmrkit.trec.ranked` without sorting the whole ranking."""
+    if len(docs) <= 4 * k:
+        return ranked(docs)[:k]
+    items = list(docs.items())
+    single = array("f", [score for _, score in items]).tolist()
+    best = heapq.nlargest(k, range(len(items)), key=lambda i: (single[i], items[i][0]))
+    return [items[i] for i in best]
+
+
 def infer_collection(runs: Sequence[str | os.PathLike]) -> Path:
     """``runs/NAME/system.trec`` -> ``collections/NAME`` when that folder exists."""
     for r in runs:
@@ -231,13 +263,14 @@ def create_pool(
     topics: str | os.PathLike | None = None,
     sample: str | None = None,
     seed: int = 0,
+    preloaded: Mapping[str, Run] | None = None,
 ) -> Pool:
     """Pool the top ``depth`` of each run per query, minus pairs judged in ``exclude`` qrels.
 
     The query's own unit is never a candidate: it is removed before ranks are counted.
     ``topics`` restricts the pool to its queries.
     ``sample`` (e.g. ``1-10:1.0,11-30:0.5``) marks a stratified random subset, by best rank, as
-    the pairs to judge.
+    the pairs to judge. ``preloaded`` holds runs already read, by the path given in ``runs``.
     """
     if depth < 1:
         raise CmrkitError(f"--depth must be at least 1, not {depth}")
@@ -256,7 +289,7 @@ def create_pool(
             raise CmrkitError(
                 f"two runs are named {name!r}; pool runs with distinct file names", path=r
             )
-        run = read_run(r)
+        run = preloaded[str(r)] if preloaded is not None and str(r) in preloaded else read_run(r)
         for qid in sorted(run, key=natural_key):
             if qid not in topic_records:
                 raise CmrkitError(
@@ -286,7 +319,7 @@ def create_pool(
                 continue
             queries.add(qid)
             own_unit = topic_records[qid].get("unit")
-            candidates = [d for d, _ in ranked(docs) if d != own_unit]
+            candidates = [d for d, _ in _top(docs, depth + 1) if d != own_unit]
             for rank, docno in enumerate(candidates[:depth], 1):
                 if (qid, docno) in known:
                     if (qid, docno) not in excluded_seen:
@@ -298,7 +331,8 @@ def create_pool(
         raise CmrkitError("no query of the runs is in --topics; nothing to pool", path=topics)
 
     pairs = [PoolPair(qid, docno, ranks) for (qid, docno), ranks in found.items()]
-    pairs.sort(key=lambda p: (natural_key(p.qid), p.best_rank, p.docno))
+    order = {q: natural_key(q) for q in queries}
+    pairs.sort(key=lambda p: (order[p.qid], p.best_rank, p.docno))
     if strata:
         _apply_sample(pairs, strata, seed)
     header = {
@@ -355,7 +389,6 @@ def read_pool(path: str | os.PathLike) -> Pool:
                 str(rec["docno"]),
                 {str(k): int(v) for k, v in rec["ranks"].items()},
                 bool(rec.get("sampled", True)),
-                int(rec["needed"]) if rec.get("needed") is not None else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             raise CmrkitError(
@@ -363,6 +396,18 @@ def read_pool(path: str | os.PathLike) -> Pool:
                 path=path,
                 where=f"line {n}",
             ) from None
+        for name, kind in _OPTIONAL_TYPES.items():
+            value = rec.get(name)
+            if value is None:
+                continue
+            try:
+                setattr(pair, name, kind(value))
+            except (TypeError, ValueError):
+                raise CmrkitError(
+                    f"pool pair field {name!r} must be a {kind.__name__}, not {value!r}",
+                    path=path,
+                    where=f"line {n}",
+                ) from None
         key = (pair.qid, pair.docno)
         if key in seen:
             raise CmrkitError(

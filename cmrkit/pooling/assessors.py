@@ -1,0 +1,96 @@
+"""Simulated assessors: the noise model of ``cmrkit judgments simulate``, shared with the pooling
+strategies that need judgments as they go and with ``pool plan``.
+
+Each assessor knows complete qrels (rel > 0 relevant) and flips the truth with probability
+``noise``; a relevant answer is Likert 4 or 5, a non-relevant one 1, 2 or 3. Assessor ``k`` draws
+from its own generator seeded with ``"{seed}:{worker}"``, over the pairs in the order given.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.trec import Qrels
+
+
+def binarize(label: int) -> int:
+    """Likert 4-5 -> 1 (relevant), 1-3 -> 0."""
+    return 1 if label >= 4 else 0
+
+
+MAX_ASSESSORS = 1000
+
+
+def check_assessors(assessors: int, noise: float) -> None:
+    """Refuse assessors outside 1..MAX_ASSESSORS or a flip probability outside 0..1."""
+    if not 1 <= assessors <= MAX_ASSESSORS:
+        raise CmrkitError(f"--assessors must lie in 1..{MAX_ASSESSORS}, not {assessors}")
+    if not 0.0 <= noise <= 1.0:
+        raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
+
+
+def answers(
+    pairs: Sequence[tuple[str, str]],
+    truth: Qrels,
+    *,
+    assessors: int = 3,
+    noise: float = 0.1,
+    seed: int = 0,
+    worker_prefix: str = "sim",
+) -> list[tuple[str, str, str, int]]:
+    """Every assessor's Likert answer to every pair: rows (query_id, doc_id, worker_id, label),
+    assessor by assessor, pairs in the order given."""
+    check_assessors(assessors, noise)
+    width = max(2, len(str(assessors)))
+    rows = []
+    for a in range(1, assessors + 1):
+        worker = f"{worker_prefix}{a:0{width}d}"
+        rng = random.Random(f"{seed}:{worker}")
+        for qid, docno in pairs:
+            relevant = truth.get(qid, {}).get(docno, 0) > 0
+            if rng.random() < noise:
+                relevant = not relevant
+            label = rng.choice((4, 5)) if relevant else rng.choice((1, 2, 3))
+            rows.append((qid, docno, worker, label))
+    return rows
+
+
+def majority(relevant: int, not_relevant: int) -> int:
+    """1 or 0 for a strict majority of binary votes, -1 (unknown) for a tie."""
+    if relevant == not_relevant:
+        return -1
+    return 1 if relevant > not_relevant else 0
+
+
+@dataclass(frozen=True)
+class SimulatedAssessors:
+    """Assessors who know ``truth`` and err with probability ``noise`` (seeded); ``source``
+    says where the truth came from (recorded in pool headers)."""
+
+    truth: Qrels
+    assessors: int = 3
+    noise: float = 0.1
+    seed: int = 0
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+    def labels(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The majority label (1, 0, or -1 for a tie) of the assessors for each pair."""
+        keys = list(dict.fromkeys(pairs))
+        votes = dict.fromkeys(keys, 0)
+        for qid, docno, _, label in answers(
+            keys, self.truth, assessors=self.assessors, noise=self.noise, seed=self.seed
+        ):
+            votes[(qid, docno)] += binarize(label)
+        return {k: majority(v, self.assessors - v) for k, v in votes.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "truth": dict(self.source),
+            "assessors": self.assessors,
+            "noise": self.noise,
+            "seed": self.seed,
+        }

@@ -1,0 +1,359 @@
+"""Choose a pooling strategy before paying: simulate strategies x budgets with noisy assessors
+against complete qrels, and see what each would find and how far its scores would be off.
+
+For every strategy and budget, the strategy chooses pairs from the runs' candidates (the top
+``depth`` of each run), simulated assessors (``judgments simulate``'s noise model, the same
+answers for every strategy) judge them, and the runs are scored on the resulting qrels
+(unjudged = not relevant; strata are scored with xinfAP or infNDCG from their inclusion
+probabilities). Reported against the complete qrels:
+
+- ``found``: share of the relevant pairs of the complete qrels that the strategy chose to judge;
+- ``judged``: pairs chosen;
+- ``tau``: Kendall's tau (tau-b) between the run ranking by the simulated scores and by the
+  complete qrels; ``swap``: the largest difference of complete-qrels scores between two runs the
+  simulated scores order the other way (0 when none);
+- ``bias``: per run, simulated score minus complete-qrels score;
+- ``loo``: leave one run out: the strategy pools the other runs only, and the left-out run is
+  scored on that pool's judgments; ``loo`` is that score minus its score when it was pooled.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+from cmrkit.pooling.assessors import SimulatedAssessors, check_assessors
+from cmrkit.pooling.pool import Pool, create_pool, natural_key
+from cmrkit.pooling.strategies import (
+    ADAPTIVE,
+    STRATEGIES,
+    QueryCandidates,
+    Selection,
+    StrategyOptions,
+    candidate_arrays,
+    parse_strata,
+    query_candidates,
+    select_many,
+)
+from cmrkit.trec import Qrels, Strata, read_qrels, read_run
+
+MEASURES = {"AP": "xinfAP", "nDCG": "infNDCG"}  # measure -> its estimator from strata
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What ``pool plan`` simulates."""
+
+    budgets: tuple[int, ...]
+    strategies: tuple[str, ...] = STRATEGIES
+    per_query: bool = False
+    depth: int = 100  # candidates per run and query
+    measure: str = "AP"
+    assessors: int = 1
+    noise: float = 0.1
+    seed: int = 0
+    rbp_p: float = 0.8
+    rrf_k: float = 60.0
+    strata: str | None = None
+
+    def check(self) -> None:
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown or not self.strategies:
+            raise CmrkitError(
+                f"--strategies {','.join(unknown) or '(none)'}: choose from {', '.join(STRATEGIES)}"
+            )
+        if not self.budgets or min(self.budgets) < 1:
+            raise CmrkitError("--budgets must list positive numbers of pairs, e.g. 5,10,20")
+        if self.depth < 1:
+            raise CmrkitError(f"--depth must be at least 1, not {self.depth}")
+        if self.measure not in MEASURES:
+            raise CmrkitError(f"--measure {self.measure!r} is not one of {', '.join(MEASURES)}")
+        check_assessors(self.assessors, self.noise)
+        for name in self.strategies:
+            self.strategy(name, None).check()
+
+    def strategy(self, name: str, budget: int | None) -> StrategyOptions:
+        return StrategyOptions(
+            name=name,
+            budget=budget if budget is not None else (1 if name in ADAPTIVE else None),
+            per_query=self.per_query and budget is not None,
+            rbp_p=self.rbp_p,
+            rrf_k=self.rrf_k,
+            strata=self.strata if name == "strata" else None,
+            seed=self.seed,
+        )
+
+    @property
+    def candidate_depth(self) -> int:
+        if "strata" in self.strategies:
+            return max(self.depth, parse_strata(self.strategy("strata", None).strata_spec)[-1].hi)
+        return self.depth
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "budgets": list(self.budgets),
+            "strategies": list(self.strategies),
+            "per_query": self.per_query,
+            "depth": self.depth,
+            "measure": self.measure,
+            "assessors": self.assessors,
+            "noise": self.noise,
+            "seed": self.seed,
+            "rbp_p": self.rbp_p,
+            "rrf_k": self.rrf_k,
+            "strata": self.strategy("strata", None).strata_spec,
+        }
+
+
+@dataclass
+class Plan:
+    """The simulation's rows (one per strategy and budget) and what it ran on."""
+
+    rows: list[dict[str, Any]]
+    runs: list[str]
+    reference: dict[str, float]
+    queries: int
+    relevant: int
+    findable: int
+    options: PlanOptions
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "options": self.options.to_json(),
+            "runs": self.runs,
+            "reference": self.reference,
+            "queries": self.queries,
+            "relevant": self.relevant,
+            "relevant_in_candidates": self.findable,
+            "rows": self.rows,
+            **self.info,
+        }
+
+
+def _kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b of two score lists (None when either is constant)."""
+    n = len(x)
+    concordant = discordant = ties_x = ties_y = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                ties_x += 1
+            elif dy == 0:
+                ties_y += 1
+            elif (dx > 0) == (dy > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denom = ((concordant + discordant + ties_x) * (concordant + discordant + ties_y)) ** 0.5
+    return (concordant - discordant) / denom if denom else None
+
+
+def _largest_swap(sim: Sequence[float], ref: Sequence[float]) -> float:
+    swap = 0.0
+    for i in range(len(sim)):
+        for j in range(i + 1, len(sim)):
+            if (sim[i] - sim[j]) * (ref[i] - ref[j]) < 0:
+                swap = max(swap, abs(ref[i] - ref[j]))
+    return swap
+
+
+class _Scorer:
+    """Mean of one measure over a fixed set of queries (missing ones score 0)."""
+
+    def __init__(self, runs: Mapping[str, Any], queries: Sequence[str], measure: str):
+        self.runs = runs
+        self.queries = list(queries)
+        self.measure = measure
+
+    def score(self, run: str, judgments: Any) -> float:
+        return self.runs[run].mean(self.measure, judgments, self.queries)
+
+
+def _judged(
+    cands: Sequence[QueryCandidates], selection: Selection, labels: Mapping[tuple[str, str], int]
+) -> tuple[Qrels, Strata | None]:
+    """The qrels the simulated assessors give the chosen pairs (strata: every candidate of a
+    stratum listed, -1 when not chosen, with its stratum)."""
+    qrels: Qrels = {}
+    strata: Strata | None = {} if selection.strata is not None else None
+    for q, (c, picks) in enumerate(zip(cands, selection.picks, strict=True)):
+        docs: dict[str, int] = {}
+        if strata is not None and selection.strata is not None:
+            where: dict[str, str] = {}
+            for label, _, members in selection.strata[q]:
+                for i in members:
+                    docs[c.docnos[i]] = -1
+                    where[c.docnos[i]] = label
+            strata[c.qid] = where
+        for pick in picks:
+            docs[c.docnos[pick.index]] = labels[(c.qid, c.docnos[pick.index])]
+        qrels[c.qid] = docs
+    return qrels, strata
+
+
+def plan_pool(
+    runs: Sequence[str | os.PathLike],
+    collection: str | os.PathLike,
+    qrels: str | os.PathLike,
+    options: PlanOptions,
+    progress: Any = None,
+) -> Plan:
+    """Simulate every strategy at every budget (see the module's docstring); ``progress``, when
+    given, is called with the number of steps done and their total."""
+    options.check()
+    from cmrkit.evaluation.rescore import Judgments, RankedRun
+
+    truth = read_qrels(qrels)
+    read = {str(r): read_run(r) for r in runs}
+    pool = create_pool(runs, collection, depth=options.candidate_depth, preloaded=read)
+    names = pool.run_names
+    if len(names) < 2:
+        raise CmrkitError("give at least two runs: the plan compares the rankings of runs")
+    queries = sorted((q for q in truth if q in set(pool.queries)), key=natural_key)
+    if not queries:
+        raise CmrkitError(
+            "the qrels judge none of the runs' queries; are they from another collection?",
+            path=qrels,
+        )
+    keep = set(queries)
+    pool = Pool(dict(pool.header), [p for p in pool.pairs if p.qid in keep])
+    assessors = SimulatedAssessors(
+        truth, options.assessors, options.noise, options.seed, {"path": str(qrels)}
+    )
+    labels = assessors.labels((p.qid, p.docno) for p in pool.pairs)
+    loaded = {meta["name"]: RankedRun(read[meta["path"]]) for meta in pool.header["runs"]}
+    plain = options.measure
+    scorer = _Scorer(loaded, queries, plain)
+    estimator = _Scorer(loaded, queries, MEASURES[plain])
+    complete = Judgments(truth)
+    reference = {name: scorer.score(name, complete) for name in names}
+    relevant_total = sum(1 for q in queries for r in truth[q].values() if r > 0)
+    relevant = {(q, d) for q in queries for d, r in truth[q].items() if r > 0}
+    findable = sum(1 for p in pool.pairs if (p.qid, p.docno) in relevant)
+    subsets = [tuple(names)] + [tuple(n for n in names if n != left) for left in names]
+    steps = len(options.strategies) * len(subsets)
+    done = 0
+    cands_of = {subset: query_candidates(pool, subset) for subset in subsets}
+    arrays_of = {}
+    if any(name in ("depth", "rbp", "rrf") for name in options.strategies):
+        arrays_of = {subset: candidate_arrays(cands_of[subset], subset) for subset in subsets}
+    if not options.per_query and min(options.budgets) < len(cands_of[subsets[0]]):
+        raise CmrkitError(
+            f"--budgets {min(options.budgets)} in total is below the number of queries "
+            f"({len(cands_of[subsets[0]])}): every query needs at least one judgment; raise it "
+            "or give --per-query"
+        )
+    rows = []
+    for name in options.strategies:
+        chosen: dict[tuple[str, ...], dict[int | None, Selection]] = {}
+        for subset in subsets:
+            opts = options.strategy(name, options.budgets[0])
+            chosen[subset] = select_many(
+                cands_of[subset],
+                subset,
+                opts,
+                list(options.budgets),
+                labels,
+                arrays_of.get(subset),
+            )
+            done += 1
+            if progress is not None:
+                progress(done, steps)
+        score = estimator if name == "strata" else scorer
+        for budget in options.budgets:
+            full = tuple(names)
+            sel = chosen[full][budget]
+            judged = Judgments(*_judged(cands_of[full], sel, labels))
+            sim = {run: score.score(run, judged) for run in names}
+            found = sum(
+                1
+                for c, picks in zip(cands_of[full], sel.picks, strict=True)
+                for pick in picks
+                if (c.qid, c.docnos[pick.index]) in relevant
+            )
+            loo = {}
+            for left, subset in zip(names, subsets[1:], strict=True):
+                without = Judgments(*_judged(cands_of[subset], chosen[subset][budget], labels))
+                loo[left] = score.score(left, without) - sim[left]
+            ref = [reference[r] for r in names]
+            got = [sim[r] for r in names]
+            bias = {r: sim[r] - reference[r] for r in names}
+            rows.append(
+                {
+                    "strategy": name,
+                    "budget": budget,
+                    "judged": sel.size,
+                    "found": found / relevant_total if relevant_total else 0.0,
+                    "tau": _kendall_tau(got, ref),
+                    "swap": _largest_swap(got, ref),
+                    "scores": sim,
+                    "bias": bias,
+                    "mean_bias": sum(bias.values()) / len(bias),
+                    "max_abs_bias": max(abs(b) for b in bias.values()),
+                    "loo": loo,
+                    "mean_loo": sum(loo.values()) / len(loo),
+                    "max_abs_loo": max(abs(v) for v in loo.values()),
+                    "measure": MEASURES[plain] if name == "strata" else plain,
+                }
+            )
+    return Plan(
+        rows,
+        names,
+        reference,
+        len(queries),
+        relevant_total,
+        findable,
+        options,
+        {"candidates": len(pool.pairs), "assessor_labels": _label_counts(labels)},
+    )
+
+
+def _label_counts(labels: Mapping[tuple[str, str], int]) -> dict[str, int]:
+    values = list(labels.values())
+    return {
+        "relevant": values.count(1),
+        "not_relevant": values.count(0),
+        "tied": values.count(-1),
+    }
+
+
+def plot_plan(plan: Plan, path: str | os.PathLike) -> None:
+    """Budget on x; Kendall's tau and the share of relevant found on y; one line per strategy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for name in plan.options.strategies:
+        rows = [r for r in plan.rows if r["strategy"] == name]
+        x = [r["budget"] for r in rows]
+        tau = [r["tau"] if r["tau"] is not None else float("nan") for r in rows]
+        axes[0].plot(x, tau, marker="o", label=name)
+        axes[1].plot(x, [100 * r["found"] for r in rows], marker="o", label=name)
+        axes[2].plot(x, [r["max_abs_bias"] for r in rows], marker="o", label=name)
+    unit = "pairs per query" if plan.options.per_query else "pairs in total"
+    axes[0].set_ylabel("Kendall's tau vs complete qrels")
+    axes[0].set_ylim(-1.05, 1.05)
+    axes[1].set_ylabel("relevant found (%)")
+    axes[1].set_ylim(0, 100)
+    axes[2].set_ylabel(f"largest |bias| of a run's {plan.options.measure}")
+    for ax in axes:
+        ax.set_xlabel(f"budget ({unit})")
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=9)
+    fig.suptitle(
+        f"{len(plan.runs)} runs, {plan.queries} queries, {plan.options.assessors} assessor(s) "
+        f"with noise {plan.options.noise}, seed {plan.options.seed}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
