@@ -1114,6 +1114,23 @@ def test_bad_judgment_files_are_one_line(tmp_path, cli, content, expected):
             "--permutations",
         ),
         (("index", "collections/tiny", "--threads", "100000"), "--threads must lie in 1..256"),
+        (
+            (
+                "pool",
+                "create",
+                "runs/tiny/r.trec",
+                "-o",
+                "x.jsonl",
+                "--strategy",
+                "rrf",
+                "--budget",
+                "1",
+                "--per-query",
+                "--rrf-k",
+                "nan",
+            ),
+            "--rrf-k must lie in 0..1e+06",
+        ),
     ],
 )
 def test_absurd_option_values_are_refused_where_they_enter(tmp_path, cli, args, expected):
