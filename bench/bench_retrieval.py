@@ -7,9 +7,12 @@ whose unit is the query's own unit). In one process (one JVM), with 2 threads:
 - index: Anserini's own ``IndexCollection`` on a plain JSONL copy of the corpus (id, contents;
   positions, document vectors, raw; 2 files, 2 threads) vs ``cmrkit.retrieval.build_index``
   (--no-entities) from corpus.jsonl.gz, which also hashes, checks and prepares the corpus;
-- search: Pyserini's ``LuceneSearcher.batch_search`` (k=1001, its dict of hits) on cmrkit's
-  index vs ``cmrkit.retrieval.run_bm25`` (--query mention, k=1000: own unit removed, sorted,
-  run file and sidecar written, corpus re-hashed to check the index);
+- search, for bm25, fields (--preset doc) and qe (rm3): Pyserini's ``LuceneSearcher.batch_search``
+  (k=1001, its dict of hits; ``fields={"contents": 1.1}``, which is what the doc preset searches
+  in an index of units alone; ``set_rm3(10, 10, 0.5)``) on cmrkit's index vs the whole
+  ``cmrkit.retrieval.run_*`` call (--query mention, k=1000: corpus re-hashed to check the index,
+  topics read, searched, own unit removed, sorted, run file and sidecar written); the search-only
+  column is the sidecar's search time;
 - ``cmrkit --help`` wall time (best of 5).
 
     python bench/bench_retrieval.py                 # N = 100k and 1M
@@ -129,8 +132,39 @@ def help_wall() -> float:
     return min(times)
 
 
-def bench(n: int, threads: int = 2) -> dict[str, float]:
-    from cmrkit.retrieval import build_index, run_bm25
+SYSTEMS = ("bm25", "fields-doc", "qe-rm3")
+
+
+def run_system(system: str, coll: Path, runs: Path, threads: int):
+    from cmrkit.retrieval import run_bm25, run_fields, run_qe
+
+    common = {"query": "mention", "k": 1000, "threads": threads, "runs_dir": runs, "force": True}
+    if system == "bm25":
+        return run_bm25(coll, **common)
+    if system == "fields-doc":
+        return run_fields(coll, preset="doc", **common)
+    return run_qe(coll, method="rm3", **common)
+
+
+def pyserini_search(searcher, system: str, texts: list[str], qids: list[str], threads: int):
+    """Seconds for Pyserini's batch_search of the same queries (k=1001: the own unit)."""
+    searcher.unset_rm3()
+    t = time.perf_counter()
+    if system == "bm25":
+        hits = searcher.batch_search(texts, qids, k=1001, threads=threads)
+    elif system == "fields-doc":
+        # an index of units alone in their documents: `document` is `contents` (1 + 0.1)
+        hits = searcher.batch_search(texts, qids, k=1001, threads=threads, fields={"contents": 1.1})
+    else:
+        searcher.set_rm3(10, 10, 0.5)
+        hits = searcher.batch_search(texts, qids, k=1001, threads=threads)
+    seconds = time.perf_counter() - t
+    assert len(hits) == len(qids)
+    return seconds
+
+
+def bench(n: int, threads: int = 2) -> dict:
+    from cmrkit.retrieval import build_index
     from cmrkit.retrieval.java import quiet
 
     with tempfile.TemporaryDirectory(prefix="bench-retrieval-") as tmp:
@@ -146,62 +180,61 @@ def bench(n: int, threads: int = 2) -> dict[str, float]:
         topics = [json.loads(line) for line in open(coll / "topics.jsonl", encoding="utf-8")]
         qids = [t["qid"] for t in topics]
         texts = [t["mention"] for t in topics]
+        for system in SYSTEMS:
+            run_system(system, warm, root / "runs", threads)  # JIT and the docno table
         with quiet(None):
             from pyserini.search.lucene import LuceneSearcher
 
             searcher = LuceneSearcher(str((coll / "index").resolve()))
         searcher.set_bm25(0.9, 0.4)
         searcher.batch_search(texts[:50], qids[:50], k=1001, threads=threads)
-        run_bm25(warm, query="mention", k=1000, threads=threads, runs_dir=root / "runs", force=True)
-        t = time.perf_counter()
-        hits = searcher.batch_search(texts, qids, k=1001, threads=threads)
-        pyserini_s = time.perf_counter() - t
-        assert len(hits) == len(qids)
+        searches = {}
+        for system in SYSTEMS:
+            pyserini_s = pyserini_search(searcher, system, texts, qids, threads)
+            t = time.perf_counter()
+            result = run_system(system, coll, root / "runs", threads)
+            searches[system] = {
+                "pyserini_qps": N_QUERIES / pyserini_s,
+                "cmrkit_qps": N_QUERIES / (time.perf_counter() - t),
+                "cmrkit_search_qps": N_QUERIES / result.sidecar["seconds"]["search"],
+            }
         searcher.close()
-        t = time.perf_counter()
-        result = run_bm25(
-            coll, query="mention", k=1000, threads=threads, runs_dir=root / "runs", force=True
-        )
-        cmrkit_run_s = time.perf_counter() - t
-        search_s = result.sidecar["seconds"]["search"]
     return {
         "n": n,
         "anserini_index_s": anserini_s,
         "cmrkit_index_s": cmrkit_index_s,
-        "pyserini_qps": N_QUERIES / pyserini_s,
-        "cmrkit_qps": N_QUERIES / cmrkit_run_s,
-        "cmrkit_search_qps": N_QUERIES / search_s,
+        "searches": searches,
     }
 
 
 def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [100_000, 1_000_000]
-    table = Table(title="cmrkit index / run bm25 vs Anserini / Pyserini (2 threads)")
-    for col in (
-        "N",
-        "Anserini index/s",
-        "cmrkit index/s",
-        "index ratio",
-        "Pyserini q/s",
-        "cmrkit run q/s",
-        "run ratio",
-        "cmrkit search-only q/s",
-    ):
-        table.add_column(col, justify="right")
+    index_table = Table(title="cmrkit index vs Anserini IndexCollection (2 threads)")
+    for col in ("N", "Anserini index/s", "cmrkit index/s", "ratio"):
+        index_table.add_column(col, justify="right")
+    run_table = Table(title="cmrkit run vs Pyserini batch_search, k=1000 (2 threads)")
+    for col in ("N", "system", "Pyserini q/s", "cmrkit run q/s", "ratio", "search-only q/s"):
+        run_table.add_column(col, justify="right")
     for n in sizes:
         r = bench(n)
-        table.add_row(
+        index_table.add_row(
             f"{n:,}",
             f"{n / r['anserini_index_s']:,.0f}",
             f"{n / r['cmrkit_index_s']:,.0f}",
             f"{r['anserini_index_s'] / r['cmrkit_index_s']:.2f}",
-            f"{r['pyserini_qps']:.1f}",
-            f"{r['cmrkit_qps']:.1f}",
-            f"{r['cmrkit_qps'] / r['pyserini_qps']:.2f}",
-            f"{r['cmrkit_search_qps']:.1f}",
         )
-    console = Console(width=150)
-    console.print(table)
+        for system, s in r["searches"].items():
+            run_table.add_row(
+                f"{n:,}",
+                system,
+                f"{s['pyserini_qps']:.1f}",
+                f"{s['cmrkit_qps']:.1f}",
+                f"{s['cmrkit_qps'] / s['pyserini_qps']:.2f}",
+                f"{s['cmrkit_search_qps']:.1f}",
+            )
+    console = Console(width=100)
+    console.print(index_table)
+    console.print(run_table)
     console.print(
         f"cmrkit --help: {help_wall():.2f} s wall (best of 5); "
         f"load average {statistics.mean(__import__('os').getloadavg()):.1f}"

@@ -5,7 +5,17 @@ from __future__ import annotations
 import typer
 
 from cmrkit import __version__
-from cmrkit.commands import build, coref, evaluate, export, pooling, retrieval, status, tac
+from cmrkit.commands import (
+    build,
+    coref,
+    dense,
+    evaluate,
+    export,
+    pooling,
+    retrieval,
+    status,
+    tac,
+)
 from cmrkit.commands.group import group
 
 # the commands in the order a user meets them, as `cmrkit --help` lists them
@@ -13,7 +23,9 @@ PIPELINE = (
     "sample-data",
     "build-collection",
     "index",
+    "encode",
     "run",
+    "train",
     "eval",
     "compare",
     "cluster",
@@ -51,7 +63,7 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, tac, pooling, evaluate, coref, export, status):
+for _module in (build, retrieval, dense, tac, pooling, evaluate, coref, export, status):
     _module.register(app)
 
 

@@ -475,7 +475,9 @@ def reading(output: str | os.PathLike) -> Iterator[None]:
 def is_own_output(folder: Path) -> bool:
     """Whether a folder was written by cmrkit: it carries the ``.cmrkit`` mark (or, written
     before the mark, a collection manifest with ``cmrkit_version`` or ``cmrkit-index.json``)."""
-    if (folder / MARKER).is_file() or (folder / "cmrkit-index.json").is_file():
+    if any(
+        (folder / name).is_file() for name in (MARKER, "cmrkit-index.json", "cmrkit-dense.json")
+    ):
         return True
     try:
         with open(folder / "manifest.json", encoding="utf-8") as f:

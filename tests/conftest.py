@@ -57,3 +57,11 @@ def wec_record(mid, chain, doc, tokens, idx, **extra):
     }
     rec.update(extra)
     return rec
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _entity_cache(tmp_path_factory):
+    """The tests' own entity cache, never the user's (~/.cache/cmrkit)."""
+    import os
+
+    os.environ["CMRKIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("cmrkit-cache"))

@@ -43,7 +43,7 @@ def test_commands_are_listed_in_pipeline_order():
     text = _help()
     listed = re.findall(r"^  ([a-z][a-z-]+)  ", text.split("Commands:")[1], flags=re.M)
     assert listed == [c for c in PIPELINE if c in listed]
-    assert listed[:5] == ["sample-data", "build-collection", "index", "run", "eval"]
+    assert listed[:5] == ["sample-data", "build-collection", "index", "encode", "run"]
     assert "…" not in text and all(len(line) <= 80 for line in text.splitlines())
 
 

@@ -29,8 +29,20 @@ def _printed(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _same_print(ours: str, value: float, perl: str) -> bool:
+    """Equal prints, or a value on a truncation boundary (231/280 = 82.5%): there the scorer
+    itself prints 82.49 or 82.5 depending on Perl's hash order (its sums run over hash keys;
+    seen across PERL_HASH_SEED), so either side of the boundary is the reference's answer."""
+    if ours == perl:
+        return True
+    scaled = value * 10000
+    on_boundary = abs(scaled - round(scaled)) < 1e-6
+    return on_boundary and abs(float(ours) - float(perl)) < 0.011
+
+
 def assert_equals_perl(result, perl: dict[str, list[float]]) -> None:
-    """Every count to 12 significant digits and every printed percentage exactly."""
+    """Every count to 12 significant digits and every printed percentage exactly (up to the
+    scorer's own hash-order wobble on a truncation boundary)."""
     for m in PERL_MEASURES:
         v = result.total[m]
         p = perl[m]
@@ -44,8 +56,9 @@ def assert_equals_perl(result, perl: dict[str, list[float]]) -> None:
         else:
             ours = [v.recall_num, v.recall_den, v.precision_num, v.precision_den]
         assert ours == pytest.approx([p[0], p[1], p[3], p[4]], rel=1e-12, abs=1e-12), m
-        printed = [perl_percent(v.recall), perl_percent(v.precision), perl_percent(v.f1)]
-        assert printed == [_printed(p[2]), _printed(p[5]), _printed(p[6])], m
+        values = (v.recall, v.precision, v.f1)
+        for value, expected in zip(values, (p[2], p[5], p[6]), strict=True):
+            assert _same_print(perl_percent(value), value, _printed(expected)), (m, value, expected)
 
 
 CASES = sorted(p.name for p in TEST_CASES.glob("*.response")) if TEST_CASES.is_dir() else []

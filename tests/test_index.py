@@ -38,6 +38,26 @@ def test_units_alone_share_contents_as_document(tmp_path):
     assert [d for d, _ in r.run["q"]] == ["P:b"]
 
 
+def test_document_field_holds_each_distinct_text_once(tmp_path):
+    # one unit per mention (--unit mention): two mentions of one paragraph share its text
+    units = [
+        unit("P:m1", "Volcano erupted near the coast", doc_id="a", annotated=True),
+        unit("P:m2", "Volcano erupted near the coast", doc_id="a", annotated=True),
+        unit("P:m3", "The lava reached the sea", doc_id="a", annotated=True),
+        *ALONE[2:],
+    ]
+    coll = write_collection(tmp_path, "mentions", units, TOPICS)
+    build_index(coll, entities=False, progress=False)
+    from cmrkit.retrieval.java import jclass
+
+    reader = jclass("io.anserini.index.IndexReaderUtils").getReader(str(coll / "index"))
+    utils = jclass("io.anserini.index.IndexReaderUtils")
+    for docno in ("P:m1", "P:m2", "P:m3"):
+        raw = json.loads(utils.documentRaw(reader, docno))
+        assert raw["document"] == "Volcano erupted near the coast The lava reached the sea"
+    reader.close()
+
+
 def test_no_entities_leaves_the_field_empty(tmp_path):
     units = [*ALONE, unit("D:e", "Angela Merkel spoke in Berlin", doc_id="e")]
     coll = write_collection(tmp_path, "noent", units, TOPICS)

@@ -311,3 +311,23 @@ def test_gzipped_documents(tmp_path):
     (tmp_path / "nyt.sgm.gz").write_bytes(gzip.compress(NEWS_2.encode("utf-8"))[:40])
     with pytest.raises(CmrkitError, match=r"nyt\.sgm\.gz: corrupt or truncated gzip"):
         list(tac.iter_documents(tmp_path))
+
+
+def test_analyses_come_from_the_cache_the_second_time(docs, tmp_path, monkeypatch):
+    monkeypatch.setenv("CMRKIT_CACHE_DIR", str(tmp_path / "cache"))
+    doc = docs["AFP_ENG_20091001.0009"]
+    first = tac.Analyser()
+    assert first.analyse(doc) == first.analyse(doc)
+    second = tac.Analyser()
+    calls = []
+    real = second.nlp.pipe
+
+    def spy(texts, **kw):
+        texts = list(texts)
+        calls.append(texts)
+        return real(texts, **kw)
+
+    monkeypatch.setattr(second.nlp, "pipe", spy)
+    assert second.analyse(doc) == first.analyse(doc)
+    assert calls == [[]]  # every block answered by the cache
+    assert (tmp_path / "cache" / "tac").is_dir()

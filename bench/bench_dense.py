@@ -1,0 +1,187 @@
+"""Time dense retrieval: corpus encoding, exact search and training steps.
+
+Usage: python bench/bench_dense.py [--texts 256] [--lengths 128,256] [--batch-size 32]
+       [--repeat 2] [--vectors 100000] [--queries 1000] [--k 100,1000] [--train-steps 8]
+       [--skip encode,search,train]
+
+1. Encoding: the first N passages of the embedded sample (`cmrkit build-collection` first), with
+   the default model (all-MiniLM-L6-v2), per passage length: cmrkit's encoder (tokenize once,
+   sort by token count, batch) against sentence-transformers' own `encode` on the same texts,
+   batch size and length (`max_seq_length`), interleaved; min of the repeats; passages/s, the
+   ratio, and the largest difference between the two sets of vectors.
+2. Exact search: random unit vectors (384 dims) for N passages and Q queries, top k by inner
+   product: `cmrkit.retrieval.dense.search.search` (scores, ties, final ranked lists) against
+   FAISS `IndexFlatIP.search` (needs faiss-cpu: pip install 'cmrkit[bench]'); queries/s, the
+   ratio (cmrkit / FAISS) and the share of queries whose top k sets agree (cmrkit ranks by the
+   score rounded to 6 decimals with docno tie-breaks, so a unit at the cut may differ).
+3. Training: `cmrkit train dense` on the sample's dev split for a few steps (batch 16, query
+   64 / passage 128 tokens, separate encoders); steps/s from its log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SAMPLE = Path("collections/sample")
+
+
+def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    print(f"\n{title}")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
+
+
+def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> None:
+    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
+    from cmrkit.retrieval.dense.models import load_encoders, quiet_hub, resolve_model
+
+    quiet_hub()
+    if not (SAMPLE / "corpus.jsonl.gz").exists():
+        raise SystemExit("build the sample first: cmrkit build-collection")
+    with gzip.open(SAMPLE / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["contents"] for _, line in zip(range(n), f, strict=False)]
+    model = load_encoders(resolve_model("all-MiniLM-L6-v2"), "cpu").passage
+    rows = []
+    for length in lengths:
+        ours, theirs = [], []
+        a = b = None
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            a = encode_ids(
+                model, passage_ids(model.tokenizer, texts, length), batch_size=batch_size
+            )
+            ours.append(time.perf_counter() - t0)
+            model.max_seq_length = length
+            t0 = time.perf_counter()
+            b = model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
+            theirs.append(time.perf_counter() - t0)
+        diff = float(np.abs(a - b).max())
+        rows.append(
+            [
+                str(length),
+                str(batch_size),
+                f"{len(texts) / min(theirs):.1f}",
+                f"{len(texts) / min(ours):.1f}",
+                f"{min(theirs) / min(ours):.2f}",
+                f"{diff:.1e}",
+            ]
+        )
+    _table(
+        f"corpus encoding, {len(texts)} sample passages, all-MiniLM-L6-v2, CPU "
+        f"({os.cpu_count()} cores), min of {repeat}",
+        ["tokens", "batch", "ST encode p/s", "cmrkit p/s", "ratio", "max |diff|"],
+        rows,
+    )
+
+
+def bench_search(n: int, q: int, ks: list[int], repeat: int) -> None:
+    from cmrkit.retrieval.dense.search import search
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(n, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    queries = rng.normal(size=(q, 384)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    ids = [f"D{i:07d}" for i in range(n)]
+    try:
+        import faiss
+    except ImportError:
+        faiss = None
+    if faiss is not None:
+        index = faiss.IndexFlatIP(384)
+        index.add(vectors)
+    rows = []
+    for k in ks:
+        ours, theirs = [], []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            hits = search(queries, vectors, ids, k)
+            ours.append(time.perf_counter() - t0)
+            if faiss is not None:
+                t0 = time.perf_counter()
+                _, found = index.search(queries, k)
+                theirs.append(time.perf_counter() - t0)
+        if faiss is None:
+            rows.append([str(k), "faiss-cpu not installed", f"{q / min(ours):.1f}", "", ""])
+            continue
+        same = np.mean([{ids[i] for i in found[j]} == {d for d, _ in hits[j]} for j in range(q)])
+        rows.append(
+            [
+                str(k),
+                f"{q / min(theirs):.1f}",
+                f"{q / min(ours):.1f}",
+                f"{min(theirs) / min(ours):.2f}",
+                f"{same:.3f}",
+            ]
+        )
+    threads = faiss.omp_get_max_threads() if faiss is not None else "-"
+    _table(
+        f"exact search, {n:,} x 384 vectors, {q:,} queries, min of {repeat} "
+        f"(faiss threads: {threads})",
+        ["k", "IndexFlatIP q/s", "cmrkit q/s", "ratio", "same top k"],
+        rows,
+    )
+
+
+def bench_train(steps: int) -> None:
+    from cmrkit.retrieval.dense.options import DenseOptions
+    from cmrkit.retrieval.dense.train import TrainOptions, train_dense
+    from cmrkit.retrieval.options import RunOptions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result = train_dense(
+            SAMPLE,
+            Path(tmp) / "model",
+            dense=DenseOptions(device="cpu", passage_max_length=128, query_max_length=64),
+            train=TrainOptions(train_split="dev", dev_split="none", max_steps=steps),
+            run_options=RunOptions(progress=False),
+            progress=False,
+        )
+    s = result.log["seconds"]
+    _table(
+        "training (sample dev split, batch 16, query 64 / passage 128 tokens, separate encoders)",
+        ["steps", "seconds", "steps/s", "examples/s"],
+        [
+            [
+                str(result.metadata["parameters"]["steps"]),
+                f"{s['train']:.1f}",
+                f"{s['steps_per_second']:.3f}",
+                f"{16 * s['steps_per_second']:.2f}",
+            ]
+        ],
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--texts", type=int, default=256)
+    p.add_argument("--lengths", default="128,256")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--vectors", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--k", default="100,1000")
+    p.add_argument("--train-steps", type=int, default=8)
+    p.add_argument("--skip", default="")
+    a = p.parse_args()
+    skip = set(a.skip.split(","))
+    if "encode" not in skip:
+        bench_encode(a.texts, [int(x) for x in a.lengths.split(",")], a.batch_size, a.repeat)
+    if "search" not in skip:
+        bench_search(a.vectors, a.queries, [int(x) for x in a.k.split(",")], a.repeat)
+    if "train" not in skip:
+        bench_train(a.train_steps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+"""Exact inner-product search over an encoded corpus, and the ``run dense`` system.
+
+Every unit is scored against every query (no approximation). Scores are written with 6
+decimals and ranked like every cmrkit run: score as written descending, ties by docno
+descending (trec_eval's order); units that tie with the k-th are all considered before the cut,
+so the top k do not depend on the order of the corpus. The query's own unit and, for TAC
+collections, the units of its document are never returned.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cmrkit.errors import CmrkitError
+from cmrkit.retrieval.dense.models import ModelRef, lengths, resolve_model
+from cmrkit.retrieval.dense.options import DenseOptions
+from cmrkit.retrieval.layout import collection_dir, read_topics, resolve_split
+from cmrkit.retrieval.options import RunOptions
+from cmrkit.retrieval.runfile import (
+    RankedRun,
+    RunResult,
+    claim,
+    existing,
+    identity,
+    own_document_units,
+    run_paths,
+    topics_sha256,
+    write_run_files,
+)
+
+TIE_BREAK = "score descending (as written, 6 decimals), then docno descending (trec_eval order)"
+QUERY_BLOCK = 256  # queries scored per matrix product
+
+
+def written(scores: np.ndarray) -> np.ndarray:
+    """Float32 scores as the run file writes them (6 decimals), as float64: the same values as
+    ``float(format_score(s))``. Exact: a float32 times 1e6 is exact in float64, so rint rounds
+    the true value half to even like Python's formatting, and the division is correctly
+    rounded like parsing the decimal."""
+    return np.round(scores.astype(np.float64), 6)
+
+
+def search(
+    queries: np.ndarray,
+    vectors: np.ndarray,
+    ids: Sequence[str],
+    k: int,
+    *,
+    exclude: Sequence[AbstractSet[str]] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[list[tuple[str, float]]]:
+    """The top ``k`` units of each query by inner product, ranked as documented above."""
+    if queries.ndim != 2 or vectors.ndim != 2 or queries.shape[1] != vectors.shape[1]:
+        raise CmrkitError(
+            f"query vectors of shape {queries.shape} do not match unit vectors of shape "
+            f"{vectors.shape}"
+        )
+    position = {docno: i for i, docno in enumerate(ids)} if exclude else {}
+    n = vectors.shape[0]
+    # each unit's place in docno order (trec_eval's tie-break compares docnos as strings)
+    docno_rank = np.empty(n, dtype=np.int64)
+    docno_rank[np.argsort(np.array(ids, dtype=object), kind="stable")] = np.arange(n)
+    results: list[list[tuple[str, float]]] = []
+    vt = np.ascontiguousarray(vectors, dtype=np.float32).T
+    for b in range(0, queries.shape[0], QUERY_BLOCK):
+        block = np.ascontiguousarray(queries[b : b + QUERY_BLOCK], dtype=np.float32) @ vt
+        for row in range(block.shape[0]):
+            scores = block[row]
+            if exclude:
+                banned = [position[d] for d in exclude[b + row] if d in position]
+                if banned:
+                    scores[banned] = -np.inf
+                valid = n - len(banned)
+            else:
+                valid = n
+            take = min(k, valid)
+            if take <= 0:
+                results.append([])
+                continue
+            if take < n:
+                top = np.argpartition(-scores, take - 1)[:take]
+                cut = scores[top].min()
+                # everything that may round to the k-th score competes for the last places
+                top = np.flatnonzero(scores >= cut - 1e-6)
+            else:
+                top = np.flatnonzero(np.isfinite(scores))
+            value = written(scores[top])
+            # trec_eval's order, as cmrkit.trec.ranked: float32 of the written score
+            # descending, then docno descending
+            order = np.lexsort((-docno_rank[top], -value.astype(np.float32)))[:k]
+            results.append(
+                [
+                    (ids[i], v)
+                    for i, v in zip(top[order].tolist(), value[order].tolist(), strict=True)
+                ]
+            )
+        if progress:
+            progress(block.shape[0])
+    return results
+
+
+def ensure_encoded(
+    collection: Path,
+    ref: ModelRef,
+    dense: DenseOptions,
+    passage_max_length: int,
+    *,
+    auto: bool,
+    progress: bool,
+    loader: Callable[[], Any],
+) -> Any:
+    """The current encoding of the corpus; with ``auto``, a missing or stale one is made first
+    (saying so on stderr)."""
+    from cmrkit.console import console
+    from cmrkit.retrieval.dense import store
+
+    found = store.state(collection, ref, passage_max_length)
+    if found in ("current", "foreign") or not auto:
+        return store.open_dense(collection, ref, passage_max_length)
+    if progress:
+        why = "not encoded yet" if found == "missing" else "the corpus changed"
+        console.print(f"encoding {collection.as_posix()} with {ref.name} first ({why})")
+    return store.encode_corpus(
+        collection,
+        ref,
+        None,
+        passage_max_length=passage_max_length,
+        batch_size=dense.batch_size,
+        shard_size=dense.shard_size,
+        force=True,
+        progress=progress,
+        loader=loader,
+    )
+
+
+def run_dense(
+    collection: str | Path = "collections/sample",
+    *,
+    dense: DenseOptions | None = None,
+    options: RunOptions | None = None,
+    **overrides: Any,
+) -> RunResult:
+    """Dense retrieval: marked queries against the encoded corpus, exact inner product.
+
+    ``dense`` holds the model and encoding options (:class:`DenseOptions`), ``options`` what
+    every run shares (:class:`RunOptions`); keyword ``overrides`` set single run options.
+    Writes ``RUNS/<collection>/<name>.<split>.trec`` (name: ``dense-<model-tag>``) and its
+    sidecar.
+    """
+    from cmrkit.console import console
+    from cmrkit.retrieval.dense import store
+    from cmrkit.retrieval.dense.models import load_encoders, quiet_hub
+
+    quiet_hub()
+    opts = RunOptions.build(options, overrides)
+    dense = dense or DenseOptions()
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    coll = collection_dir(collection)
+    split = resolve_split(coll, opts.split)
+    topics = read_topics(coll, split)
+    ref = resolve_model(dense.model, download=dense.download)
+    markers = dense.markers or ref.markers
+    query_len, passage_len = lengths(ref, dense)
+    warnings: list[dict[str, str]] = []
+    if ref.metadata and tuple(ref.metadata.get("markers", markers)) != tuple(markers):
+        note = (
+            f"the model was trained with markers {ref.markers[0]!r} {ref.markers[1]!r}, "
+            f"the queries use {markers[0]!r} {markers[1]!r}"
+        )
+        warnings.append({"qid": "*", "warning": note})
+        console.print(f"[yellow]warning: {note}[/]")
+    loaded: list[Any] = []
+
+    def loader() -> Any:
+        if not loaded:
+            loaded.append(load_encoders(ref, dense.device))
+        return loaded[0]
+
+    name = opts.name or f"dense-{ref.tag}"
+    run_path, sidecar_path = run_paths(opts.runs_dir, coll, name, split)
+    parameters = {
+        "model": ref.identity(),
+        "markers": list(markers),
+        "query_max_length": query_len,
+        "passage_max_length": passage_len,
+        "k": opts.k,
+        "similarity": "inner product",
+    }
+    if not opts.force:
+        # refuse a conflicting run before spending time on encoding the corpus
+        _refuse_other_run(
+            run_path, sidecar_path, identity("dense", split, parameters, "", topics_sha256(coll))
+        )
+    encoded = ensure_encoded(
+        coll,
+        ref,
+        dense,
+        passage_len,
+        auto=opts.auto_index,
+        progress=opts.progress,
+        loader=loader,
+    )
+    wanted = identity("dense", split, parameters, encoded.index_id, topics_sha256(coll))
+    # held from the check of what exists to the rename: a second writer fails at once
+    with claim(run_path, sidecar_path) as staged:
+        found = existing(run_path, sidecar_path, wanted, force=opts.force)
+        if found is not None:
+            return found
+        timings["open"] = round(time.perf_counter() - started, 3)
+        from cmrkit.retrieval.dense.encode import decode, encode_ids, query_ids
+        from cmrkit.retrieval.index import progress_bar
+
+        t0 = time.perf_counter()
+        encoders = loader()
+        timings["load_model"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        tokenizer = encoders.query.tokenizer
+        tokens = query_ids(
+            tokenizer,
+            [t.context for t in topics],
+            [t.span for t in topics],
+            markers,
+            query_len,
+        )
+        with progress_bar(opts.progress, f"{name} {split}: queries") as bar:
+            task = bar.add_task("queries", total=len(topics))
+            qvecs = encode_ids(
+                encoders.query,
+                tokens,
+                batch_size=dense.batch_size,
+                progress=lambda n: bar.advance(task, n),
+            )
+        timings["encode_queries"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        own_docs = own_document_units(coll, topics)
+        exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
+        hits = search(qvecs, encoded.vectors(), encoded.ids(), opts.k, exclude=exclude)
+        run: RankedRun = {t.qid: docs for t, docs in zip(topics, hits, strict=True)}
+        timings["search"] = round(time.perf_counter() - t0, 3)
+        tag = _tag(name, ref, query_len, passage_len)
+        timings["total"] = round(time.perf_counter() - started, 3)
+        argv = list(opts.argv) if opts.argv is not None else None
+        if argv is not None and opts.split is None:
+            argv += ["--split", split]
+        sidecar = {
+            "command": argv,
+            "argv": list(sys.argv),
+            "identity": wanted,
+            "system": "dense",
+            "name": name,
+            "tag": tag,
+            "collection": str(coll),
+            "split": split,
+            "run": str(run_path),
+            "parameters": parameters,
+            "model": {
+                **ref.identity(),
+                "path": str(ref.path),
+                "tag": ref.tag,
+                "trained": ref.metadata or None,
+                "separate_query_encoder": ref.separate_query_encoder,
+            },
+            "device": encoders.device,
+            "batch_size": dense.batch_size,
+            "ranking": {
+                "own_unit_removed": True,
+                "own_document_removed": any(t.exclude_doc for t in topics),
+                "tie_break": TIE_BREAK,
+                "exact": True,
+            },
+            "index": {
+                "path": str(encoded.path),
+                "index_id": encoded.index_id,
+                "corpus_sha256": encoded.corpus_sha256,
+            },
+            "versions": store.versions(),
+            "n_queries": len(topics),
+            "n_queries_with_results": sum(1 for docs in run.values() if docs),
+            "warnings": warnings,
+            "queries": {
+                t.qid: decode(tokenizer, ids) for t, ids in zip(topics, tokens, strict=True)
+            },
+            "seconds": timings,
+        }
+        write_run_files(run_path, sidecar_path, run, tag, sidecar, staged)
+        return RunResult(run_path, sidecar_path, run, sidecar)
+
+
+def _refuse_other_run(run_path: Path, sidecar_path: Path, wanted: dict[str, Any]) -> None:
+    """A run at these paths made with other parameters (any encoding) is refused now."""
+    import json
+
+    if not sidecar_path.is_file():
+        return
+    try:
+        found = json.loads(sidecar_path.read_text(encoding="utf-8")).get("identity") or {}
+    except (OSError, ValueError, AttributeError):
+        found = {}
+    if any(found.get(key) != value for key, value in wanted.items() if key != "index_id"):
+        existing(run_path, sidecar_path, wanted, force=False)  # raises the usual error
+
+
+def _tag(name: str, ref: ModelRef, query_len: int, passage_len: int) -> str:
+    return f"{name}:q={query_len}:p={passage_len}".replace(" ", "_")

@@ -1,0 +1,536 @@
+"""``cmrkit train dense``: fine-tune a bi-encoder on a collection's own queries (CoreSearch recipe).
+
+Each training example is a marked query and one of its positive units (every positive, or
+``pairs_per_query`` of them drawn each epoch). A batch scores every query against every unit in
+the batch: its own positive, the other examples' positives (in-batch negatives) and one hard
+negative per example, drawn at random from the query's BM25 top ``negatives_depth`` (never a
+positive of the query, its own unit or a unit of its own document). Units relevant to a query
+are never its negatives, even when they arrive as another example's positive. The loss is
+cross-entropy over these scores (inner product, times ``scale``: 20 for models that normalise
+their embeddings, as sentence-transformers' MultipleNegativesRankingLoss, else 1 as DPR).
+AdamW with weight decay (not on biases and LayerNorm weights), linear warm-up then decay.
+
+The saved folder is a normal sentence-transformers model (the passage encoder; with separate
+encoders the query encoder lies in ``query_encoder/``) plus ``cmrkit-model.json`` (markers, base
+model, training data hashes, parameters) and ``cmrkit-train.json`` (loss per step, dev measures
+per epoch, timings; also ``loss.png`` with ``plot``). Same data, parameters and seed give the
+same weights on CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.retrieval.dense.models import (
+    METADATA,
+    METADATA_FORMAT,
+    QUERY_ENCODER,
+    Encoders,
+    lengths,
+    load_sentence_transformer,
+    quiet_hub,
+    resolve_device,
+    resolve_model,
+)
+from cmrkit.retrieval.dense.options import DenseOptions
+from cmrkit.retrieval.layout import (
+    Topic,
+    collection_dir,
+    corpus_path,
+    iter_corpus,
+    qrels_path,
+    read_topics,
+    topic_splits,
+)
+from cmrkit.retrieval.options import RunOptions
+from cmrkit.retrieval.runfile import own_document_units, topics_sha256
+
+TRAIN_LOG = "cmrkit-train.json"
+PLOT = "loss.png"
+DEV_MEASURES = ("RR@10", "AP@10", "R@10", "R@100")
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """The training recipe (defaults: minutes on a 2-core CPU for the embedded sample)."""
+
+    train_split: str = "train"
+    dev_split: str | None = None  # None: "dev" when the collection has it and it is not train
+    shared_encoder: bool = False
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 2e-5
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    negatives_depth: int = 20
+    pairs_per_query: int | None = 1  # None: every positive each epoch (CoreSearch)
+    scale: float | None = None  # None: 20 for normalised embeddings, else 1
+    seed: int = 13
+    max_steps: int | None = None
+    negatives_run: Path | None = None  # a BM25 run of the train split; None: run bm25 (kept)
+
+    def check(self) -> None:
+        if self.epochs < 1:
+            raise CmrkitError(f"--epochs must be at least 1, got {self.epochs}")
+        if self.batch_size < 2:
+            raise CmrkitError(
+                f"--batch-size must be at least 2 (in-batch negatives), got {self.batch_size}"
+            )
+        if not self.learning_rate > 0:
+            raise CmrkitError(f"--lr must be above 0, got {self.learning_rate}")
+        if not 0 <= self.warmup < 1:
+            raise CmrkitError(f"--warmup must lie in [0, 1), got {self.warmup}")
+        if self.negatives_depth < 1:
+            raise CmrkitError(f"--negatives-depth must be at least 1, got {self.negatives_depth}")
+        if self.pairs_per_query is not None and self.pairs_per_query < 1:
+            raise CmrkitError(f"--pairs-per-query must be at least 1, got {self.pairs_per_query}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise CmrkitError(f"--max-steps must be at least 1, got {self.max_steps}")
+
+
+@dataclass
+class TrainResult:
+    """A trained model folder and what training recorded."""
+
+    path: Path
+    metadata: dict[str, Any]
+    log: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Data:
+    topics: list[Topic]
+    positives: list[list[str]]  # per topic, sorted
+    relevant: list[frozenset[str]]  # per topic: every judged-relevant unit
+    banned: list[frozenset[str]]  # per topic: own unit and own-document units
+    negatives: list[list[str]]  # per topic: BM25 candidates, best first
+    texts: dict[str, str]
+    hashes: dict[str, str]
+
+
+def _load_data(
+    coll: Path, split: str, opts: TrainOptions, run_opts: RunOptions, qrels_dir: Path | None
+) -> _Data:
+    from cmrkit.trec import ranked, read_qrels, read_run
+
+    path = qrels_path(coll, split, qrels_dir)
+    if not path.exists():
+        raise CmrkitError(
+            f"no qrels for the train split {split!r}; build the collection with that split or "
+            "name another with --train-split",
+            path=path,
+        )
+    qrels = read_qrels(path)
+    texts = {r["id"]: r["contents"] for _, r in iter_corpus(coll)}
+    topics = [t for t in read_topics(coll, split) if t.qid in qrels]
+    if not topics:
+        raise CmrkitError(f"no topic of split {split!r} has judgments in the qrels", path=path)
+    if opts.negatives_run is not None:
+        run_path = Path(opts.negatives_run)
+        if not run_path.is_file():
+            raise CmrkitError("no such run file (--negatives-run)", path=run_path)
+    else:
+        from cmrkit.retrieval.systems import run_bm25
+
+        run_path = run_bm25(coll, options=run_opts).run_path
+    run = read_run(run_path)
+    missing = [t.qid for t in topics if t.qid not in run]
+    if len(missing) == len(topics):
+        raise CmrkitError(
+            f"the negatives run holds none of the {split!r} queries (another split or "
+            "collection?); give a BM25 run of the train split",
+            path=run_path,
+        )
+    own_docs = own_document_units(coll, topics)
+    positives, relevant, banned, negatives = [], [], [], []
+    for t in topics:
+        rel = frozenset(d for d, g in qrels[t.qid].items() if g > 0)
+        positives.append(sorted(d for d in rel if d in texts and d != t.unit))
+        relevant.append(rel)
+        ban = frozenset({t.unit}) | own_docs.get(t.qid, frozenset())
+        banned.append(ban)
+        ranking = ranked(run.get(t.qid, {}))
+        negatives.append(
+            [d for d, _ in ranking if d not in rel and d not in ban and d in texts][
+                : opts.negatives_depth
+            ]
+        )
+    hashes = {
+        "corpus_sha256": sha256_file(corpus_path(coll)),
+        "topics_sha256": topics_sha256(coll),
+        "qrels_sha256": sha256_file(path),
+        "negatives_run_sha256": sha256_file(run_path),
+    }
+    hashes["negatives_run"] = str(run_path)
+    return _Data(topics, positives, relevant, banned, negatives, texts, hashes)
+
+
+def _examples(data: _Data, opts: TrainOptions, rng: random.Random) -> list[tuple[int, str, str]]:
+    """(topic index, positive, hard negative) for one epoch, shuffled."""
+    pool = list(data.texts)
+    out: list[tuple[int, str, str]] = []
+    for i, pos in enumerate(data.positives):
+        if not pos:
+            continue
+        chosen = (
+            pos
+            if opts.pairs_per_query is None
+            else rng.sample(pos, min(len(pos), opts.pairs_per_query))
+        )
+        for p in chosen:
+            if data.negatives[i]:
+                neg = rng.choice(data.negatives[i])
+            else:  # BM25 found no non-relevant unit: a random one
+                while True:
+                    neg = rng.choice(pool)
+                    if neg not in data.relevant[i] and neg not in data.banned[i]:
+                        break
+            out.append((i, p, neg))
+    rng.shuffle(out)
+    return out
+
+
+def _no_decay(name: str) -> bool:
+    return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
+
+
+def _dev_measures(
+    encoders: Any,
+    coll: Path,
+    split: str,
+    markers: tuple[str, str],
+    query_len: int,
+    passage_len: int,
+    batch_size: int,
+    qrels_dir: Path | None,
+) -> dict[str, float]:
+    """RR@10, AP@10, R@10, R@100 of the current model on the dev split (whole corpus, exact)."""
+    from cmrkit.evaluation.ranking import evaluate
+    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids, query_ids
+    from cmrkit.retrieval.dense.search import search
+    from cmrkit.trec import read_qrels
+
+    qrels = read_qrels(qrels_path(coll, split, qrels_dir))
+    topics = [t for t in read_topics(coll, split) if t.qid in qrels]
+    ids, texts = [], []
+    for _, record in iter_corpus(coll):
+        ids.append(record["id"])
+        texts.append(record["contents"])
+    pvecs = encode_ids(
+        encoders.passage,
+        passage_ids(encoders.passage.tokenizer, texts, passage_len),
+        batch_size=batch_size,
+    )
+    tokens = query_ids(
+        encoders.query.tokenizer,
+        [t.context for t in topics],
+        [t.span for t in topics],
+        markers,
+        query_len,
+    )
+    qvecs = encode_ids(encoders.query, tokens, batch_size=batch_size)
+    own_docs = own_document_units(coll, topics)
+    exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
+    hits = search(qvecs, pvecs, ids, 100, exclude=exclude)
+    run = {t.qid: dict(h) for t, h in zip(topics, hits, strict=True)}
+    result = evaluate(run, qrels, list(DEV_MEASURES), all_queries=True)
+    return {m: round(float(result.aggregate[m]), 6) for m in DEV_MEASURES}
+
+
+def train_dense(
+    collection: str | Path,
+    output: str | Path,
+    *,
+    dense: DenseOptions | None = None,
+    train: TrainOptions | None = None,
+    run_options: RunOptions | None = None,
+    qrels_dir: str | Path | None = None,
+    plot: bool = False,
+    force: bool = False,
+    progress: bool = True,
+    argv: list[str] | None = None,
+) -> TrainResult:
+    """Fine-tune ``dense.model`` on the train split of a collection; save it to ``output``.
+
+    ``run_options`` are those of the BM25 run that gives the hard negatives (its split is the
+    train split); ``dense`` gives the base model, device, lengths and markers.
+    """
+    import copy
+
+    import torch
+
+    from cmrkit.console import console
+    from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
+    from cmrkit.retrieval.index import progress_bar
+
+    quiet_hub()
+    started = time.perf_counter()
+    dense = dense or DenseOptions(batch_size=16)
+    opts = train or TrainOptions()
+    opts.check()
+    coll = collection_dir(collection)
+    out = Path(output)
+    if out.exists() and not force:
+        raise CmrkitError("already exists; pass --force to replace it", path=out)
+    qdir = Path(qrels_dir) if qrels_dir is not None else None
+    splits = topic_splits(coll)
+    if opts.train_split not in splits:
+        raise CmrkitError(
+            f"no topics in split {opts.train_split!r} (splits present: {', '.join(splits)}); "
+            "choose one with --train-split",
+            path=coll / "topics.jsonl",
+        )
+    dev_split = opts.dev_split
+    if dev_split is None:
+        dev_split = "dev" if "dev" in splits and opts.train_split != "dev" else None
+    elif dev_split == "none":
+        dev_split = None
+    elif dev_split not in splits:
+        raise CmrkitError(
+            f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
+            "with --dev-split, or --dev-split none",
+            path=coll / "topics.jsonl",
+        )
+    if dev_split is not None and not qrels_path(coll, dev_split, qdir).exists():
+        raise CmrkitError(
+            f"no qrels for the dev split {dev_split!r}", path=qrels_path(coll, dev_split, qdir)
+        )
+    ref = resolve_model(dense.model, download=dense.download)
+    markers = dense.markers or ref.markers
+    query_len, passage_len = lengths(ref, dense)
+    base_run = RunOptions.build(run_options, {"split": opts.train_split, "argv": None})
+    t0 = time.perf_counter()
+    data = _load_data(coll, opts.train_split, opts, base_run, qdir)
+    timings = {"data": round(time.perf_counter() - t0, 3)}
+    if not any(data.positives):
+        raise CmrkitError(
+            f"no query of split {opts.train_split!r} has a positive unit in the corpus"
+        )
+
+    random.seed(opts.seed)
+    np.random.seed(opts.seed)
+    torch.manual_seed(opts.seed)
+    device = resolve_device(dense.device)
+    passage = load_sentence_transformer(ref.path, device)
+    query = passage if opts.shared_encoder else copy.deepcopy(passage)
+    if ref.separate_query_encoder and not opts.shared_encoder:
+        query = load_sentence_transformer(ref.path / QUERY_ENCODER, device)
+    encoders = Encoders(ref, device, query, passage)
+    normalised = any(type(m).__name__ == "Normalize" for m in passage)
+    scale = opts.scale if opts.scale is not None else (20.0 if normalised else 1.0)
+
+    rng = random.Random(opts.seed)
+    epochs = [_examples(data, opts, rng) for _ in range(opts.epochs)]
+    steps_per_epoch = [(len(e) + opts.batch_size - 1) // opts.batch_size for e in epochs]
+    total_steps = sum(steps_per_epoch)
+    if opts.max_steps is not None:
+        total_steps = min(total_steps, opts.max_steps)
+    modules = [passage] if opts.shared_encoder else [query, passage]
+    named = [(n, p) for m in modules for n, p in m.named_parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for n, p in named if not _no_decay(n)], "weight_decay": opts.weight_decay},
+        {"params": [p for n, p in named if _no_decay(n)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=opts.learning_rate)
+    warmup = int(round(opts.warmup * total_steps))
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    qtok = query.tokenizer
+    ptok = passage.tokenizer
+    query_tokens = query_ids(
+        qtok,
+        [t.context for t in data.topics],
+        [t.span for t in data.topics],
+        markers,
+        query_len,
+    )
+    passage_cache: dict[str, list[int]] = {}
+
+    def passage_tokens(docnos: list[str]) -> list[list[int]]:
+        todo = [d for d in docnos if d not in passage_cache]
+        if todo:
+            for d, ids in zip(
+                todo, passage_ids(ptok, [data.texts[d] for d in todo], passage_len), strict=True
+            ):
+                passage_cache[d] = ids
+        return [passage_cache[d] for d in docnos]
+
+    log: dict[str, Any] = {"loss": [], "epochs": []}
+    if dev_split is not None:
+        t0 = time.perf_counter()
+        log["epochs"].append(
+            {
+                "epoch": 0,
+                "dev": _dev_measures(
+                    encoders,
+                    coll,
+                    dev_split,
+                    markers,
+                    query_len,
+                    passage_len,
+                    dense.batch_size,
+                    qdir,
+                ),
+            }
+        )
+        timings["dev"] = round(time.perf_counter() - t0, 3)
+    step = 0
+    t_train = time.perf_counter()
+    with progress_bar(progress, f"training on {coll.name} {opts.train_split}") as bar:
+        task = bar.add_task("steps", total=total_steps)
+        for epoch, examples in enumerate(epochs, 1):
+            if step >= total_steps:
+                break
+            for module in modules:
+                module.train()
+            losses = []
+            for b in range(0, len(examples), opts.batch_size):
+                if step >= total_steps:
+                    break
+                batch = examples[b : b + opts.batch_size]
+                columns: list[str] = []
+                where: dict[str, int] = {}
+                for _, p, n in batch:
+                    for d in (p, n):
+                        if d not in where:
+                            where[d] = len(columns)
+                            columns.append(d)
+                target = torch.tensor([where[p] for _, p, _ in batch], device=device)
+                mask = torch.zeros((len(batch), len(columns)), dtype=torch.bool, device=device)
+                for row, (i, p, _) in enumerate(batch):
+                    for d, col in where.items():
+                        if d != p and (d in data.relevant[i] or d in data.banned[i]):
+                            mask[row, col] = True
+                qf = collate(query, [query_tokens[i] for i, _, _ in batch])
+                pf = collate(passage, passage_tokens(columns))
+                qv = query(qf)["sentence_embedding"]
+                pv = passage(pf)["sentence_embedding"]
+                scores = (qv @ pv.T) * scale
+                scores = scores.masked_fill(mask, float("-inf"))
+                loss = torch.nn.functional.cross_entropy(scores, target)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
+                optimizer.step()
+                scheduler.step()
+                step += 1
+                value = round(float(loss.detach()), 6)
+                losses.append(value)
+                log["loss"].append({"step": step, "epoch": epoch, "loss": value})
+                bar.advance(task, 1)
+            entry: dict[str, Any] = {
+                "epoch": epoch,
+                "steps": len(losses),
+                "mean_loss": round(sum(losses) / max(1, len(losses)), 6),
+            }
+            if dev_split is not None:
+                entry["dev"] = _dev_measures(
+                    encoders,
+                    coll,
+                    dev_split,
+                    markers,
+                    query_len,
+                    passage_len,
+                    dense.batch_size,
+                    qdir,
+                )
+            log["epochs"].append(entry)
+            if progress:
+                dev = entry.get("dev")
+                shown = " ".join(f"{k} {v:.4f}" for k, v in dev.items()) if dev else ""
+                console.print(f"epoch {epoch}: mean loss {entry['mean_loss']:.4f} {shown}")
+    timings["train"] = round(time.perf_counter() - t_train, 3)
+    timings["steps_per_second"] = round(step / max(timings["train"], 1e-9), 4)
+
+    params = {
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
+        "dev_split": dev_split,
+        "scale": scale,
+        "query_max_length": query_len,
+        "passage_max_length": passage_len,
+        "steps": step,
+        "device": device,
+    }
+    metadata = {
+        "format": METADATA_FORMAT,
+        "markers": list(markers),
+        "base_model": {**ref.identity(), "tag": ref.tag},
+        "shared_encoder": opts.shared_encoder,
+        "data": {
+            "collection": str(coll),
+            "train_split": opts.train_split,
+            "n_queries": sum(1 for p in data.positives if p),
+            "n_examples": sum(len(e) for e in epochs),
+            **{k: v for k, v in data.hashes.items() if k != "negatives_run"},
+        },
+        "parameters": params,
+    }
+    log_out = {
+        "command": argv,
+        "negatives_run": data.hashes["negatives_run"],
+        **log,
+        "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
+    }
+    staged = StagedOutputs([out], force=True)
+    try:
+        target = staged.path(out)
+        passage.save(str(target), create_model_card=False)
+        if not opts.shared_encoder:
+            query.save(str(target / QUERY_ENCODER), create_model_card=False)
+        (target / METADATA).write_text(
+            json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        (target / TRAIN_LOG).write_text(
+            json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        if plot:
+            _plot(log_out, target / PLOT)
+    except BaseException:
+        staged.abort()
+        raise
+    staged.commit()
+    return TrainResult(out, metadata, log_out)
+
+
+def _plot(log: dict[str, Any], path: Path) -> None:
+    """The loss per step and the dev measures per epoch, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with_dev = [e for e in log["epochs"] if "dev" in e]
+    fig, axes = plt.subplots(1, 2 if with_dev else 1, figsize=(10 if with_dev else 5, 3.5))
+    axes = np.atleast_1d(axes)
+    steps = [x["step"] for x in log["loss"]]
+    axes[0].plot(steps, [x["loss"] for x in log["loss"]], lw=1)
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel("training loss")
+    if with_dev:
+        for name in DEV_MEASURES:
+            axes[1].plot(
+                [e["epoch"] for e in with_dev],
+                [e["dev"][name] for e in with_dev],
+                marker="o",
+                label=name,
+            )
+        axes[1].set_xlabel("epoch")
+        axes[1].set_ylabel("dev")
+        axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
