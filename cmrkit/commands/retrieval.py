@@ -75,7 +75,8 @@ def _report(result) -> None:
     )
     if warned:
         console.print(
-            f"[yellow]{warned} query warning(s) recorded in {result.sidecar_path}[/]",
+            f"{warned} query warning(s) recorded in {result.sidecar_path}",
+            style="yellow",
             soft_wrap=True,
         )
 
