@@ -68,5 +68,7 @@ for _module in (build, retrieval, dense, tac, pooling, evaluate, coref, export, 
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Run the command line (see :func:`cmrkit.console.run` for signals and exit codes)."""
+    from cmrkit.console import run
+
+    run(app)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 from collections import defaultdict
@@ -24,7 +25,7 @@ from typing import IO, Any, TypeVar
 from cmrkit import __version__
 from cmrkit.clusters_io import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
+from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.model import Mention, Passage
 from cmrkit.sources.common import clean_id
 from cmrkit.trec import write_topics_tsv
@@ -69,7 +70,7 @@ class BuildOptions:
         if self.min_relevant < 0:
             raise CmrkitError("--min-relevant must be 0 or more")
         if self.resplit is not None:
-            if not self.resplit or any(v <= 0 for v in self.resplit.values()):
+            if not self.resplit or not all(0 < v < math.inf for v in self.resplit.values()):
                 raise CmrkitError(
                     "--resplit ratios must be positive, e.g. train=0.45,dev=0.1,test=0.45"
                 )
@@ -695,6 +696,8 @@ def build_collection(
             f"--min-relevant {opts.min_relevant} relevant; check the inputs' coref_chain values"
         )
     splits = _split_order(q.mention.split for q in queries)
+    for s in splits:
+        safe_name(s, "split name")
     out_dir = Path(collections_dir) / opts.name
     qrels_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.txt" for s in splits}
     cluster_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.clusters.jsonl" for s in splits}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import TypeVar
@@ -10,23 +12,104 @@ from typing import TypeVar
 import typer
 from rich.console import Console
 
+from cmrkit import interrupts
 from cmrkit.errors import CmrkitError
 
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
+# markup off: paths, run names and query ids printed here are data, never console markup
+console = Console(stderr=True, highlight=False, markup=False)
+out = Console(highlight=False, soft_wrap=True, markup=False)
 
 F = TypeVar("F", bound=Callable)
 
+# Exit codes: 0 done; 1 the environment is at fault (full disk, I/O error, an output busy with
+# another command, out of memory); 2 the input, an option or a path is wrong; 3 an internal error
+# (a bug: please report it); 128 + N a signal (130 Ctrl-C, 143 SIGTERM).
+INTERNAL_ERROR = 3
+
+
+class _Notes(logging.Handler):
+    """cmrkit's log warnings (a stale lock taken over, a staging folder cleaned) as
+    ``note: ...`` lines on the current stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"note: {record.getMessage()}", file=sys.stderr)
+
+
+def _show_notes() -> None:
+    log = logging.getLogger("cmrkit")
+    if not any(isinstance(h, _Notes) for h in log.handlers):
+        log.addHandler(_Notes(logging.WARNING))
+        log.propagate = False
+
+
+def _fail(text: str, code: int) -> typer.Exit:
+    print(f"error: {text}", file=sys.stderr)
+    return typer.Exit(code=code)
+
 
 def user_errors(func: F) -> F:
-    """Turn a CmrkitError into one line on stderr and exit code 2 (no traceback)."""
+    """Turn a CmrkitError, or the operating system refusing (full disk, read-only folder,
+    permission), into one line on stderr and its exit code (no traceback)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        from cmrkit.fileio import describe_os_error
+
+        _show_notes()
+        interrupts.reset()
         try:
             return func(*args, **kwargs)
         except CmrkitError as e:
-            print(f"error: {e}", file=sys.stderr)
-            raise typer.Exit(code=e.exit_code) from None
+            raise _fail(str(e), e.exit_code) from None
+        except BrokenPipeError:
+            # the reader of stdout went away (`cmrkit eval ... | head`): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(code=1) from None
+        except OSError as e:
+            text, code = describe_os_error(e)
+            raise _fail(text, code) from None
+        except MemoryError:
+            raise _fail("out of memory; free memory or use a smaller input", 1) from None
+        except RecursionError:
+            raise _fail("an input is nested too deeply to read (e.g. JSON in JSON)", 2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def run(app: Callable[[], object]) -> None:
+    """Run the command line as a process: signals end it cleanly (exit 128 + N, one line), and
+    an unexpected error is one line too (exit 3; CMRKIT_TRACEBACK=1 shows the traceback).
+
+    The process ends as soon as the command has (outputs are all in place or all dropped by
+    then), without the interpreter's and a started JVM's teardown: that takes seconds, during
+    which a signal could only kill the process without a word."""
+    code: int | str | None = 0
+    with interrupts.handling():
+        try:
+            app()
+        except SystemExit as e:
+            code = e.code
+        except interrupts.Interrupted as e:
+            interrupts.report(e)
+            code = e.exit_code
+        except Exception as e:
+            if os.environ.get("CMRKIT_TRACEBACK"):
+                raise
+            print(
+                f"error: internal error ({type(e).__name__}: {str(e)[:200]}); please report it "
+                "with the command that caused it (CMRKIT_TRACEBACK=1 shows the details)",
+                file=sys.stderr,
+            )
+            code = INTERNAL_ERROR
+        if isinstance(code, str):
+            print(code, file=sys.stderr)
+            code = 1
+        with interrupts.critical():
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BrokenPipeError:
+                pass
+            logging.shutdown()
+            os._exit(code or 0)

@@ -16,3 +16,15 @@ class CmrkitError(Exception):
             parts.append(where)
         prefix = ": ".join(parts)
         super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class EnvironmentFault(CmrkitError):
+    """The environment, not the input, is at fault (a full disk, a busy output): exit code 1."""
+
+    exit_code = 1
+
+
+def check_range(value: float, low: float, high: float, what: str) -> None:
+    """Refuse a number outside ``low..high`` (NaN included) with one line naming ``what``."""
+    if not low <= value <= high:
+        raise CmrkitError(f"{what} must lie in {low:g}..{high:g}, got {value}")

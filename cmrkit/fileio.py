@@ -1,24 +1,32 @@
-"""Opening inputs (plain, .gz, or a member of a .zip) and writing outputs atomically."""
+"""Opening inputs (plain, .gz, or a member of a .zip); writing outputs atomically, under locks."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import gzip
 import hashlib
 import io
 import json
+import logging
 import os
 import queue
+import re
 import shutil
+import stat
+import sys
 import tempfile
 import threading
+import time
 import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from cmrkit.errors import CmrkitError
+from cmrkit import interrupts
+from cmrkit.errors import CmrkitError, EnvironmentFault
 
 
 def split_zip_member(spec: str | os.PathLike) -> tuple[Path, str | None]:
@@ -55,8 +63,9 @@ def _zip_member(path: Path, member: str | None) -> str:
 
 
 @contextlib.contextmanager
-def open_text(spec: str | os.PathLike) -> Iterator[IO[str]]:
-    """Open a plain, gzipped or zipped (``archive.zip::member``) text file for reading as UTF-8."""
+def open_binary(spec: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """Open a plain, gzipped or zipped (``archive.zip::member``) file for reading its bytes
+    (gzip undone)."""
     path, member = split_zip_member(spec)
     if not path.exists():
         raise CmrkitError("file not found; check the path", path=path)
@@ -64,28 +73,49 @@ def open_text(spec: str | os.PathLike) -> Iterator[IO[str]]:
         raise CmrkitError("is a directory, expected a file", path=path)
     if path.suffix == ".zip" or member is not None:
         name = _zip_member(path, member)
-        zf = zipfile.ZipFile(path)
-        raw = zf.open(name)
-        inner: IO[bytes] = raw
-        if name.endswith(".gz"):
-            inner = gzip.GzipFile(fileobj=raw)
-        f = io.TextIOWrapper(inner, encoding="utf-8")
+        with zipfile.ZipFile(path) as zf, zf.open(name) as raw:
+            if name.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw) as inner:
+                    yield inner
+            else:
+                yield raw
+        return
+    with open(path, "rb") as f:
+        magic = f.read(2)
+        f.seek(0)
+        if magic == b"\x1f\x8b":
+            with gzip.GzipFile(fileobj=f) as inner:
+                yield inner
+        else:
+            yield f
+
+
+@contextlib.contextmanager
+def open_text(spec: str | os.PathLike) -> Iterator[IO[str]]:
+    """Open a plain, gzipped or zipped (``archive.zip::member``) text file for reading as UTF-8.
+
+    A byte-order mark at the start is accepted as such (never part of the first line's text).
+    """
+    with open_binary(spec) as raw:
+        f = io.TextIOWrapper(raw, encoding="utf-8-sig")
         try:
             yield f
         finally:
-            f.close()
-            zf.close()
-        return
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        f = gzip.open(path, "rt", encoding="utf-8")
-    else:
-        f = open(path, encoding="utf-8")
+            f.detach()
+
+
+def _undecodable_line(spec: str | os.PathLike) -> int | None:
+    """The number of the first line that is not UTF-8 (None when it cannot be told)."""
     try:
-        yield f
-    finally:
-        f.close()
+        with open_binary(spec) as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return n
+    except Exception:  # the caller already reports the decoding error
+        return None
+    return None
 
 
 @contextlib.contextmanager
@@ -98,7 +128,13 @@ def _readable(spec: str | os.PathLike) -> Iterator[None]:
             f"corrupt or truncated compressed file ({e}); download it again", path=spec
         ) from e
     except UnicodeDecodeError as e:
-        raise CmrkitError(f"not UTF-8 text (byte {e.start}); convert it to UTF-8", path=spec) from e
+        n = _undecodable_line(spec)
+        hint = "UTF-16 text" if e.object[:2] in (b"\xff\xfe", b"\xfe\xff") else "not UTF-8 text"
+        raise CmrkitError(
+            f"{hint} (byte 0x{e.object[e.start]:02x}); convert the file to UTF-8",
+            path=spec,
+            where=None if n is None else f"line {n}",
+        ) from None
 
 
 def read_text(spec: str | os.PathLike) -> str:
@@ -114,6 +150,26 @@ def iter_lines(spec: str | os.PathLike) -> Iterator[tuple[int, str]]:
             yield n, line.rstrip("\n").rstrip("\r")
 
 
+def parse_json(
+    text: str, *, path: object = None, where: str | None = None, what: str = "JSON"
+) -> Any:
+    """Parse JSON text; malformed JSON, or nesting deeper than the interpreter's recursion
+    limit (about 1000 levels), is a CmrkitError naming ``path`` and ``where``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        at = f"line {e.lineno} column {e.colno}" if where is None else f"column {e.colno}"
+        raise CmrkitError(
+            f"malformed JSON ({e.msg} at {at}); expected {what}", path=path, where=where
+        ) from None
+    except RecursionError:
+        raise CmrkitError(
+            f"JSON nested more than about {sys.getrecursionlimit()} levels deep; expected {what}",
+            path=path,
+            where=where,
+        ) from None
+
+
 def iter_jsonl(
     spec: str | os.PathLike, *, what: str = "a JSON object per line"
 ) -> Iterator[tuple[int, dict]]:
@@ -125,14 +181,7 @@ def iter_jsonl(
     for n, line in iter_lines(spec):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CmrkitError(
-                f"malformed JSON ({e.msg} at column {e.colno}); expected {what}",
-                path=spec,
-                where=f"line {n}",
-            ) from None
+        obj = parse_json(line, path=spec, where=f"line {n}", what=what)
         if not isinstance(obj, dict):
             raise CmrkitError(f"expected {what}", path=spec, where=f"line {n}")
         yield n, obj
@@ -220,46 +269,525 @@ def gzip_writer(path: str | os.PathLike, compresslevel: int = 1) -> GzipTextWrit
     return GzipTextWriter(path, compresslevel)
 
 
-class StagedOutputs:
-    """Write a set of outputs under a temporary folder, then move them into place together.
+# --- outputs: names, locks, staging, replacement --------------------------------------------
+#
+# Every output is written into a staging folder beside its target (same folder, so the final
+# rename never crosses file systems) and put in place by rename once complete. An existing target
+# is first renamed aside, then the new one renamed in, then the old one deleted: it is never
+# half-deleted. Each target is locked while it is written (``.NAME.cmrkit-lock`` beside it, holding
+# the writer's process id); a staging folder holds an ``owner`` file locked by its process, so
+# one whose process died is recognised and cleaned (or its replacement finished) by the next
+# command that writes in that folder.
 
-    Nothing is visible at the final paths until :meth:`commit`; on error the staging folder is
-    removed. Existing targets are refused unless ``force``.
+STAGING_PREFIX = ".cmrkit-staging-"
+LEGACY_STAGING_PREFIX = ".cmrkit-tmp-"
+LOCK_SUFFIX = ".cmrkit-lock"
+MARKER = ".cmrkit"
+_OWNER = "owner"
+_TARGETS = "targets.json"
+_COMMITTING = "committing"
+LOCK_WAIT = 30.0  # seconds a replacement waits for readers of its folder
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=,-]{0,127}")
+
+log = logging.getLogger("cmrkit")
+
+
+def safe_name(name: str, what: str) -> str:
+    """``name`` when it is safe as (part of) a file name: letters, digits and ``_ . + = , -``,
+    not starting with a dot or dash, at most 128 characters; else a CmrkitError."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name) or ".." in name:
+        raise CmrkitError(
+            f"{what} {name!r} cannot be part of a file name: use letters, digits and _ . + = , - "
+            "(not starting with '.' or '-', no '..', at most 128 characters)"
+        )
+    return name
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """A path as users know it: a path inside a staging folder shown as the output it becomes,
+    a lock file as its folder."""
+    parts = str(path).split("/")
+    shown: list[str] = []
+    for i, part in enumerate(parts):
+        if part.startswith(STAGING_PREFIX) or (part.endswith(LOCK_SUFFIX) and i == len(parts) - 1):
+            continue
+        if part == "new" and i and parts[i - 1].startswith(STAGING_PREFIX):
+            continue
+        shown.append(part)
+    return "/".join(shown) or ("/" if str(path).startswith("/") else ".")
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    pid, _, rest = text.partition(" ")
+    return (
+        f"process {pid} ({rest})" if pid.isdigit() and rest else (f"process {pid}" if pid else "")
+    )
+
+
+def _me() -> str:
+    program = os.path.basename(sys.argv[0]) or "python"
+    words = ["cmrkit" if program == "__main__.py" else program, *sys.argv[1:]]
+    command = " ".join(words)
+    if len(command) > 100:
+        command = command[:97] + "..."
+    return f"{os.getpid()} {command}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+
+
+class OutputLock:
+    """An exclusive lock on one output path (``.NAME.cmrkit-lock`` beside it, with the holder's
+    process id and command). The kernel releases it when the process dies, however it dies; a
+    lock file left behind is then recognised as stale and taken over."""
+
+    def __init__(self, target: Path):
+        self.target = Path(target)
+        self.path = self.target.parent / f".{self.target.name}{LOCK_SUFFIX}"
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(fd) or "another process"
+                os.close(fd)
+                raise EnvironmentFault(
+                    f"being written by {holder}; wait for it to finish or write elsewhere",
+                    path=self.target,
+                ) from None
+            except OSError as e:
+                os.close(fd)
+                if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                    log.warning(
+                        f"{self.path.parent}: the file system has no locks; "
+                        "two commands writing the same output are not detected there"
+                    )
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.path)
+                    return
+                raise
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if not same:  # its previous holder removed it meanwhile: lock the new one
+                os.close(fd)
+                continue
+            previous = _holder(fd)
+            if previous:
+                log.warning(
+                    f"{self.target}: took over the lock left by {previous}, which ended "
+                    "without releasing it"
+                )
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _me().encode("utf-8", "replace"), 0)
+            self.fd = fd
+            return
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(self.fd)
+        self.fd = None
+
+
+SWAP_PREFIX = ".cmrkit-swap-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _swap_waiting(folder: Path) -> bool:
+    """Whether a live process waits to replace an output in ``folder``."""
+    try:
+        names = [e.name for e in os.scandir(folder) if e.name.startswith(SWAP_PREFIX)]
+    except OSError:
+        return False
+    pids = [n[len(SWAP_PREFIX) :] for n in names]
+    return any(p.isdigit() and _alive(int(p)) for p in pids)
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path, exclusive: bool, timeout: float = LOCK_WAIT) -> Iterator[None]:
+    """A lock on a folder itself: shared for readers that open several files of an output in
+    it, exclusive for the renames that replace an output in it. Waits (interruptibly) up to
+    ``timeout`` seconds. A waiting replacement announces itself (``.cmrkit-swap-PID``), and new
+    readers let it go first, so a stream of readers cannot starve it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        yield
+        return
+    intent = folder / f"{SWAP_PREFIX}{os.getpid()}"
+    try:
+        end = time.monotonic() + timeout
+        if exclusive:
+            intent.touch()
+        else:
+            while _swap_waiting(folder) and time.monotonic() < end:
+                time.sleep(0.01)
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > end:
+                    raise EnvironmentFault(
+                        f"still busy after {timeout:.0f} s (another cmrkit command is "
+                        f"{'reading' if exclusive else 'replacing'} an output there); try again",
+                        path=folder,
+                    ) from None
+                time.sleep(0.01)
+            except OSError as e:
+                if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                    break
+                raise
+        yield
+    finally:
+        if exclusive:
+            with contextlib.suppress(OSError):
+                intent.unlink()
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def reading(output: str | os.PathLike) -> Iterator[None]:
+    """Read an output made of several files (an index) while no command swaps it: inside this
+    block the output at that path is either the old one or the new one, never a mix."""
+    with _folder_lock(Path(output).parent, exclusive=False):
+        yield
+
+
+def is_own_output(folder: Path) -> bool:
+    """Whether a folder was written by cmrkit: it carries the ``.cmrkit`` mark (or, written
+    before the mark, a collection manifest with ``cmrkit_version`` or ``cmrkit-index.json``)."""
+    if any(
+        (folder / name).is_file() for name in (MARKER, "cmrkit-index.json", "cmrkit-dense.json")
+    ):
+        return True
+    try:
+        with open(folder / "manifest.json", encoding="utf-8") as f:
+            manifest = json.loads(f.read(1 << 20))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(manifest, dict) and "cmrkit_version" in manifest
+
+
+def _mark(folder: Path) -> None:
+    from cmrkit import __version__
+
+    text = json.dumps({"written_by": "cmrkit", "version": __version__}, sort_keys=True)
+    (folder / MARKER).write_text(text + "\n", encoding="utf-8")
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
+
+
+def _clean_stale(parent: Path, held: set[str]) -> None:
+    """Finish or remove the staging folders in ``parent`` whose process has died.
+
+    A folder whose process died while putting its outputs in place has its replacement finished
+    (its outputs were complete by then); any other is removed. ``held`` are target names whose
+    locks this process holds already. Folders of older cmrkit versions are reported."""
+    try:
+        entries = list(os.scandir(parent))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        pid = entry.name[len(SWAP_PREFIX) :]
+        if entry.name.startswith(SWAP_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+            continue
+        if entry.name.startswith(LEGACY_STAGING_PREFIX) and entry.is_dir(follow_symlinks=False):
+            log.warning(
+                f"{entry.path}: staging folder of an interrupted run of an earlier cmrkit "
+                f"({_megabytes(_size(Path(entry.path)))}); delete it"
+            )
+            continue
+        if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir(follow_symlinks=False):
+            continue
+        stage = Path(entry.path)
+        try:
+            fd = os.open(stage / _OWNER, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if time.time() - entry.stat(follow_symlinks=False).st_mtime < 60:
+                continue  # a staging folder being set up right now
+            fd = None
+        locks: list[OutputLock] = []
+        try:
+            if fd is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # its process is alive
+            owner = _holder(fd) if fd is not None else ""
+            try:
+                names = json.loads((stage / _TARGETS).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                names = []
+            try:
+                for name in names:
+                    if name not in held:
+                        lock = OutputLock(parent / name)
+                        lock.acquire()
+                        locks.append(lock)
+            except EnvironmentFault:
+                continue  # another live process writes one of its targets now
+            size = _size(stage)
+            finished = []
+            if (stage / _COMMITTING).exists():
+                for name in names:
+                    new, old, target = stage / "new" / name, stage / "old" / name, parent / name
+                    if os.path.lexists(new):
+                        if os.path.lexists(target):
+                            os.rename(target, old if not os.path.lexists(old) else stage / "trash")
+                        os.rename(new, target)
+                        finished.append(str(target))
+                    elif os.path.lexists(old) and not os.path.lexists(target):
+                        os.rename(old, target)
+            shutil.rmtree(stage, ignore_errors=True)
+            who = f" of {owner}" if owner else ""
+            if finished:
+                log.warning(f"finished the interrupted replacement of {', '.join(finished)}{who}")
+            else:
+                log.warning(
+                    f"removed {stage.name} in {parent}, left by an interrupted run{who} "
+                    f"({_megabytes(size)})"
+                )
+        finally:
+            for lock in locks:
+                lock.release()
+            if fd is not None:
+                os.close(fd)
+
+
+class StagedOutputs:
+    """Write a set of outputs beside their targets, then put them in place together.
+
+    On creation each target is locked (another command writing it fails with one line naming
+    it), checked (an existing target needs ``force``; a symbolic link is refused; a folder is
+    replaced only when cmrkit wrote it) and the stale staging folders of dead processes in its
+    folder are cleaned. Nothing is visible at the final paths until :meth:`commit`, which renames
+    each existing target aside, renames the new one in and only then deletes the old one; on
+    error (or an interrupt) the staging folders are removed and the targets stay as they were.
+    ``anchor`` names the folder whose staging folder holds the scratch space :attr:`tmp`
+    (default: the first target's folder).
     """
 
     def __init__(self, targets: list[Path], *, force: bool = False, anchor: Path | None = None):
         self.targets = [Path(t) for t in targets]
-        if not force:
-            existing = [t for t in self.targets if t.exists()]
-            if existing:
-                raise CmrkitError("already exists; pass --force to overwrite it", path=existing[0])
-        base = anchor or self.targets[0].parent
-        base.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=".cmrkit-tmp-", dir=base))
+        if len({os.path.abspath(t) for t in self.targets}) != len(self.targets):
+            raise CmrkitError(
+                "the same path is named for two outputs; name different files",
+                path=self.targets[0],
+            )
+        self.force = force
+        self.existed = {t: os.path.lexists(t) for t in self.targets}
+        self.committed = False
+        self.committing = False
+        self._locks: list[OutputLock] = []
+        self._stages: dict[Path, Path] = {}
+        self._owners: list[int] = []
+        self._created: list[Path] = []
+        folders = list(dict.fromkeys(t.parent for t in self.targets))
+        scratch = Path(anchor) if anchor is not None else folders[0]
+        try:
+            for folder in dict.fromkeys([*folders, scratch]):
+                self._make_folder(folder)
+            for t in sorted(self.targets):
+                lock = OutputLock(t)
+                lock.acquire()
+                self._locks.append(lock)
+            for t in self.targets:
+                self.existed[t] = os.path.lexists(t)
+                self._check(t)
+            for folder in dict.fromkeys([*folders, scratch]):
+                names = [t.name for t in self.targets if t.parent == folder]
+                _clean_stale(folder, set(names))
+                self._stages[folder] = self._new_stage(folder, names)
+        except BaseException:
+            self._drop()
+            raise
+        self.tmp = self._stages[scratch]
+        _active.append(self)
+
+    def _make_folder(self, folder: Path) -> None:
+        missing = []
+        p = folder
+        while not os.path.lexists(p) and p != p.parent:
+            missing.append(p)
+            p = p.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        self._created.extend(missing)
+
+    def _check(self, target: Path) -> None:
+        if not os.path.lexists(target):
+            return
+        if target.is_symlink():
+            raise CmrkitError(
+                "is a symbolic link; cmrkit does not write through links: remove the link or "
+                "name the real path",
+                path=target,
+            )
+        if not self.force:
+            raise CmrkitError("already exists; pass --force to overwrite it", path=target)
+        st = target.lstat()
+        if stat.S_ISDIR(st.st_mode):
+            if not is_own_output(target):
+                raise CmrkitError(
+                    "is a folder that cmrkit did not write; --force replaces only cmrkit's own "
+                    "outputs: move it away yourself or choose another path",
+                    path=target,
+                )
+        elif not stat.S_ISREG(st.st_mode):
+            raise CmrkitError("is not a regular file; choose another path", path=target)
+
+    def _new_stage(self, folder: Path, names: list[str]) -> Path:
+        stage = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder))
+        fd = os.open(stage / _OWNER, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._owners.append(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.pwrite(fd, _me().encode("utf-8", "replace"), 0)
+        (stage / _TARGETS).write_text(json.dumps(names), encoding="utf-8")
+        (stage / "new").mkdir()
+        return stage
 
     def path(self, target: Path) -> Path:
-        """The staging path for a target (same relative name, under the temporary folder)."""
-        i = self.targets.index(Path(target))
-        p = self.tmp / str(i) / Path(target).name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        return p
+        """The staging path for a target (same name, in the staging folder beside it)."""
+        target = Path(target)
+        if target not in self.existed:
+            raise ValueError(f"{target} is not one of the outputs")
+        return self._stages[target.parent] / "new" / target.name
 
     def commit(self) -> None:
-        for i, target in enumerate(self.targets):
-            staged = self.tmp / str(i) / target.name
-            if not staged.exists():
+        """Put every staged output in place (all or nothing against errors and interrupts);
+        when it fails, the staged outputs are dropped and the targets stay as they were."""
+        if self.committed:
+            return
+        try:
+            self._commit()
+        finally:
+            self._drop()
+
+    def _commit(self) -> None:
+        staged = [(t, self.path(t)) for t in self.targets if os.path.lexists(self.path(t))]
+        for t, s in staged:
+            if not os.path.lexists(t):
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.exists():
-                if target.is_dir():
-                    shutil.rmtree(target)
-                else:
-                    target.unlink()
-            os.replace(staged, target)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+            if not self.force:
+                raise CmrkitError(
+                    "was created by another program while this command ran; pass --force to "
+                    "overwrite it",
+                    path=t,
+                )
+            if t.is_dir() != s.is_dir():
+                kind = "folder" if t.is_dir() else "file"
+                raise CmrkitError(
+                    f"is a {kind}; cmrkit would replace it with a "
+                    f"{'file' if kind == 'folder' else 'folder'}; choose another "
+                    "path",
+                    path=t,
+                )
+        for _, s in staged:
+            if s.is_dir() and not s.is_symlink():
+                _mark(s)
+        folders = sorted({t.parent for t, _ in staged})
+        with contextlib.ExitStack() as stack:
+            for folder in folders:
+                stack.enter_context(_folder_lock(folder, exclusive=True))
+            with interrupts.critical():
+                self.committing = True
+                for folder in folders:
+                    (self._stages[folder] / _COMMITTING).touch()
+                done: list[tuple[Path, Path, Path | None]] = []
+                try:
+                    for t, s in staged:
+                        old = None
+                        if os.path.lexists(t):
+                            old = self._stages[t.parent] / "old" / t.name
+                            old.parent.mkdir(exist_ok=True)
+                            os.rename(t, old)
+                        done.append((t, s, old))
+                        os.rename(s, t)
+                except BaseException:
+                    self._undo(done)
+                    self.committing = False
+                    raise
+                self.committed = True
+                _written.extend(t for t, _ in staged)
+
+    @staticmethod
+    def _undo(done: list[tuple[Path, Path, Path | None]]) -> None:
+        for t, s, old in reversed(done):
+            with contextlib.suppress(OSError):
+                if not os.path.lexists(s) and os.path.lexists(t):
+                    os.rename(t, s)
+                if old is not None and os.path.lexists(old):
+                    os.rename(old, t)
 
     def abort(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        """Drop the staged outputs; the targets stay as they were."""
+        if not self.committed:
+            self._drop()
+
+    def _drop(self) -> None:
+        for stage in self._stages.values():
+            old = stage / "old"
+            if not self.committed and old.is_dir() and any(old.iterdir()):
+                log.warning(f"could not put back the previous version of an output; it is in {old}")
+                continue
+            shutil.rmtree(stage, ignore_errors=True)
+        for fd in self._owners:
+            os.close(fd)
+        self._owners = []
+        for lock in self._locks:
+            lock.release()
+        self._locks = []
+        if not self.committed:
+            for folder in self._created:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        self._created = []
+        if self in _active:
+            _active.remove(self)
+            if not self.committed:
+                _dropped.extend((t, self.existed[t]) for t in self.targets)
+
+    def emergency(self) -> None:
+        """Drop the staging folders from another thread while the process ends; an output half
+        renamed into place is left for the next command to finish."""
+        if self.committing:
+            return
+        for stage in list(self._stages.values()):
+            shutil.rmtree(stage, ignore_errors=True)
+        for lock in list(self._locks):
+            with contextlib.suppress(OSError):
+                os.unlink(lock.path)
 
     def __enter__(self) -> StagedOutputs:
         return self
@@ -274,8 +802,9 @@ class StagedOutputs:
 def _same_file(a: Path, b: Path) -> bool:
     """Equal bytes (files), or the same files with equal bytes (folders)."""
     if a.is_dir() and b.is_dir():
-        names = sorted(p.relative_to(a) for p in a.rglob("*"))
-        if names != sorted(p.relative_to(b) for p in b.rglob("*")):
+        # cmrkit's mark is added when a folder is put in place: not part of the comparison
+        names = sorted(p.relative_to(a) for p in a.rglob("*") if p.name != MARKER)
+        if names != sorted(p.relative_to(b) for p in b.rglob("*") if p.name != MARKER):
             return False
         return all((a / n).is_dir() or _same_file(a / n, b / n) for n in names)
     if not (a.is_file() and b.is_file()) or a.stat().st_size != b.stat().st_size:
@@ -315,7 +844,7 @@ class RepeatableOutputs:
             self._staged.abort()
             return
         if not self.force:
-            staged = {t: self._staged.tmp / str(i) / t.name for i, t in enumerate(self.targets)}
+            staged = {t: self._staged.path(t) for t in self.targets}
             existing = [t for t in self.targets if t.exists()]
             differ = [t for t in existing if not _same_file(staged[t], t)]
             if differ:
@@ -330,3 +859,88 @@ class RepeatableOutputs:
                 self._staged.abort()
                 return
         self._staged.commit()
+
+
+_active: list[StagedOutputs] = []  # being written by this process
+_written: list[Path] = []  # put in place by this command
+_dropped: list[tuple[Path, bool]] = []  # given up by this command (target, whether it existed)
+
+
+def _names(paths: list[Path]) -> str:
+    shown = [str(p) for p in paths[:3]]
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return ", ".join(shown) + more
+
+
+class _Outputs:
+    """What the interrupt line says about outputs (see :mod:`cmrkit.interrupts`)."""
+
+    def reset(self) -> None:
+        _written.clear()
+        _dropped.clear()
+
+    def summary(self) -> str:
+        parts = []
+        if _written:
+            parts.append(f"wrote {_names(_written)}")
+        pending = [*_dropped, *((t, s.existed[t]) for s in _active for t in s.targets)]
+        kept = [t for t, existed in pending if existed]
+        new = [t for t, existed in pending if not existed]
+        if kept:
+            parts.append(f"kept {_names(kept)} as {'it was' if len(kept) == 1 else 'they were'}")
+        if new:
+            parts.append(f"did not write {_names(new)}")
+        if not parts:
+            return ""
+        if not _written:
+            parts[0] = "nothing written: " + parts[0]
+        return "; ".join(parts)
+
+    def emergency(self) -> None:
+        for s in list(_active):
+            s.emergency()
+
+
+interrupts.watch(_Outputs())
+
+
+# --- the file system saying no --------------------------------------------------------------
+
+# errno -> (what happened, what to do, exit code); 1 where the environment is at fault
+_OS_ERRORS: dict[int, tuple[str, str, int]] = {
+    errno.ENOSPC: ("no space left on the device", "free some space and rerun", 1),
+    errno.EDQUOT: ("disk quota exceeded", "free some space and rerun", 1),
+    errno.EFBIG: ("file too large for this file system or limit", "write elsewhere", 1),
+    errno.EIO: ("input/output error", "check the disk", 1),
+    errno.ENOMEM: ("out of memory", "free memory and rerun", 1),
+    errno.EMFILE: ("too many open files", "raise the limit (ulimit -n)", 1),
+    errno.ENFILE: ("too many open files in the system", "close other programs", 1),
+    errno.EACCES: ("permission denied", "choose a path you may use", 2),
+    errno.EPERM: ("operation not permitted", "choose a path you may use", 2),
+    errno.EROFS: ("read-only file system", "write to a writable folder", 2),
+    errno.ENOENT: ("no such file or folder", "check the path", 2),
+    errno.ENOTDIR: ("a part of the path is not a folder", "check the path", 2),
+    errno.EISDIR: ("is a folder, expected a file", "name a file", 2),
+    errno.ELOOP: ("too many levels of symbolic links", "check the links on the path", 2),
+    errno.ENAMETOOLONG: ("file name too long", "choose a shorter name", 2),
+    errno.EEXIST: ("already exists", "choose another path", 2),
+    errno.ENOTEMPTY: ("folder not empty", "choose another path", 2),
+    errno.EXDEV: ("cannot move across file systems", "keep outputs on one file system", 2),
+}
+
+
+def describe_os_error(error: OSError) -> tuple[str, int]:
+    """One line for an operating-system error (path, cause, what to do) and the exit code."""
+    what, todo, code = _OS_ERRORS.get(
+        error.errno or 0, (error.strerror or str(error), "check the path and the disk", 1)
+    )
+    if error.filename is not None:
+        where = shown_path(os.fsdecode(error.filename))
+        if error.filename2 is not None:
+            where += f" -> {shown_path(os.fsdecode(error.filename2))}"
+    else:
+        pending = [t for s in _active for t in s.targets] + [t for t, _ in _dropped]
+        where = f"writing {_names(pending)}" if pending else ""
+    nothing = "; nothing was written" if not _written else ""
+    prefix = f"{where}: " if where else ""
+    return f"{prefix}{what}{nothing}; {todo}", code

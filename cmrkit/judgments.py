@@ -6,8 +6,9 @@ batches, ``Input.p{i}_query_id`` and ``Input.p{i}_doc_id``) and ``Answer.p{i}_la
 answer flattened into ``Answer.p{i}_label.{v}`` true/false columns is read too), the simple CSV
 ``pair_id,worker_id,label`` of the HTML page, and the simple CSV
 ``query_id,doc_id,worker_id,label``. Blind pair ids are mapped back to pairs with the key that
-``pool export`` wrote (:mod:`cmrkit.assess.key`). Labels are Likert 1..5 (very unlikely .. very
-likely); 4-5 count as relevant, 1-3 as not relevant.
+``pool export`` wrote (:mod:`cmrkit.assess.key`). Cells written spreadsheet-safe with a leading
+apostrophe (:mod:`cmrkit.escaping`) are read back without it. Labels are Likert 1..5 (very
+unlikely .. very likely); 4-5 count as relevant, 1-3 as not relevant.
 
 A pair's final label is the majority when at least ``min_agree`` assessors agree, or when at
 least ``min_unanimous`` agree and none disagrees; a tie or a weaker majority is ``-1`` (unknown).
@@ -19,15 +20,23 @@ import csv
 import io
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cmrkit.assess.key import KeyEntry
 from cmrkit.errors import CmrkitError
+from cmrkit.escaping import csv_value, csv_writer
 from cmrkit.fileio import iter_lines, read_text
 from cmrkit.pooling import Pool, natural_key
-from cmrkit.pooling.assessors import answers, binarize, check_assessors, majority
+from cmrkit.pooling.assessors import (
+    MAX_ASSESSORS,
+    answers,
+    binarize,
+    check_assessors,
+    majority,
+)
 from cmrkit.trec import Qrels, read_qrels
 
 SIMPLE_COLUMNS = ("query_id", "doc_id", "worker_id", "label")
@@ -64,22 +73,49 @@ def _label(text: str, path: object, line: int, column: str) -> int:
 
 
 def _rows(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    text = read_text(path).lstrip("\ufeff")
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    if not header:
-        raise CmrkitError("empty judgments file", path=path)
-    reader.fieldnames = header
+    """The header and the non-blank rows (line number, {column: text}) of a judgments CSV.
+
+    Cells are read back as :func:`cmrkit.escaping.csv_value` (a spreadsheet-safe apostrophe
+    removed); a duplicated column, a field longer than the csv module's limit or malformed
+    quoting is an error naming the line."""
+    text = read_text(path)
+    if not text.strip():
+        raise CmrkitError("empty judgments file; expected a header line, then judgments", path=path)
+    reader = csv.reader(io.StringIO(text, newline=""))
     rows = []
-    for row in reader:
-        if None in row:
+    try:
+        header = [h.strip() for h in next(reader)]
+        repeated = sorted(h for h, n in Counter(header).items() if n > 1 and h)
+        if repeated:
             raise CmrkitError(
-                f"more fields than the {len(header)} header columns",
+                f"column {repeated[0]!r} appears more than once in the header; keep one",
                 path=path,
-                where=f"line {reader.line_num}",
+                where="line 1",
             )
-        if any((v or "").strip() for v in row.values()):
-            rows.append((reader.line_num, {k: (v or "") for k, v in row.items()}))
+        for values in reader:
+            if len(values) > len(header):
+                raise CmrkitError(
+                    f"more fields than the {len(header)} header columns",
+                    path=path,
+                    where=f"line {reader.line_num}",
+                )
+            if any(v.strip() for v in values):
+                values += [""] * (len(header) - len(values))
+                rows.append(
+                    (
+                        reader.line_num,
+                        {k: csv_value(v) for k, v in zip(header, values, strict=True)},
+                    )
+                )
+    except csv.Error as e:
+        raise CmrkitError(
+            f"malformed CSV ({e}); check the quoting, or split a field longer than "
+            f"{csv.field_size_limit():,} characters",
+            path=path,
+            where=f"line {reader.line_num}",
+        ) from None
+    if not rows:
+        raise CmrkitError("no judgments in the file (only a header line)", path=path)
     return header, rows
 
 
@@ -323,6 +359,14 @@ def aggregate(
     """
     if min_agree < 1 or min_unanimous < 1:
         raise CmrkitError("--min-agree and --min-unanimous must be at least 1")
+    if not 1 <= max_assessors <= MAX_ASSESSORS:
+        raise CmrkitError(f"--max-assessors must lie in 1..{MAX_ASSESSORS}, not {max_assessors}")
+    if not 0.0 <= min_worker_accuracy <= 1.0:  # also refuses nan
+        raise CmrkitError(f"--min-worker-accuracy must lie in 0..1, not {min_worker_accuracy}")
+    if hard_threshold is not None and not 0.0 <= hard_threshold <= 1.0:
+        raise CmrkitError(f"--hard-threshold must lie in 0..1, not {hard_threshold}")
+    if min_relevant < 0:
+        raise CmrkitError(f"--min-relevant must be 0 or more, not {min_relevant}")
     gold = gold or {}
     index = pool.pair_index()
     judgments = list(judgments)
@@ -503,6 +547,6 @@ def simulate(
 def write_simple_csv(rows: Iterable[tuple[str, str, str, int]], path: str | os.PathLike) -> None:
     """Write judgments as the simple CSV ``query_id,doc_id,worker_id,label``."""
     with open(path, "w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
+        w = csv_writer(f)
         w.writerow(SIMPLE_COLUMNS)
         w.writerows(rows)

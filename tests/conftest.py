@@ -12,6 +12,16 @@ from typer.testing import CliRunner
 from cmrkit.cli import app
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the session (tests using it are marked ``needs_chromium``)."""
+    from browser import start_browser
+
+    driver = start_browser()
+    yield driver
+    driver.quit()
+
+
 @pytest.fixture
 def cli(tmp_path, monkeypatch):
     """Run `cmrkit ARGS...` in a fresh working directory; returns the click Result."""

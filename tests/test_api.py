@@ -61,9 +61,9 @@ def test_import_is_light():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     help_run = subprocess.run(
-        [sys.executable, "-c", "import sys; from cmrkit.cli import main; sys.argv=['cmrkit', "
+        [sys.executable, "-c", "import sys; from cmrkit.cli import app; sys.argv=['cmrkit', "
          "'--help']; import atexit; atexit.register(lambda: print('pandas' in sys.modules, "
-         "file=sys.stderr)); main()"],
+         "file=sys.stderr)); app()"],
         capture_output=True,
         text=True,
     )  # fmt: skip

@@ -6,67 +6,12 @@ import csv
 import json
 import os
 import re
-import tempfile
-import time
 from pathlib import Path
 
-import pytest
+from browser import needs_chromium, wait_for
 from pool_fixtures import read_qrels_lines, sentence_units, write_collection, write_run
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="Debian's chromium is not installed (/usr/bin/chromium); run .ci/install-chromium.sh",
-)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    assert CHROMEDRIVER.exists(), "chromium without chromedriver: run .ci/install-chromium.sh"
-    downloads = Path(tempfile.mkdtemp(prefix="cmrkit-dl-"))
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tempfile.mkdtemp(prefix='cmrkit-chromium-')}",
-    ):
-        options.add_argument(flag)
-    options.add_experimental_option(
-        "prefs",
-        {
-            "download.default_directory": str(downloads),
-            "download.prompt_for_download": False,
-        },
-    )
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.execute_cdp_cmd(
-        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
-    )
-    driver.downloads = downloads
-    yield driver
-    driver.quit()
-
-
-def wait_for(predicate, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting in the browser")
+pytestmark = needs_chromium
 
 
 def test_answer_resume_export_and_aggregate(tmp_path, cli, browser):

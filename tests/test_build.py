@@ -62,6 +62,7 @@ def test_sample_layout_and_consistency(sample):
         "topics.dev.tsv",
         "topics.test.tsv",
         "manifest.json",
+        ".cmrkit",
     }
     corpus = read_corpus(cdir / "corpus.jsonl.gz")
     ids = [d["id"] for d in corpus]

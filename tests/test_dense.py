@@ -249,6 +249,36 @@ def test_encoding_is_kept_stale_refused_and_resumed(tmp_path, monkeypatch):
     assert not np.array_equal(resumed.vectors(), vectors)
 
 
+def test_encoding_is_replaced_whole_locked_and_never_over_a_foreign_folder(tmp_path):
+    from cmrkit.errors import EnvironmentFault
+    from cmrkit.fileio import MARKER, OutputLock
+
+    coll = _write(tmp_path, "swap")
+    dense = DenseOptions(device="cpu", batch_size=4, passage_max_length=32, shard_size=3)
+    first = encode(coll, dense, progress=False)
+    before = {p.name: p.read_bytes() for p in first.path.iterdir()}
+    # another encoder holds this target: refused at once, naming the holder; nothing touched
+    lock = OutputLock(first.path.with_name(first.path.name + ".partial"))
+    lock.acquire()
+    try:
+        with pytest.raises(EnvironmentFault, match=r"being written by process \d+"):
+            encode(coll, dense, force=True, progress=False)
+    finally:
+        lock.release()
+    assert {p.name: p.read_bytes() for p in first.path.iterdir()} == before
+    # --force re-encodes and swaps the finished folder in: no partial or staging left beside it
+    again = encode(coll, dense, force=True, progress=False)
+    assert (again.path / MARKER).is_file() and np.array_equal(again.vectors(), first.vectors())
+    assert sorted(p.name for p in again.path.parent.iterdir()) == [again.path.name]
+    # a folder at the target that cmrkit did not write is never replaced
+    shutil.rmtree(again.path)
+    again.path.mkdir()
+    (again.path / "notes.txt").write_text("mine")
+    with pytest.raises(CmrkitError, match="did not write"):
+        encode(coll, dense, force=True, progress=False)
+    assert (again.path / "notes.txt").read_text() == "mine"
+
+
 # models
 
 

@@ -166,7 +166,7 @@ def test_sharded_index_equals_the_single_machine_index(faults, single, tmp_path)
     assert all(sum(map(len, run.values())) > 20 for run in found)
     # an index that is current is kept, as by the single-machine build
     assert build_sharded(coll, engine=RAY, progress=False).up_to_date
-    assert not list(coll.glob(".cmrkit-tmp-*"))
+    assert not list(coll.glob(".cmrkit-staging-*"))
 
 
 def test_runs_on_ray_write_the_single_machine_run_files(faults, single, tmp_path):
@@ -230,7 +230,7 @@ def test_a_shard_that_keeps_failing_stops_in_one_line_keeping_the_index(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "shard 0 of 2 failed: its worker died 3 times" in lines[0]
     assert {p.name: p.read_bytes() for p in (coll / "index").iterdir()} == before
-    assert not list(coll.glob(".cmrkit-tmp-*"))
+    assert not list(coll.glob(".cmrkit-staging-*"))
 
 
 def test_interrupting_keeps_the_previous_index(faults, single, tmp_path):
@@ -252,7 +252,7 @@ def test_interrupting_keeps_the_previous_index(faults, single, tmp_path):
     try:
         deadline = time.monotonic() + 240
         # shard 0 is written and its worker waits: the build is under way
-        while not list(coll.glob(".cmrkit-tmp-*/shards/shard-0000-*/index/segments_*")):
+        while not list(coll.glob(".cmrkit-staging-*/shards/shard-0000-*/index/segments_*")):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.2)
@@ -264,7 +264,7 @@ def test_interrupting_keeps_the_previous_index(faults, single, tmp_path):
             proc.kill()
     assert proc.returncode != 0
     assert {p.name: p.read_bytes() for p in (coll / "index").iterdir()} == before
-    assert not list(coll.glob(".cmrkit-tmp-*"))
+    assert not list(coll.glob(".cmrkit-staging-*"))
 
 
 def native_handlers() -> dict[int, bytes]:

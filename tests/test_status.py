@@ -103,8 +103,8 @@ def test_status_of_one_collection_and_a_stale_index(workdir, tmp_path):
 
 def test_status_loads_no_jvm_nor_spacy(workdir):
     code = (
-        "import sys; from cmrkit.cli import main; sys.argv = ['cmrkit', 'status']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "import sys; from cmrkit.cli import app; sys.argv = ['cmrkit', 'status']\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in ('jnius', 'pyserini', 'spacy', 'torch') if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )

@@ -5,7 +5,8 @@ same pair keeps its id across the exports of one pool with one seed, and ids say
 the query, the candidate or where it came from). ``pool export`` writes the key beside the
 tasks, never inside what assessors get: a TSV with the header
 ``pair_id  query_id  doc_id  hit_id  position  gold`` (``gold`` is the known answer of a
-quality-control pair, 1 or 0, else empty). ``judgments aggregate --key`` reads it back.
+quality-control pair, 1 or 0, else empty; ids a spreadsheet would evaluate are written with a
+leading apostrophe, see :mod:`cmrkit.escaping`). ``judgments aggregate --key`` reads it back.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
+from cmrkit.escaping import csv_cell, csv_value
 from cmrkit.fileio import iter_lines
 
 KEY_COLUMNS = ("pair_id", "query_id", "doc_id", "hit_id", "position", "gold")
@@ -53,7 +55,8 @@ def write_key(entries: Iterable[KeyEntry], path: str | os.PathLike) -> None:
         f.write("\t".join(KEY_COLUMNS) + "\n")
         for e in entries:
             gold = "" if e.gold is None else str(e.gold)
-            f.write(f"{e.pair_id}\t{e.qid}\t{e.docno}\t{e.hit_id}\t{e.position}\t{gold}\n")
+            qid, docno = csv_cell(e.qid), csv_cell(e.docno)  # a spreadsheet may open it
+            f.write(f"{e.pair_id}\t{qid}\t{docno}\t{e.hit_id}\t{e.position}\t{gold}\n")
 
 
 def read_key(path: str | os.PathLike) -> dict[str, KeyEntry]:
@@ -80,6 +83,7 @@ def read_key(path: str | os.PathLike) -> dict[str, KeyEntry]:
                 where=f"line {n}",
             )
         pid, qid, docno, hit, pos, gold = fields
+        qid, docno = csv_value(qid), csv_value(docno)
         try:
             position = int(pos)
         except ValueError:

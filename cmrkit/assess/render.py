@@ -8,6 +8,9 @@ sentence), ``p{i}_candidate`` (the window of the candidate unit; unless blind, k
 ``<mark class="c">``) and ``p{i}_next`` (the next sentence). Slots past ``n_pairs`` are empty and
 hidden by the layout. The layout names each answer ``p{i}_label`` (1..5), so the results CSV holds
 ``Input.p{i}_pair_id`` and ``Answer.p{i}_label``.
+
+No cell is a spreadsheet formula (see :mod:`cmrkit.escaping`): id cells that would be one get a
+leading apostrophe (removed again when the results are read), HTML cells a character reference.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ import hashlib
 import html
 import io
 import json
-import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
 from cmrkit.assess.display import Shown
 from cmrkit.assess.tasks import Task, Tasks
+from cmrkit.escaping import csv_cell, fill, html_cell
 
 SCALE = [
     (1, "very unlikely"),
@@ -37,11 +40,6 @@ SCALE = [
 def template(name: str) -> str:
     """The text of a template shipped in ``cmrkit/data/assess/``."""
     return resources.files("cmrkit").joinpath("data", "assess", name).read_text(encoding="utf-8")
-
-
-def fill(text: str, values: dict[str, str]) -> str:
-    """``{{NAME}}`` placeholders replaced in one pass (values are never searched again)."""
-    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: values.get(m[1], m[0]), text)
 
 
 def marked(text: str, spans: Sequence[tuple[int, int]], css: str, lo: int = 0, hi: int = -1) -> str:
@@ -115,11 +113,11 @@ def write_mturk(tasks: Tasks, csv_path: Path, layout_path: Path) -> None:
     w.writeheader()
     for h in hits:
         row = {k: "" for k in fields}
-        row["hit_id"], row["n_pairs"] = h[0].hit_id, str(len(h))
+        row["hit_id"], row["n_pairs"] = csv_cell(h[0].hit_id), str(len(h))
         for i, t in enumerate(h, 1):
-            row[f"p{i}_pair_id"] = t.pair_id
+            row[f"p{i}_pair_id"] = csv_cell(t.pair_id)
             for k, v in _fragments(t).items():
-                row[f"p{i}_{k}"] = v
+                row[f"p{i}_{k}"] = html_cell(v)
         w.writerow(row)
     csv_path.write_text(buf.getvalue(), encoding="utf-8", newline="\n")
 
@@ -128,7 +126,7 @@ def write_mturk(tasks: Tasks, csv_path: Path, layout_path: Path) -> None:
     pairs = []
     for i in range(1, slots + 1):
         options = "".join(
-            fill(scale, {"I": str(i), "V": str(v), "NAME": name}) for v, name in SCALE
+            fill(scale, {"I": str(i), "V": str(v), "NAME": html.escape(name)}) for v, name in SCALE
         )
         pairs.append(fill(block, {"SCALE": options, "I": str(i)}))
     note = _note(tasks, ' (its mention, where known, in <mark class="c">blue</mark>)')

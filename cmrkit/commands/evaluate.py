@@ -235,7 +235,11 @@ def compare_command(
     ),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level for the * mark."),
     permutations: int = typer.Option(
-        10000, "--permutations", min=1, help="Random sign flips for --test permutation."
+        10000,
+        "--permutations",
+        min=1,
+        max=10_000_000,
+        help="Random sign flips for --test permutation.",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the permutation test."),
     all_queries: bool = typer.Option(

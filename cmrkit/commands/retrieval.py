@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -53,6 +56,23 @@ def _argv(ctx: typer.Context) -> list[str]:
     return words
 
 
+def leaves_cluster(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command that leaves the Ray cluster it connected to (``--engine ray``) when it ends:
+    cmrkit's process ends without the interpreter's exit handlers, so Ray's own would not stop
+    a local cluster's processes."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        finally:
+            engine = sys.modules.get("cmrkit.retrieval.distributed.engine")
+            if engine is not None:
+                engine.disconnect()
+
+    return wrapper
+
+
 def _engine(engine: str, address: str | None, workers: int | None):
     """The --engine, --address and --workers options as one record."""
     from cmrkit.retrieval.distributed.engine import EngineOptions
@@ -90,7 +110,8 @@ def _report(result) -> None:
     )
     if warned:
         console.print(
-            f"[yellow]{warned} query warning(s) recorded in {result.sidecar_path}[/]",
+            f"{warned} query warning(s) recorded in {result.sidecar_path}",
+            style="yellow",
             soft_wrap=True,
         )
 
@@ -147,6 +168,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("index")
     @user_errors
+    @leaves_cluster
     def index(
         collection: Path = COLLECTION_ARG,
         threads: int = typer.Option(2, "--threads", help="Indexing threads."),
@@ -197,6 +219,7 @@ def register(app: typer.Typer) -> None:
 
     @run_app.command("bm25")
     @user_errors
+    @leaves_cluster
     def bm25(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -252,6 +275,7 @@ def register(app: typer.Typer) -> None:
 
     @run_app.command("fields")
     @user_errors
+    @leaves_cluster
     def fields(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -330,6 +354,7 @@ def register(app: typer.Typer) -> None:
 
     @run_app.command("qe")
     @user_errors
+    @leaves_cluster
     def qe(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,

@@ -154,6 +154,7 @@ def _register_coref() -> None:
 
     @r.run_app.command("coref")
     @user_errors
+    @r.leaves_cluster
     def coref(
         ctx: typer.Context,
         collection: Path = r.COLLECTION_ARG,

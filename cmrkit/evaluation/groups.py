@@ -58,6 +58,8 @@ def _group_from_json(line: str, field: str, path: object, n: int) -> tuple[str, 
         obj = json.loads(line)
     except json.JSONDecodeError as e:
         raise CmrkitError(f"not valid JSON ({e.msg})", path=path, where=f"line {n}") from None
+    except RecursionError:
+        raise CmrkitError("JSON nested too deeply", path=path, where=f"line {n}") from None
     if not isinstance(obj, dict) or "qid" not in obj:
         raise CmrkitError("expected a JSON object with a 'qid' field", path=path, where=f"line {n}")
     if field not in obj:

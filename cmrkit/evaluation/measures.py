@@ -119,6 +119,7 @@ _KINDS = [
     _Kind("NumQ", "num_q", None, "none", True, True, "number of queries evaluated"),
 ]
 _BY_NAME = {k.name.lower(): k for k in _KINDS}
+MAX_CUTOFF = 1_000_000_000  # trec_eval reads cutoffs as C longs; no ranking is this deep
 _ALIASES = {"map": "AP", "mrr": "RR", "recall": "R", "ndcg": "nDCG", "prec": "P"}
 # trec_eval's own names, accepted as a convenience: `P_10`, `map_cut_10`, `recip_rank`.
 _TREC_NAMES = {k.trec.lower(): k for k in _KINDS if k.trec}
@@ -218,9 +219,10 @@ def _make(kind: _Kind, cutoff_text: str | None, text: str) -> Measure:
         return Measure(kind.name)
     if kind.cutoff == "none":
         raise CmrkitError(f"measure {kind.name} takes no cutoff; write {kind.name!r}")
-    if not cutoff_text.isdigit() or int(cutoff_text) < 1:
+    if not cutoff_text.isdigit() or not 1 <= int(cutoff_text) <= MAX_CUTOFF:
         raise CmrkitError(
-            f"measure {text!r}: the cutoff must be a positive integer, e.g. {kind.name}@10"
+            f"measure {text!r}: the cutoff must be an integer from 1 to {MAX_CUTOFF:,}, "
+            f"e.g. {kind.name}@10"
         )
     return Measure(kind.name, int(cutoff_text))
 

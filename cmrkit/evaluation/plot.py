@@ -15,6 +15,11 @@ TIED = "#999999"  # grey
 TESTS = {"t": "paired t-test", "permutation": "paired permutation test"}
 
 
+def _plain(text: str) -> str:
+    """Text shown as written: a run name holding '$' would otherwise start matplotlib math."""
+    return text.replace("$", r"\$")
+
+
 def plot_differences(comp: Comparison, measure: Measure, path: str | os.PathLike) -> None:
     """Write :func:`difference_figure` as a PNG."""
     import matplotlib.pyplot as plt
@@ -54,12 +59,14 @@ def difference_figure(comp: Comparison, measure: Measure):
         ax.axhline(0, color="black", linewidth=0.8)
         c = comp.stats[name][measure.name]
         ax.set_title(
-            f"{name} - {comp.baseline}: {measure.name} {c.delta:+.4f} "
-            f"(+{c.improved} / -{c.hurt} of {c.queries}); {test}, "
-            f"{correction} p={format_p(c.p_adjusted)}",
+            _plain(
+                f"{name} - {comp.baseline}: {measure.name} {c.delta:+.4f} "
+                f"(+{c.improved} / -{c.hurt} of {c.queries}); {test}, "
+                f"{correction} p={format_p(c.p_adjusted)}"
+            ),
             fontsize=9,
         )
-        ax.set_ylabel(f"delta {measure.name}")
+        ax.set_ylabel(_plain(f"delta {measure.name}"))
         ax.set_xlim(-0.5, max(len(diffs), 1) - 0.5)
         ax.set_xticks([])
     axes[-1, 0].set_xlabel(f"the {len(comp.queries)} compared queries, sorted by difference")

@@ -37,11 +37,12 @@ def result_to_json(
 
 def result_to_csv(result: Result, groups: Sequence[GroupResult] | None = None) -> str:
     """One row per query and measure, then the aggregate rows (qid ``all``)."""
-    import csv
     import io
 
+    from cmrkit.escaping import csv_writer
+
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     with_groups = groups is not None
     w.writerow((["group"] if with_groups else []) + ["qid", "measure", "value"])
     member = {q: g.group for g in groups or [] for q in g.queries}
@@ -128,11 +129,12 @@ def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None)
 
 def comparison_to_csv(comp: Comparison) -> str:
     """One row per system and measure; ``value`` is the mean over the compared queries."""
-    import csv
     import io
 
+    from cmrkit.escaping import csv_writer
+
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     w.writerow(
         [
             "system",
@@ -230,11 +232,12 @@ def coref_to_json(
 def coref_to_csv(result: CorefResult, per_document: bool = False) -> str:
     """``document,measure,field,value`` rows (fields recall, precision, f1, or value), the
     whole-corpus rows (document ``all``) last."""
-    import csv
     import io
 
+    from cmrkit.escaping import csv_writer
+
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     w.writerow(["document", "measure", "field", "value"])
     rows = list(result.per_document.items()) if per_document else []
     rows.append(("all", result.total))

@@ -22,10 +22,13 @@ def binarize(label: int) -> int:
     return 1 if label >= 4 else 0
 
 
+MAX_ASSESSORS = 1000
+
+
 def check_assessors(assessors: int, noise: float) -> None:
-    """Refuse fewer than one assessor or a flip probability outside 0..1."""
-    if assessors < 1:
-        raise CmrkitError(f"--assessors must be at least 1, not {assessors}")
+    """Refuse assessors outside 1..MAX_ASSESSORS or a flip probability outside 0..1."""
+    if not 1 <= assessors <= MAX_ASSESSORS:
+        raise CmrkitError(f"--assessors must lie in 1..{MAX_ASSESSORS}, not {assessors}")
     if not 0.0 <= noise <= 1.0:
         raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
 

@@ -166,7 +166,7 @@ def read_query_ids(path: str | os.PathLike) -> list[str]:
         if line.lstrip().startswith("{"):
             try:
                 qids.append(str(json.loads(line)["qid"]))
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
                 raise CmrkitError(
                     "expected a JSON object with a 'qid'", path=path, where=f"line {n}"
                 ) from None

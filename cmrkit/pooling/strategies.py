@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import CmrkitError, check_range
 from cmrkit.pooling.assessors import SimulatedAssessors
 from cmrkit.pooling.pool import Pool, PoolPair, create_pool, natural_key
 from cmrkit.trec import Qrels, Strata
@@ -73,8 +73,7 @@ class StrategyOptions:
             raise CmrkitError(
                 f"--rbp-p (persistence) must lie strictly between 0 and 1, not {self.rbp_p}"
             )
-        if self.rrf_k < 0:
-            raise CmrkitError(f"--rrf-k must not be negative, not {self.rrf_k}")
+        check_range(self.rrf_k, 0.0, 1e6, "--rrf-k")  # NaN or infinity would make every gain equal
         if self.strata is not None and self.name != "strata":
             raise CmrkitError("--strata goes with --strategy strata")
         if self.batch is not None and (self.name not in ADAPTIVE or self.batch < 1):

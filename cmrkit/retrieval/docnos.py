@@ -104,4 +104,7 @@ def write_table(
         staged.replace(path)
     except OSError:
         staged.unlink(missing_ok=True)  # a read-only index: the table stays in memory
+    except BaseException:  # an interrupt: no half-written table left in the index
+        staged.unlink(missing_ok=True)
+        raise
     return table

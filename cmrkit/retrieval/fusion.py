@@ -29,6 +29,7 @@ from cmrkit.retrieval.runfile import (
     RankedRun,
     RunResult,
     check_name,
+    claim,
     existing,
     identity,
     write_run_files,
@@ -220,40 +221,42 @@ def run_fuse(
         "inputs": [i["sha256"] for i in inputs],
     }
     wanted = identity("fuse", split or "", parameters, corpus or "", "")
-    found = existing(run_path, sidecar_path, wanted, force=force)
-    if found is not None:
-        return found
-    loaded = [{q: ranked(docs) for q, docs in read_run(p).items()} for p in paths]
-    fused = fuse(loaded, method=method, weights=weights, norm=norm, rrf_k=rrf_k, k=k)
-    tag = _tag(name, method, weights, norm, rrf_k)
-    sidecar = {
-        "command": list(argv) if argv is not None else None,
-        "argv": list(sys.argv),
-        "identity": wanted,
-        "system": "fuse",
-        "name": name,
-        "tag": tag,
-        "collection": collection,
-        "split": split,
-        "run": str(run_path),
-        "parameters": parameters,
-        "inputs": [
-            {**i, "system": (s or {}).get("system"), "n_queries": len(r)}
-            for i, s, r in zip(inputs, sidecars, loaded, strict=True)
-        ],
-        "index": {"corpus_sha256": corpus},
-        "ranking": {
-            "input_order": "score descending, ties by docno descending (rank column ignored)",
-            "tie_break": "score descending (as written, 6 decimals), then docno descending",
-            "queries": "union of the inputs' queries",
-        },
-        "n_queries": len(fused),
-        "n_queries_with_results": sum(1 for docs in fused.values() if docs),
-        "warnings": [],
-        "seconds": {"total": round(time.perf_counter() - started, 3)},
-    }
-    write_run_files(run_path, sidecar_path, fused, tag, sidecar)
-    return RunResult(run_path, sidecar_path, fused, sidecar)
+    # held from the check of what exists to the rename: a second writer fails at once
+    with claim(run_path, sidecar_path) as staged:
+        found = existing(run_path, sidecar_path, wanted, force=force)
+        if found is not None:
+            return found
+        loaded = [{q: ranked(docs) for q, docs in read_run(p).items()} for p in paths]
+        fused = fuse(loaded, method=method, weights=weights, norm=norm, rrf_k=rrf_k, k=k)
+        tag = _tag(name, method, weights, norm, rrf_k)
+        sidecar = {
+            "command": list(argv) if argv is not None else None,
+            "argv": list(sys.argv),
+            "identity": wanted,
+            "system": "fuse",
+            "name": name,
+            "tag": tag,
+            "collection": collection,
+            "split": split,
+            "run": str(run_path),
+            "parameters": parameters,
+            "inputs": [
+                {**i, "system": (s or {}).get("system"), "n_queries": len(r)}
+                for i, s, r in zip(inputs, sidecars, loaded, strict=True)
+            ],
+            "index": {"corpus_sha256": corpus},
+            "ranking": {
+                "input_order": "score descending, ties by docno descending (rank column ignored)",
+                "tie_break": "score descending (as written, 6 decimals), then docno descending",
+                "queries": "union of the inputs' queries",
+            },
+            "n_queries": len(fused),
+            "n_queries_with_results": sum(1 for docs in fused.values() if docs),
+            "warnings": [],
+            "seconds": {"total": round(time.perf_counter() - started, 3)},
+        }
+        write_run_files(run_path, sidecar_path, fused, tag, sidecar, staged)
+        return RunResult(run_path, sidecar_path, fused, sidecar)
 
 
 def _tag(name: str, method: str, weights: Sequence[float], norm: str, rrf_k: int) -> str:

@@ -17,21 +17,23 @@ corpus it was built from; :func:`open_index` refuses an index whose corpus has c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cmrkit import __version__
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.fileio import StagedOutputs, reading, sha256_file
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
+from cmrkit.retrieval.options import MAX_THREADS
 
 MANIFEST = "cmrkit-index.json"
 FIELDS = ("contents", "title", "entities", "document")
@@ -255,7 +257,7 @@ def index_corpus(
     folder; ``target``: the index named in errors). ``documents`` None indexes ``document``
     when units share passages or documents; True always (see :func:`_add_documents`)."""
     from cmrkit.console import console
-    from cmrkit.retrieval.java import jclass, quiet
+    from cmrkit.retrieval.java import error_class, jclass, quiet
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -304,7 +306,7 @@ def index_corpus(
             n_indexed = int(searcher.get_total_num_docs())
             searcher.close()
     except Exception as e:  # a Java exception arrives as jnius.JavaException
-        raise CmrkitError(
+        raise error_class(e)(
             f"Lucene indexing failed: {str(e).splitlines()[0]}; rerun with "
             "--verbose to see Lucene's log",
             path=target,
@@ -394,8 +396,8 @@ def build_index(
         kept = kept_index(coll, target, entities=entities, spacy_model=spacy_model)
         if kept is not None:
             return kept
-    if threads < 1:
-        raise CmrkitError(f"--threads must be at least 1, got {threads}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise CmrkitError(f"--threads must lie in 1..{MAX_THREADS}, got {threads}")
     started = time.perf_counter()
     corpus_sha = sha256_file(corpus_path(coll))
     with StagedOutputs([target], force=True, anchor=coll) as staged:
@@ -467,13 +469,27 @@ def progress_bar(enabled: bool, description: str) -> Any:
     )
 
 
+@contextlib.contextmanager
+def opening(info: IndexInfo) -> Iterator[None]:
+    """A block that opens the files of the index ``info`` describes: no rebuild swaps the index
+    meanwhile, and an index rebuilt since ``info`` was read is refused (never a mix of two)."""
+    with reading(info.path):
+        manifest = _read_manifest(info.path)
+        if manifest is None or manifest.get("index_id") != info.index_id:
+            raise CmrkitError(
+                "the index was rebuilt while this command ran; run the command again",
+                path=info.path,
+            )
+        yield
+
+
 def _read_manifest(target: Path) -> dict[str, Any] | None:
     path = target / MANIFEST
     if not path.exists():
         return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return None
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
 
@@ -552,8 +568,15 @@ def ensure_index(
 
 
 def open_index(collection: str | Path) -> IndexInfo:
-    """The collection's index, after checking that it was built from the current corpus."""
+    """The collection's index, after checking that it was built from the current corpus.
+
+    Read while no ``cmrkit index --force`` swaps it (see :func:`cmrkit.fileio.reading`)."""
     coll = collection_dir(collection)
+    with reading(index_path(coll)):
+        return _open_index(coll)
+
+
+def _open_index(coll: Path) -> IndexInfo:
     target = index_path(coll)
     name = coll.as_posix()
     if not target.exists():

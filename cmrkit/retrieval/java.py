@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import CmrkitError, EnvironmentFault
+from cmrkit.interrupts import critical
 
 _started = False
 
@@ -63,6 +64,10 @@ def start_jvm() -> None:
         # Lucene's memory-mapped directories call sun.misc.Unsafe; without this Java 24+ prints
         # a multi-line deprecation warning on stderr.
         options += ["--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED"]
+        # -Xrs: the JVM leaves SIGINT/SIGTERM/SIGHUP to Python. Its own handlers would run Java's
+        # shutdown while the main thread waits inside a Java call, which deadlocks the process;
+        # cmrkit.interrupts ends a command stuck in Java instead.
+        options += ["-Xrs"]
         jnius_config.set_options(*options)
     try:
         with quiet(None):
@@ -79,6 +84,16 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's message (Java exceptions carry their stack below it)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+_ENVIRONMENT = ("No space left on device", "Disk quota exceeded", "Too many open files")
+
+
+def error_class(error: BaseException) -> type[CmrkitError]:
+    """EnvironmentFault (exit 1) for a Java failure the machine caused (a full disk, too many
+    open files), else CmrkitError."""
+    text = str(error)
+    return EnvironmentFault if any(cause in text for cause in _ENVIRONMENT) else CmrkitError
 
 
 def _has_java(home: Path) -> bool:
@@ -113,23 +128,27 @@ def quiet(log: Path | None, *, verbose: bool = False) -> Iterator[None]:
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    if log is None:
-        target = os.open(os.devnull, os.O_WRONLY)
-    else:
+    if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
-        target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
+    # a signal must not leave stderr pointing at the log: the swaps are not interruptible
+    with critical():
+        saved = [os.dup(1), os.dup(2)]
+        if log is None:
+            target = os.open(os.devnull, os.O_WRONLY)
+        else:
+            target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(target, 1)
         os.dup2(target, 2)
+    try:
         yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, target):
-            os.close(fd)
+        with critical():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in (*saved, target):
+                os.close(fd)
 
 
 def java_log_path() -> Path:

@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import check_range
 from cmrkit.retrieval.distributed.engine import EngineOptions
 from cmrkit.retrieval.entities import DEFAULT_MODEL
+
+MAX_K = 100_000_000  # Lucene counts hits in Java ints; no ranking needs more
+MAX_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -40,10 +43,8 @@ class RunOptions:
         object.__setattr__(self, "runs_dir", Path(self.runs_dir))
         if self.argv is not None:
             object.__setattr__(self, "argv", tuple(self.argv))
-        if self.k < 1:
-            raise CmrkitError(f"-k must be at least 1, got {self.k}")
-        if self.threads < 1:
-            raise CmrkitError(f"--threads must be at least 1, got {self.threads}")
+        check_range(self.k, 1, MAX_K, "-k")
+        check_range(self.threads, 1, MAX_THREADS, "--threads")
 
     @classmethod
     def build(

@@ -10,8 +10,8 @@ run at the same paths is refused unless ``force``.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.fileio import StagedOutputs, safe_name, sha256_file
 from cmrkit.retrieval.layout import TOPICS, Topic, iter_corpus
 from cmrkit.trec import write_run
 
@@ -40,16 +40,21 @@ class RunResult:
 
 def check_name(name: str) -> str:
     """A run name safe as a file name and a TREC run tag."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+=,:-]*", name):
-        raise CmrkitError(f"run name {name!r} must be one word of letters, digits and _.+=,:-")
-    return name
+    return safe_name(name, "run name")
 
 
 def run_paths(runs_dir: Path, collection: Path, name: str, split: str) -> tuple[Path, Path]:
     """(run file, sidecar) of a run of ``collection``."""
     out_dir = Path(runs_dir) / Path(collection).resolve().name
-    run_path = out_dir / f"{check_name(name)}.{split}.trec"
+    run_path = out_dir / f"{check_name(name)}.{safe_name(split, 'split name')}.trec"
     return run_path, run_path.with_suffix(".json")
+
+
+def claim(run_path: Path, sidecar_path: Path) -> StagedOutputs:
+    """Hold a run's two files for writing (locked: a second command writing the same run fails
+    at once, naming this one) from the check of what exists to the final rename; use it as a
+    context manager and pass it to :func:`write_run_files`."""
+    return StagedOutputs([run_path, sidecar_path], force=True)
 
 
 def topics_sha256(collection: Path) -> str:
@@ -108,18 +113,15 @@ def write_run_files(
     run: RankedRun,
     tag: str,
     sidecar: Mapping[str, Any],
+    staged: StagedOutputs | None = None,
 ) -> None:
-    """Write the run and its sidecar together (staged, then moved into place)."""
-    staged = StagedOutputs([run_path, sidecar_path], force=True)
-    try:
-        with open(staged.path(run_path), "w", encoding="utf-8", newline="\n") as f:
+    """Write the run and its sidecar together (staged, then moved into place): into
+    ``staged`` (from :func:`claim`, put in place when its block ends), else on their own."""
+    with contextlib.nullcontext(staged) if staged else claim(run_path, sidecar_path) as out:
+        with open(out.path(run_path), "w", encoding="utf-8", newline="\n") as f:
             write_run(f, run, tag)
-        with open(staged.path(sidecar_path), "w", encoding="utf-8") as f:
+        with open(out.path(sidecar_path), "w", encoding="utf-8") as f:
             f.write(json.dumps(sidecar, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    except BaseException:
-        staged.abort()
-        raise
-    staged.commit()
 
 
 def own_document_units(collection: Path, topics: Sequence[Topic]) -> dict[str, frozenset[str]]:

@@ -28,17 +28,25 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import CmrkitError, check_range
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.docnos import DocnoTable
-from cmrkit.retrieval.index import FEATURE_FIELDS, FIELDS, IndexInfo, ensure_index, progress_bar
+from cmrkit.retrieval.index import (
+    FEATURE_FIELDS,
+    FIELDS,
+    IndexInfo,
+    ensure_index,
+    opening,
+    progress_bar,
+)
 from cmrkit.retrieval.java import first_line
 from cmrkit.retrieval.layout import Topic, collection_dir, qrels_path, read_topics, resolve_split
-from cmrkit.retrieval.options import RunOptions
+from cmrkit.retrieval.options import MAX_K, RunOptions
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.retrieval.runfile import (
     RankedRun,
     RunResult,
+    claim,
     existing,
     identity,
     own_document_units,
@@ -57,6 +65,8 @@ PRESETS: dict[str, dict[str, float]] = {
 }
 PRESET_QUERY = "mention"
 DEFAULT_QUERY = "mention+entities"
+MAX_FEEDBACK = 10_000  # feedback terms and documents
+MAX_WEIGHT = 1000.0  # k1, Rocchio's alpha, beta, gamma
 WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 WEIGHTED_FIELDS = FIELDS + FEATURE_FIELDS
 TIE_BREAK = (
@@ -106,12 +116,11 @@ class QE:
         if self.method not in ("rm3", "rocchio"):
             raise CmrkitError(f"unknown expansion method {self.method!r}; choose rm3 or rocchio")
         for name in ("fb_terms", "fb_docs", "bottom_fb_terms", "bottom_fb_docs"):
-            if getattr(self, name) < 0 or (
-                name in ("fb_terms", "fb_docs") and getattr(self, name) < 1
-            ):
-                raise CmrkitError(f"--{name.replace('_', '-')} must be positive")
-        if not 0.0 <= self.original_weight <= 1.0:
-            raise CmrkitError("--original-weight must lie in [0, 1]")
+            low = 1 if name in ("fb_terms", "fb_docs") else 0
+            check_range(getattr(self, name), low, MAX_FEEDBACK, f"--{name.replace('_', '-')}")
+        check_range(self.original_weight, 0.0, 1.0, "--original-weight")
+        for name in ("alpha", "beta", "gamma"):
+            check_range(getattr(self, name), 0.0, MAX_WEIGHT, f"--{name}")
 
 
 class Searcher:
@@ -121,14 +130,14 @@ class Searcher:
     def __init__(self, info: IndexInfo, *, k1: float = 0.9, b: float = 0.4, verbose: bool = False):
         from cmrkit.retrieval.java import java_log_path, jclass, quiet
 
-        if k1 < 0 or not 0.0 <= b <= 1.0:
-            raise CmrkitError(f"BM25 needs k1 >= 0 and 0 <= b <= 1 (got k1={k1}, b={b})")
+        check_range(k1, 0.0, MAX_WEIGHT, "BM25 --k1")
+        check_range(b, 0.0, 1.0, "BM25 --b")
         self.info = info
         self.k1, self.b = float(k1), float(b)
         self.verbose = verbose
         self._jclass = jclass
         try:
-            with quiet(java_log_path(), verbose=verbose):
+            with opening(info), quiet(java_log_path(), verbose=verbose):
                 # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
                 jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
                 self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
@@ -160,7 +169,8 @@ class Searcher:
             self._batch.close()
             self._batch = None
         try:
-            with quiet(java_log_path(), verbose=self.verbose):
+            # opened under the read lock like the searcher: an index rebuilt since is refused
+            with opening(self.info), quiet(java_log_path(), verbose=self.verbose):
                 batch = self._jclass("cmrkit.lucene.BatchSearcher")(
                     str(self.info.path.resolve()),
                     self.java.get_analyzer(),
@@ -447,86 +457,88 @@ def _execute(
         **plan.params,
     }
     wanted = identity(plan.system, split, parameters, info.index_id, topics_sha256(coll))
-    found = existing(run_path, sidecar_path, wanted, force=opts.force)
-    if found is not None:
-        return found
-    timings["open"] = round(time.perf_counter() - started, 3)
-    t0 = time.perf_counter()
-    queries = formulate(topics, plan.formulation, opts.spacy_model)
-    timings["formulate"] = round(time.perf_counter() - t0, 3)
-    if opts.engine.distributed:
-        from cmrkit.retrieval.distributed.search import DistributedSearcher
-
-        searcher: Any = DistributedSearcher(
-            Searcher, info, k1=plan.k1, b=plan.b, engine=opts.engine, verbose=opts.verbose
-        )
-        engine = searcher.record
-    else:
-        searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=opts.verbose)
-        engine = {"name": "local"}
-    extra: dict[str, Any] = {}
-    try:
-        if learn is not None:
-            t0 = time.perf_counter()
-            learn(searcher, split, extra)
-            timings["learn"] = round(time.perf_counter() - t0, 3)
-        searcher.set_qe(plan.qe)
-        warnings: list[dict[str, str]] = []
+    # held from the check of what exists to the rename: a second writer fails at once
+    with claim(run_path, sidecar_path) as staged:
+        found = existing(run_path, sidecar_path, wanted, force=opts.force)
+        if found is not None:
+            return found
+        timings["open"] = round(time.perf_counter() - started, 3)
         t0 = time.perf_counter()
-        with progress_bar(opts.progress, f"{plan.name} {split}") as bar:
-            task = bar.add_task("queries", total=len(queries))
-            run = searcher.search(
-                queries,
-                k=opts.k,
-                exclude={t.qid: t.unit for t in topics},
-                exclude_units=own_document_units(info.collection, topics),
-                fields=plan.fields,
-                threads=opts.threads,
-                warnings=warnings,
-                progress=lambda n: bar.advance(task, n),
+        queries = formulate(topics, plan.formulation, opts.spacy_model)
+        timings["formulate"] = round(time.perf_counter() - t0, 3)
+        if opts.engine.distributed:
+            from cmrkit.retrieval.distributed.search import DistributedSearcher
+
+            searcher: Any = DistributedSearcher(
+                Searcher, info, k1=plan.k1, b=plan.b, engine=opts.engine, verbose=opts.verbose
             )
-        timings["search"] = round(time.perf_counter() - t0, 3)
-    finally:
-        searcher.close()
-    tag = _tag(plan)
-    timings["total"] = round(time.perf_counter() - started, 3)
-    argv = list(opts.argv) if opts.argv is not None else None
-    if argv is not None and opts.split is None:
-        argv += ["--split", split]  # the rerunnable command names the split it ran
-    sidecar = {
-        "command": argv,
-        "argv": list(sys.argv),
-        "identity": wanted,
-        "system": plan.system,
-        "name": plan.name,
-        "tag": tag,
-        "collection": str(info.collection),
-        "split": split,
-        "run": str(run_path),
-        "parameters": {**parameters, "fields": plan.fields},
-        "threads": opts.threads,
-        "engine": engine,
-        **extra,
-        "ranking": {
-            "own_unit_removed": True,
-            "own_document_removed": any(t.exclude_doc for t in topics),
-            "tie_break": TIE_BREAK,
-        },
-        "index": {
-            "path": str(info.path),
-            "index_id": info.index_id,
-            "corpus_sha256": info.corpus_sha256,
-        },
-        "versions": _versions(
-            opts.spacy_model if plan.formulation in ("mention+entities", "sentence") else None
-        ),
-        "n_queries": len(queries),
-        "n_queries_with_results": sum(1 for docs in run.values() if docs),
-        "warnings": warnings,
-        "queries": queries,
-        "seconds": timings,
-    }
-    write_run_files(run_path, sidecar_path, run, tag, sidecar)
+            engine = searcher.record
+        else:
+            searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=opts.verbose)
+            engine = {"name": "local"}
+        extra: dict[str, Any] = {}
+        try:
+            if learn is not None:
+                t0 = time.perf_counter()
+                learn(searcher, split, extra)
+                timings["learn"] = round(time.perf_counter() - t0, 3)
+            searcher.set_qe(plan.qe)
+            warnings: list[dict[str, str]] = []
+            t0 = time.perf_counter()
+            with progress_bar(opts.progress, f"{plan.name} {split}") as bar:
+                task = bar.add_task("queries", total=len(queries))
+                run = searcher.search(
+                    queries,
+                    k=opts.k,
+                    exclude={t.qid: t.unit for t in topics},
+                    exclude_units=own_document_units(info.collection, topics),
+                    fields=plan.fields,
+                    threads=opts.threads,
+                    warnings=warnings,
+                    progress=lambda n: bar.advance(task, n),
+                )
+            timings["search"] = round(time.perf_counter() - t0, 3)
+        finally:
+            searcher.close()
+        tag = _tag(plan)
+        timings["total"] = round(time.perf_counter() - started, 3)
+        argv = list(opts.argv) if opts.argv is not None else None
+        if argv is not None and opts.split is None:
+            argv += ["--split", split]  # the rerunnable command names the split it ran
+        sidecar = {
+            "command": argv,
+            "argv": list(sys.argv),
+            "identity": wanted,
+            "system": plan.system,
+            "name": plan.name,
+            "tag": tag,
+            "collection": str(info.collection),
+            "split": split,
+            "run": str(run_path),
+            "parameters": {**parameters, "fields": plan.fields},
+            "threads": opts.threads,
+            "engine": engine,
+            **extra,
+            "ranking": {
+                "own_unit_removed": True,
+                "own_document_removed": any(t.exclude_doc for t in topics),
+                "tie_break": TIE_BREAK,
+            },
+            "index": {
+                "path": str(info.path),
+                "index_id": info.index_id,
+                "corpus_sha256": info.corpus_sha256,
+            },
+            "versions": _versions(
+                opts.spacy_model if plan.formulation in ("mention+entities", "sentence") else None
+            ),
+            "n_queries": len(queries),
+            "n_queries_with_results": sum(1 for docs in run.values() if docs),
+            "warnings": warnings,
+            "queries": queries,
+            "seconds": timings,
+        }
+        write_run_files(run_path, sidecar_path, run, tag, sidecar, staged)
     return RunResult(run_path, sidecar_path, run, sidecar)
 
 
@@ -704,6 +716,7 @@ def learn_field_weights(
     """
     import pytrec_eval
 
+    check_range(k, 1, MAX_K, "--tune-k")
     path = qrels_path(collection, train_split, Path(qrels_dir) if qrels_dir else None)
     if not path.exists():
         raise CmrkitError(

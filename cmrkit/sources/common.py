@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from typing import Any
 
 from cmrkit.errors import CmrkitError
@@ -25,6 +26,11 @@ def load_json(path: str | os.PathLike) -> Any:
             f"malformed JSON ({e.msg}); fix or re-download the file",
             path=path,
             where=f"line {e.lineno} column {e.colno}",
+        ) from None
+    except RecursionError:
+        raise CmrkitError(
+            f"JSON nested more than about {sys.getrecursionlimit()} levels deep; fix the file",
+            path=path,
         ) from None
 
 

@@ -37,7 +37,7 @@ from cmrkit.collection import (
     relevant_units,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
+from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.sources import tac
 from cmrkit.tac import chains, cmr
 from cmrkit.trec import write_topics_tsv
@@ -79,6 +79,8 @@ class TacOptions:
             )
         if self.min_relevant < 0:
             raise CmrkitError("--min-relevant must be 0 or more")
+        safe_name(self.name, "collection name")
+        safe_name(self.split, "split name")
         parse_date_range(self.date_range)
 
 

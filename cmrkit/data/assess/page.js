@@ -99,8 +99,17 @@
     if (answered() === tasks.length) { status("All pairs are answered: export your answers.", true); }
   }
 
+  // a cell a spreadsheet would evaluate gets a leading apostrophe (cmrkit.escaping.csv_cell;
+  // `cmrkit judgments aggregate` removes it again)
+  function formula(v) {
+    return /^[=+\-@\t\r]/.test(v) && !/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(v);
+  }
+
   function csvField(v) {
     v = String(v);
+    if (formula(v) || (v.charAt(0) === "'" && (v.charAt(1) === "'" || formula(v.slice(1))))) {
+      v = "'" + v;
+    }
     return /[",\r\n]/.test(v) ? "\"" + v.replace(/"/g, "\"\"") + "\"" : v;
   }
 

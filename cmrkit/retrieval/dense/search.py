@@ -26,6 +26,7 @@ from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import (
     RankedRun,
     RunResult,
+    claim,
     existing,
     identity,
     own_document_units,
@@ -208,85 +209,89 @@ def run_dense(
         loader=loader,
     )
     wanted = identity("dense", split, parameters, encoded.index_id, topics_sha256(coll))
-    found = existing(run_path, sidecar_path, wanted, force=opts.force)
-    if found is not None:
-        return found
-    timings["open"] = round(time.perf_counter() - started, 3)
-    from cmrkit.retrieval.dense.encode import decode, encode_ids, query_ids
-    from cmrkit.retrieval.index import progress_bar
+    # held from the check of what exists to the rename: a second writer fails at once
+    with claim(run_path, sidecar_path) as staged:
+        found = existing(run_path, sidecar_path, wanted, force=opts.force)
+        if found is not None:
+            return found
+        timings["open"] = round(time.perf_counter() - started, 3)
+        from cmrkit.retrieval.dense.encode import decode, encode_ids, query_ids
+        from cmrkit.retrieval.index import progress_bar
 
-    t0 = time.perf_counter()
-    encoders = loader()
-    timings["load_model"] = round(time.perf_counter() - t0, 3)
-    t0 = time.perf_counter()
-    tokenizer = encoders.query.tokenizer
-    tokens = query_ids(
-        tokenizer,
-        [t.context for t in topics],
-        [t.span for t in topics],
-        markers,
-        query_len,
-    )
-    with progress_bar(opts.progress, f"{name} {split}: queries") as bar:
-        task = bar.add_task("queries", total=len(topics))
-        qvecs = encode_ids(
-            encoders.query,
-            tokens,
-            batch_size=dense.batch_size,
-            progress=lambda n: bar.advance(task, n),
+        t0 = time.perf_counter()
+        encoders = loader()
+        timings["load_model"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        tokenizer = encoders.query.tokenizer
+        tokens = query_ids(
+            tokenizer,
+            [t.context for t in topics],
+            [t.span for t in topics],
+            markers,
+            query_len,
         )
-    timings["encode_queries"] = round(time.perf_counter() - t0, 3)
-    t0 = time.perf_counter()
-    own_docs = own_document_units(coll, topics)
-    exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
-    hits = search(qvecs, encoded.vectors(), encoded.ids(), opts.k, exclude=exclude)
-    run: RankedRun = {t.qid: docs for t, docs in zip(topics, hits, strict=True)}
-    timings["search"] = round(time.perf_counter() - t0, 3)
-    tag = _tag(name, ref, query_len, passage_len)
-    timings["total"] = round(time.perf_counter() - started, 3)
-    argv = list(opts.argv) if opts.argv is not None else None
-    if argv is not None and opts.split is None:
-        argv += ["--split", split]
-    sidecar = {
-        "command": argv,
-        "argv": list(sys.argv),
-        "identity": wanted,
-        "system": "dense",
-        "name": name,
-        "tag": tag,
-        "collection": str(coll),
-        "split": split,
-        "run": str(run_path),
-        "parameters": parameters,
-        "model": {
-            **ref.identity(),
-            "path": str(ref.path),
-            "tag": ref.tag,
-            "trained": ref.metadata or None,
-            "separate_query_encoder": ref.separate_query_encoder,
-        },
-        "device": encoders.device,
-        "batch_size": dense.batch_size,
-        "ranking": {
-            "own_unit_removed": True,
-            "own_document_removed": any(t.exclude_doc for t in topics),
-            "tie_break": TIE_BREAK,
-            "exact": True,
-        },
-        "index": {
-            "path": str(encoded.path),
-            "index_id": encoded.index_id,
-            "corpus_sha256": encoded.corpus_sha256,
-        },
-        "versions": store.versions(),
-        "n_queries": len(topics),
-        "n_queries_with_results": sum(1 for docs in run.values() if docs),
-        "warnings": warnings,
-        "queries": {t.qid: decode(tokenizer, ids) for t, ids in zip(topics, tokens, strict=True)},
-        "seconds": timings,
-    }
-    write_run_files(run_path, sidecar_path, run, tag, sidecar)
-    return RunResult(run_path, sidecar_path, run, sidecar)
+        with progress_bar(opts.progress, f"{name} {split}: queries") as bar:
+            task = bar.add_task("queries", total=len(topics))
+            qvecs = encode_ids(
+                encoders.query,
+                tokens,
+                batch_size=dense.batch_size,
+                progress=lambda n: bar.advance(task, n),
+            )
+        timings["encode_queries"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        own_docs = own_document_units(coll, topics)
+        exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
+        hits = search(qvecs, encoded.vectors(), encoded.ids(), opts.k, exclude=exclude)
+        run: RankedRun = {t.qid: docs for t, docs in zip(topics, hits, strict=True)}
+        timings["search"] = round(time.perf_counter() - t0, 3)
+        tag = _tag(name, ref, query_len, passage_len)
+        timings["total"] = round(time.perf_counter() - started, 3)
+        argv = list(opts.argv) if opts.argv is not None else None
+        if argv is not None and opts.split is None:
+            argv += ["--split", split]
+        sidecar = {
+            "command": argv,
+            "argv": list(sys.argv),
+            "identity": wanted,
+            "system": "dense",
+            "name": name,
+            "tag": tag,
+            "collection": str(coll),
+            "split": split,
+            "run": str(run_path),
+            "parameters": parameters,
+            "model": {
+                **ref.identity(),
+                "path": str(ref.path),
+                "tag": ref.tag,
+                "trained": ref.metadata or None,
+                "separate_query_encoder": ref.separate_query_encoder,
+            },
+            "device": encoders.device,
+            "batch_size": dense.batch_size,
+            "ranking": {
+                "own_unit_removed": True,
+                "own_document_removed": any(t.exclude_doc for t in topics),
+                "tie_break": TIE_BREAK,
+                "exact": True,
+            },
+            "index": {
+                "path": str(encoded.path),
+                "index_id": encoded.index_id,
+                "corpus_sha256": encoded.corpus_sha256,
+            },
+            "versions": store.versions(),
+            "n_queries": len(topics),
+            "n_queries_with_results": sum(1 for docs in run.values() if docs),
+            "warnings": warnings,
+            "queries": {
+                t.qid: decode(tokenizer, ids) for t, ids in zip(topics, tokens, strict=True)
+            },
+            "seconds": timings,
+        }
+        write_run_files(run_path, sidecar_path, run, tag, sidecar, staged)
+        return RunResult(run_path, sidecar_path, run, sidecar)
 
 
 def _refuse_other_run(run_path: Path, sidecar_path: Path, wanted: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from cmrkit import __version__
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import sha256_file
+from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file
 from cmrkit.retrieval.dense.models import ModelRef
 from cmrkit.retrieval.dense.options import DenseOptions
 from cmrkit.retrieval.layout import collection_dir, corpus_path, iter_corpus
@@ -59,7 +59,15 @@ class DenseIndex:
 
     def vectors(self) -> np.ndarray:
         """All unit vectors (n_units x dim, float32), in corpus order."""
-        parts = [np.load(self.path / s["file"]) for s in self.manifest["shards"]]
+        # under the folder's read lock: a re-encoding swapped in meanwhile is refused, never mixed
+        with reading(self.path):
+            now = _read_json(self.path / MANIFEST) or {}
+            if now.get("index_id") != self.manifest.get("index_id"):
+                raise CmrkitError(
+                    "the encoding was replaced while this command ran; run the command again",
+                    path=self.path,
+                )
+            parts = [np.load(self.path / s["file"]) for s in self.manifest["shards"]]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -151,10 +159,6 @@ def encode_corpus(
     work to do) returning it. An existing current encoding with the same settings is kept; a
     stale or different one is refused unless ``force``.
     """
-    from cmrkit.console import console
-    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
-    from cmrkit.retrieval.index import progress_bar
-
     coll = collection_dir(collection)
     target = dense_path(coll, ref, passage_max_length)
     corpus_sha = sha256_file(corpus_path(coll))
@@ -169,6 +173,50 @@ def encode_corpus(
         )
     started = time.perf_counter()
     partial = target.with_name(target.name + ".partial")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    # one encoder at a time on this target: the resumable folder is locked while it is written
+    lock = OutputLock(partial)
+    lock.acquire()
+    try:
+        return _encode_into(
+            coll,
+            target,
+            partial,
+            ref,
+            encoders,
+            wanted,
+            corpus_sha,
+            started,
+            passage_max_length=passage_max_length,
+            batch_size=batch_size,
+            shard_size=shard_size,
+            progress=progress,
+            loader=loader,
+        )
+    finally:
+        lock.release()
+
+
+def _encode_into(
+    coll: Path,
+    target: Path,
+    partial: Path,
+    ref: ModelRef,
+    encoders: Any,
+    wanted: dict[str, Any],
+    corpus_sha: str,
+    started: float,
+    *,
+    passage_max_length: int,
+    batch_size: int,
+    shard_size: int,
+    progress: bool,
+    loader: Any,
+) -> DenseIndex:
+    from cmrkit.console import console
+    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
+    from cmrkit.retrieval.index import progress_bar
+
     previous = _read_json(partial / STATE) if partial.exists() else None
     if previous is not None and previous.get("identity") != wanted:
         previous = None
@@ -256,10 +304,11 @@ def encode_corpus(
     (partial / MANIFEST).write_text(
         json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
     )
-    (partial / STATE).unlink()
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(partial, target)
+    # the finished folder goes in by rename; a previous encoding stays whole until then
+    with StagedOutputs([target], force=True, anchor=target.parent) as staged:
+        os.replace(partial, staged.path(target))
+        (staged.path(target) / STATE).unlink()
+        staged.commit()
     return DenseIndex(coll, target, manifest)
 
 

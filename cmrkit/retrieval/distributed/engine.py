@@ -122,8 +122,10 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
 def disconnect() -> None:
     """Leave the cluster this process connected to (stopping it when this process started it)."""
     global _connected
+    if _connected is None:
+        return
     ray = ray_module()
-    if _connected is not None and ray.is_initialized():
+    if ray.is_initialized():
         with kept_signal_handlers():
             ray.shutdown()
     _connected = None
