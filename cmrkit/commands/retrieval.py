@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -22,6 +25,10 @@ run_app = group(
 )
 
 
+# how a run is made, not what it is: the sidecar records the engine apart
+_NOT_IN_COMMAND = ("quiet", "verbose", "force", "auto_index", "engine", "address", "workers")
+
+
 def _argv(ctx: typer.Context) -> list[str]:
     """The command as a full, explicit command line (every option spelled out) that reruns it."""
 
@@ -32,7 +39,7 @@ def _argv(ctx: typer.Context) -> list[str]:
     words = ["cmrkit", *reversed(names)]
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
-        if param.name in ("quiet", "verbose", "force", "auto_index") or value is None:
+        if param.name in _NOT_IN_COMMAND or value is None:
             continue
         if param.param_type_name == "argument":
             words.append(str(value))
@@ -49,12 +56,40 @@ def _argv(ctx: typer.Context) -> list[str]:
     return words
 
 
+def leaves_cluster(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command that leaves the Ray cluster it connected to (``--engine ray``) when it ends:
+    cmrkit's process ends without the interpreter's exit handlers, so Ray's own would not stop
+    a local cluster's processes."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        finally:
+            engine = sys.modules.get("cmrkit.retrieval.distributed.engine")
+            if engine is not None:
+                engine.disconnect()
+
+    return wrapper
+
+
+def _engine(engine: str, address: str | None, workers: int | None):
+    """The --engine, --address and --workers options as one record."""
+    from cmrkit.retrieval.distributed.engine import EngineOptions
+
+    return EngineOptions(engine, address, workers)
+
+
 def _options(ctx: typer.Context, **values) -> RunOptions:
-    """The shared run options of a command, as one record (with the rerunnable command)."""
+    """The shared run options of a command, as one record (with the rerunnable command);
+    commands without --engine (dense ones) run locally."""
     from cmrkit.retrieval.options import RunOptions
 
     quiet = values.pop("quiet")
-    return RunOptions(progress=not quiet, argv=tuple(_argv(ctx)), **values)
+    engine = _engine(
+        values.pop("engine", "local"), values.pop("address", None), values.pop("workers", None)
+    )
+    return RunOptions(progress=not quiet, argv=tuple(_argv(ctx)), engine=engine, **values)
 
 
 def _report(result) -> None:
@@ -103,6 +138,20 @@ AUTO_INDEX = typer.Option(
     help="Build a missing or stale index first (with the index defaults); "
     "--no-auto-index refuses instead.",
 )
+ENGINE = typer.Option(
+    "local",
+    "--engine",
+    help="local (this process) or ray (a Ray cluster; needs pip install 'cmrkit[ray]').",
+)
+ADDRESS = typer.Option(
+    None,
+    "--address",
+    help="Ray cluster address (auto, HOST:PORT, ray://HOST:10001) [default: start a Ray "
+    "cluster on this machine].",
+)
+WORKERS = typer.Option(
+    None, "--workers", help="Ray: tasks at once [default: the cluster's CPUs].", min=1
+)
 WEIGHTS = typer.Option(
     None,
     "--weights",
@@ -119,6 +168,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("index")
     @user_errors
+    @leaves_cluster
     def index(
         collection: Path = COLLECTION_ARG,
         threads: int = typer.Option(2, "--threads", help="Indexing threads."),
@@ -129,26 +179,36 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Rebuild an existing index."),
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """Build the Lucene index of a collection (COLLECTION/index/).
 
         Fields: contents (unit text), title, entities (spaCy NER), document (passage or document
         text); positions, document vectors and raw records are stored. A stale index (corpus
-        changed) is refused by the run commands until rebuilt with --force.
+        changed) is refused by the run commands until rebuilt with --force. With --engine ray
+        the corpus is indexed in shards on a Ray cluster (one CPU each; --threads does not
+        apply) and merged into an index with the same content (docs/scaling.md).
 
-        Example: cmrkit index collections/sample
+        Example: cmrkit index collections/sample --engine ray --workers 2
         """
         from cmrkit.retrieval import build_index
 
-        info = build_index(
-            collection,
-            threads=threads,
-            entities=entities,
-            spacy_model=spacy_model,
-            force=force,
-            verbose=verbose,
-            progress=not quiet,
-        )
+        options = _engine(engine, address, workers)
+        common = {
+            "entities": entities,
+            "spacy_model": spacy_model,
+            "force": force,
+            "verbose": verbose,
+            "progress": not quiet,
+        }
+        if options.distributed:
+            from cmrkit.retrieval.distributed.index import build_sharded
+
+            info = build_sharded(collection, engine=options, **common)
+        else:
+            info = build_index(collection, threads=threads, **common)
         m = info.manifest
         if info.up_to_date:
             out.print(
@@ -159,6 +219,7 @@ def register(app: typer.Typer) -> None:
 
     @run_app.command("bm25")
     @user_errors
+    @leaves_cluster
     def bm25(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -177,6 +238,9 @@ def register(app: typer.Typer) -> None:
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
         auto_index: bool = AUTO_INDEX,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """BM25 over the unit text; the query is the mention plus its context's named entities.
 
@@ -202,12 +266,16 @@ def register(app: typer.Typer) -> None:
                     verbose=verbose,
                     quiet=quiet,
                     auto_index=auto_index,
+                    engine=engine,
+                    address=address,
+                    workers=workers,
                 ),
             )
         )
 
     @run_app.command("fields")
     @user_errors
+    @leaves_cluster
     def fields(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -242,6 +310,9 @@ def register(app: typer.Typer) -> None:
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
         auto_index: bool = AUTO_INDEX,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """Multi-field BM25 with per-field weights (default: the CMR doc preset).
 
@@ -274,12 +345,16 @@ def register(app: typer.Typer) -> None:
                     verbose=verbose,
                     quiet=quiet,
                     auto_index=auto_index,
+                    engine=engine,
+                    address=address,
+                    workers=workers,
                 ),
             )
         )
 
     @run_app.command("qe")
     @user_errors
+    @leaves_cluster
     def qe(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -312,6 +387,9 @@ def register(app: typer.Typer) -> None:
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
         auto_index: bool = AUTO_INDEX,
+        engine: str = ENGINE,
+        address: str | None = ADDRESS,
+        workers: int | None = WORKERS,
     ) -> None:
         """Pseudo-relevance feedback (RM3, or Rocchio with CMR's 0.9/0.1) on bm25 or fields.
 
@@ -349,6 +427,9 @@ def register(app: typer.Typer) -> None:
                     verbose=verbose,
                     quiet=quiet,
                     auto_index=auto_index,
+                    engine=engine,
+                    address=address,
+                    workers=workers,
                 ),
             )
         )

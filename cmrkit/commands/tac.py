@@ -154,6 +154,7 @@ def _register_coref() -> None:
 
     @r.run_app.command("coref")
     @user_errors
+    @r.leaves_cluster
     def coref(
         ctx: typer.Context,
         collection: Path = r.COLLECTION_ARG,
@@ -168,6 +169,9 @@ def _register_coref() -> None:
         verbose: bool = r.VERBOSE,
         quiet: bool = r.QUIET,
         auto_index: bool = r.AUTO_INDEX,
+        engine: str = r.ENGINE,
+        address: str | None = r.ADDRESS,
+        workers: int | None = r.WORKERS,
     ) -> None:
         """BM25 over the words of within-document coreference chains (the CMR coref baseline).
 
@@ -198,6 +202,9 @@ def _register_coref() -> None:
                     verbose=verbose,
                     quiet=quiet,
                     auto_index=auto_index,
+                    engine=engine,
+                    address=address,
+                    workers=workers,
                 ),
             )
         )

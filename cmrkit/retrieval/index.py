@@ -23,7 +23,7 @@ import json
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,8 @@ def index_path(collection: str | Path) -> Path:
     return Path(collection) / INDEX_DIR
 
 
-def _group_key(record: dict[str, Any]) -> str | None:
+def group_key(record: dict[str, Any]) -> str | None:
+    """The passage or document a unit belongs to (units that share it share ``document``)."""
     if isinstance(record.get("passage"), str):
         return "p\t" + record["passage"]
     if isinstance(record.get("doc_id"), str) and record["doc_id"]:
@@ -85,6 +86,24 @@ def unit_line(record: dict[str, Any], entities: Iterable[str]) -> dict[str, str]
         if isinstance(record.get(name), str):
             line[name] = record[name]
     return line
+
+
+def check_unit_id(seen: dict[str, int], docno: str, n: int, path: Path) -> None:
+    """Refuse an id used before (``seen``: id -> line) or unfit for run files; record it."""
+    if docno in seen:
+        raise CmrkitError(
+            f"unit id {docno!r} already used on line {seen[docno]}; "
+            "ids must be unique (rebuild the collection)",
+            path=path,
+            where=f"line {n}",
+        )
+    if not docno or any(c.isspace() for c in docno):
+        raise CmrkitError(
+            f"unit id {docno!r} is empty or holds whitespace, which TREC run files cannot carry",
+            path=path,
+            where=f"line {n}",
+        )
+    seen[docno] = n
 
 
 def corpus_size(collection: Path) -> int:
@@ -138,23 +157,8 @@ def _write_shards(
                 else:
                     found = [[] for _ in block]
                 for (n, record), spans in zip(block, found, strict=True):
-                    docno = record["id"]
-                    if docno in seen:
-                        raise CmrkitError(
-                            f"unit id {docno!r} already used on line {seen[docno]}; "
-                            "ids must be unique (rebuild the collection)",
-                            path=path,
-                            where=f"line {n}",
-                        )
-                    if not docno or any(c.isspace() for c in docno):
-                        raise CmrkitError(
-                            f"unit id {docno!r} is empty or holds whitespace, which TREC run "
-                            "files cannot carry",
-                            path=path,
-                            where=f"line {n}",
-                        )
-                    seen[docno] = n
-                    key = _group_key(record)
+                    check_unit_id(seen, record["id"], n, path)
+                    key = group_key(record)
                     keys.append(key)
                     if key is not None:
                         groups[key] += 1
@@ -179,15 +183,21 @@ def _write_shards(
 
 
 def _add_documents(
-    collection: Path, shard_paths: list[Path], groups: Counter[str], keys: list[str | None]
+    collection: Path,
+    shard_paths: list[Path],
+    groups: Counter[str],
+    keys: list[str | None],
+    *,
+    always: bool = False,
 ) -> bool:
     """Add the ``document`` field to the shards; False (nothing written) when no unit shares
-    its passage or document with another."""
+    its passage or document with another, unless ``always`` (a shard of a corpus whose other
+    shards have such units)."""
     texts: dict[str, list[str]] = {k: [] for k, c in groups.items() if c > 1}
-    if not texts:
+    if not texts and not always:
         return False
     for _, record in iter_corpus(collection):
-        key = _group_key(record)
+        key = group_key(record)
         if key in texts:
             texts[key].append(record["contents"])
     # each distinct text once: units of one mention each (`--unit mention`) repeat their passage
@@ -219,6 +229,156 @@ def _versions() -> dict[str, str]:
     }
 
 
+@dataclass
+class Built:
+    """What indexing a corpus (a whole collection, or one shard of it) produced."""
+
+    n_units: int
+    documents: bool  # the `document` field is indexed
+    features: set[str]  # the feature fields the corpus carries
+    ner: dict[str, int]  # texts recognised by spaCy, texts answered by the cache
+    seconds: dict[str, float]
+
+
+def index_corpus(
+    coll: Path,
+    index_dir: Path,
+    work: Path,
+    *,
+    target: Path,
+    threads: int,
+    entities: bool,
+    spacy_model: str,
+    verbose: bool,
+    progress: bool,
+    documents: bool | None = None,
+) -> Built:
+    """Index the corpus of ``coll`` into the new Lucene index ``index_dir`` (``work``: a scratch
+    folder; ``target``: the index named in errors). ``documents`` None indexes ``document``
+    when units share passages or documents; True always (see :func:`_add_documents`)."""
+    from cmrkit.console import console
+    from cmrkit.retrieval.java import error_class, jclass, quiet
+
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    shard_dir = work / "jsonl"
+    shard_dir.mkdir()
+    shard_paths = [shard_dir / f"part-{i:03d}.jsonl" for i in range(threads)]
+    n_units, groups, keys, features, ner_counts = _write_shards(
+        coll,
+        shard_paths,
+        entities=entities,
+        spacy_model=spacy_model,
+        processes=threads,
+        progress=progress,
+    )
+    with_documents = _add_documents(coll, shard_paths, groups, keys, always=bool(documents))
+    del keys
+    timings["prepare"] = round(time.perf_counter() - started, 3)
+    args = [
+        "-collection",
+        "JsonCollection",
+        "-input",
+        str(shard_dir.resolve()),
+        "-index",
+        str(index_dir.resolve()),
+        "-generator",
+        "DefaultLuceneDocumentGenerator",
+        "-threads",
+        str(threads),
+        "-storePositions",
+        "-storeDocvectors",
+        "-storeRaw",
+        "-fields",
+        *(f for f in FIELDS[1:] if f != "document" or with_documents),
+        *(f for f in FEATURE_FIELDS if f in features),
+    ]
+    if not verbose:
+        args.append("-quiet")
+    t0 = time.perf_counter()
+    if progress:
+        console.print(f"indexing {n_units:,} units with Lucene ({threads} threads)")
+    log = work / "lucene.log"
+    try:
+        with quiet(log, verbose=verbose):
+            jclass("io.anserini.index.IndexCollection").main(args)
+            searcher = jclass("io.anserini.search.SimpleSearcher")(str(index_dir.resolve()))
+            n_indexed = int(searcher.get_total_num_docs())
+            searcher.close()
+    except Exception as e:  # a Java exception arrives as jnius.JavaException
+        raise error_class(e)(
+            f"Lucene indexing failed: {str(e).splitlines()[0]}; rerun with "
+            "--verbose to see Lucene's log",
+            path=target,
+        ) from None
+    if n_indexed != n_units:
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise CmrkitError(
+            f"Lucene indexed {n_indexed} of {n_units} units; see its log "
+            f"(rerun with --verbose): {tail.strip()[-300:]}",
+            path=target,
+        )
+    timings["lucene"] = round(time.perf_counter() - t0, 3)
+    shutil.rmtree(shard_dir, ignore_errors=True)
+    return Built(n_units, with_documents, features, ner_counts, timings)
+
+
+def finish_index(
+    index_dir: Path,
+    coll: Path,
+    corpus_sha: str,
+    built: Built,
+    *,
+    entities: bool,
+    spacy_model: str,
+    verbose: bool,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """Write the manifest and the doc-number table of a freshly built index; its manifest.
+
+    The index id depends on the corpus and the settings alone (not on how the index was built),
+    so equal indexes carry equal ids. ``extra`` adds build details (threads, engine, timings).
+    """
+    settings = {
+        "fields": [
+            *(f for f in FIELDS if f != "document" or built.documents),
+            *(f for f in FEATURE_FIELDS if f in built.features),
+        ],
+        # every unit alone in its passage and document: `document` would repeat `contents`
+        "document_is_contents": not built.documents,
+        "analyzer": "DefaultEnglishAnalyzer (Porter stemmer, Lucene English stopwords)",
+        "stored": ["positions", "docvectors", "raw"],
+        "entities": ner.spacy_version(spacy_model) if entities else None,
+    }
+    versions = _versions()
+    index_id = hashlib.sha256(
+        json.dumps(
+            {
+                "corpus_sha256": corpus_sha,
+                "settings": settings,
+                "anserini": versions["anserini"],
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()
+    manifest = {
+        "format": FORMAT,
+        "index_id": index_id,
+        "corpus": str(corpus_path(coll).name),
+        "corpus_sha256": corpus_sha,
+        "n_units": built.n_units,
+        "settings": settings,
+        "ner": built.ner,
+        "versions": versions,
+        **extra,
+    }
+    (index_dir / MANIFEST).write_text(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    _write_docnos(index_dir, index_id, verbose=verbose)
+    return manifest
+
+
 def build_index(
     collection: str | Path,
     *,
@@ -230,120 +390,40 @@ def build_index(
     progress: bool = True,
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` and return the index."""
-    from cmrkit.console import console
-    from cmrkit.retrieval.java import error_class, jclass, quiet
-
     coll = collection_dir(collection)
     target = index_path(coll)
     if target.exists() and not force:
-        kept = _kept(coll, target, entities=entities, spacy_model=spacy_model)
+        kept = kept_index(coll, target, entities=entities, spacy_model=spacy_model)
         if kept is not None:
             return kept
     if not 1 <= threads <= MAX_THREADS:
         raise CmrkitError(f"--threads must lie in 1..{MAX_THREADS}, got {threads}")
     started = time.perf_counter()
     corpus_sha = sha256_file(corpus_path(coll))
-    timings: dict[str, float] = {}
     with StagedOutputs([target], force=True, anchor=coll) as staged:
-        shard_dir = staged.tmp / "jsonl"
-        shard_dir.mkdir()
-        shard_paths = [shard_dir / f"part-{i:03d}.jsonl" for i in range(threads)]
-        n_units, groups, keys, features, ner_counts = _write_shards(
+        staged_index = staged.path(target)
+        built = index_corpus(
             coll,
-            shard_paths,
+            staged_index,
+            staged.tmp,
+            target=target,
+            threads=threads,
             entities=entities,
             spacy_model=spacy_model,
-            processes=threads,
+            verbose=verbose,
             progress=progress,
         )
-        documents = _add_documents(coll, shard_paths, groups, keys)
-        del keys
-        timings["prepare"] = round(time.perf_counter() - started, 3)
-        staged_index = staged.path(target)
-        args = [
-            "-collection",
-            "JsonCollection",
-            "-input",
-            str(shard_dir.resolve()),
-            "-index",
-            str(staged_index.resolve()),
-            "-generator",
-            "DefaultLuceneDocumentGenerator",
-            "-threads",
-            str(threads),
-            "-storePositions",
-            "-storeDocvectors",
-            "-storeRaw",
-            "-fields",
-            *(f for f in FIELDS[1:] if f != "document" or documents),
-            *(f for f in FEATURE_FIELDS if f in features),
-        ]
-        if not verbose:
-            args.append("-quiet")
-        t0 = time.perf_counter()
-        if progress:
-            console.print(f"indexing {n_units:,} units with Lucene ({threads} threads)")
-        log = staged.tmp / "lucene.log"
-        try:
-            with quiet(log, verbose=verbose):
-                jclass("io.anserini.index.IndexCollection").main(args)
-                searcher = jclass("io.anserini.search.SimpleSearcher")(str(staged_index.resolve()))
-                n_indexed = int(searcher.get_total_num_docs())
-                searcher.close()
-        except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise error_class(e)(
-                f"Lucene indexing failed: {str(e).splitlines()[0]}; rerun with "
-                "--verbose to see Lucene's log",
-                path=target,
-            ) from None
-        if n_indexed != n_units:
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise CmrkitError(
-                f"Lucene indexed {n_indexed} of {n_units} units; see its log "
-                f"(rerun with --verbose): {tail.strip()[-300:]}",
-                path=target,
-            )
-        timings["lucene"] = round(time.perf_counter() - t0, 3)
-        timings["total"] = round(time.perf_counter() - started, 3)
-        shutil.rmtree(shard_dir, ignore_errors=True)
-        settings = {
-            "fields": [
-                *(f for f in FIELDS if f != "document" or documents),
-                *(f for f in FEATURE_FIELDS if f in features),
-            ],
-            # every unit alone in its passage and document: `document` would repeat `contents`
-            "document_is_contents": not documents,
-            "analyzer": "DefaultEnglishAnalyzer (Porter stemmer, Lucene English stopwords)",
-            "stored": ["positions", "docvectors", "raw"],
-            "entities": ner.spacy_version(spacy_model) if entities else None,
-        }
-        versions = _versions()
-        index_id = hashlib.sha256(
-            json.dumps(
-                {
-                    "corpus_sha256": corpus_sha,
-                    "settings": settings,
-                    "anserini": versions["anserini"],
-                },
-                sort_keys=True,
-            ).encode()
-        ).hexdigest()
-        manifest = {
-            "format": FORMAT,
-            "index_id": index_id,
-            "corpus": str(corpus_path(coll).name),
-            "corpus_sha256": corpus_sha,
-            "n_units": n_units,
-            "settings": settings,
-            "threads": threads,
-            "ner": ner_counts,
-            "versions": versions,
-            "seconds": timings,
-        }
-        (staged_index / MANIFEST).write_text(
-            json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        built.seconds["total"] = round(time.perf_counter() - started, 3)
+        manifest = finish_index(
+            staged_index,
+            coll,
+            corpus_sha,
+            built,
+            entities=entities,
+            spacy_model=spacy_model,
+            verbose=verbose,
+            extra={"threads": threads, "seconds": built.seconds},
         )
-        _write_docnos(staged_index, index_id, verbose=verbose)
     return IndexInfo(coll, target, manifest)
 
 
@@ -414,7 +494,7 @@ def _read_manifest(target: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
 
 
-def _kept(coll: Path, target: Path, *, entities: bool, spacy_model: str) -> IndexInfo | None:
+def kept_index(coll: Path, target: Path, *, entities: bool, spacy_model: str) -> IndexInfo | None:
     """The existing index when it is current and has the settings asked for; an error when it
     conflicts (other corpus, other settings, not cmrkit's)."""
     manifest = _read_manifest(target)
@@ -463,9 +543,11 @@ def ensure_index(
     spacy_model: str = ner.DEFAULT_MODEL,
     verbose: bool = False,
     progress: bool = True,
+    build: Callable[..., IndexInfo] | None = None,
 ) -> IndexInfo:
     """The collection's current index; with ``auto``, a missing or stale one is built first
-    with the index defaults (saying so in one line on stderr)."""
+    with the index defaults (saying so in one line on stderr), by :func:`build_index` or by
+    ``build`` (another engine's, called with the keywords other than ``threads``)."""
     state = index_state(collection)
     if state in ("current", "foreign") or not auto:
         return open_index(collection)
@@ -479,14 +561,10 @@ def ensure_index(
         soft_wrap=True,
         markup=False,
     )
-    return build_index(
-        coll,
-        threads=threads,
-        spacy_model=spacy_model,
-        force=state == "stale",
-        verbose=verbose,
-        progress=progress,
-    )
+    common = {"spacy_model": spacy_model, "force": state == "stale", "verbose": verbose}
+    if build is not None:
+        return build(coll, progress=progress, **common)
+    return build_index(coll, threads=threads, progress=progress, **common)
 
 
 def open_index(collection: str | Path) -> IndexInfo:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import check_range
+from cmrkit.retrieval.distributed.engine import EngineOptions
 from cmrkit.retrieval.entities import DEFAULT_MODEL
 
 MAX_K = 100_000_000  # Lucene counts hits in Java ints; no ranking needs more
@@ -22,6 +23,7 @@ class RunOptions:
     ``split`` None picks ``test`` when the collection has it, else its only split.
     ``auto_index`` builds a missing or stale index with the index defaults before running.
     ``argv`` is the command line that made the run (recorded in the sidecar).
+    ``engine`` says where the searches run (this process, or Ray workers: the same run file).
     """
 
     split: str | None = None
@@ -35,6 +37,7 @@ class RunOptions:
     progress: bool = False
     auto_index: bool = True
     argv: tuple[str, ...] | None = None
+    engine: EngineOptions = EngineOptions()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "runs_dir", Path(self.runs_dir))

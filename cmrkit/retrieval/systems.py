@@ -16,6 +16,7 @@ stopwords or punctuation) gets no results and a warning in the sidecar.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -429,6 +430,11 @@ def _execute(
             "queries apply to TAC collections (`cmrkit build-collection --source tac`)",
             path=coll / "topics.jsonl",
         )
+    build = None
+    if opts.engine.distributed:
+        from cmrkit.retrieval.distributed.index import build_sharded
+
+        build = functools.partial(build_sharded, engine=opts.engine)
     info = ensure_index(
         coll,
         auto=opts.auto_index,
@@ -436,6 +442,7 @@ def _execute(
         spacy_model=opts.spacy_model,
         verbose=opts.verbose,
         progress=opts.progress,
+        build=build,
     )
     _check_fields_held(info, plan.fields)
     run_path, sidecar_path = run_paths(opts.runs_dir, info.collection, plan.name, split)
@@ -459,7 +466,16 @@ def _execute(
         t0 = time.perf_counter()
         queries = formulate(topics, plan.formulation, opts.spacy_model)
         timings["formulate"] = round(time.perf_counter() - t0, 3)
-        searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=opts.verbose)
+        if opts.engine.distributed:
+            from cmrkit.retrieval.distributed.search import DistributedSearcher
+
+            searcher: Any = DistributedSearcher(
+                Searcher, info, k1=plan.k1, b=plan.b, engine=opts.engine, verbose=opts.verbose
+            )
+            engine = searcher.record
+        else:
+            searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=opts.verbose)
+            engine = {"name": "local"}
         extra: dict[str, Any] = {}
         try:
             if learn is not None:
@@ -501,6 +517,7 @@ def _execute(
             "run": str(run_path),
             "parameters": {**parameters, "fields": plan.fields},
             "threads": opts.threads,
+            "engine": engine,
             **extra,
             "ranking": {
                 "own_unit_removed": True,
