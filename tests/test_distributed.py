@@ -267,6 +267,60 @@ def test_interrupting_keeps_the_previous_index(faults, single, tmp_path):
     assert not list(coll.glob(".cmrkit-staging-*"))
 
 
+def processes_marked(mark: str) -> list[str]:
+    """Command lines of the live processes whose environment holds ``CMRKIT_TEST_MARK=mark``
+    (Ray's processes inherit the environment of the command that started them)."""
+    found = []
+    needle = f"CMRKIT_TEST_MARK={mark}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120])
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def left_behind(mark: str, wait: float = 20.0) -> list[str]:
+    """The marked processes still alive after up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while (found := processes_marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_commands_on_ray_leave_no_process_behind(faults, single, tmp_path):
+    coll = copy_collection(single, tmp_path / "dist")
+    mark = f"{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "CMRKIT_TEST_MARK": mark}
+    for args in (
+        ["index", str(coll), "--engine", "ray", "--workers", "2", "--no-entities", "--quiet"],
+        [
+            "run",
+            "bm25",
+            str(coll),
+            "--engine",
+            "ray",
+            "--workers",
+            "2",
+            "--query",
+            "mention",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--quiet",
+        ],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "cmrkit", *args], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        # cmrkit ends its process with os._exit: Ray's cluster must have been stopped before
+        assert left_behind(mark) == [], args
+
+
 def native_handlers() -> dict[int, bytes]:
     """The process's native handler (``sa_handler``, the first field of ``struct sigaction``)
     of each signal the JVM handles itself."""
