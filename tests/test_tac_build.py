@@ -296,3 +296,32 @@ def test_published_cmr_files_as_topics_and_qrels(tmp_path, built):
         f.write(f"{qid}\tPER\tAFP_ENG_20091009.0001:0:20\t1.0\n")
     with pytest.raises(CmrkitError, match=r"CMR_char_offset_qrels\.txt: judged sentence AFP_ENG"):
         build(tmp_path, ds, "missing", inputs=inputs)
+
+
+def test_gold_clusters_written_beside_the_qrels_score_perfectly(built, cli):
+    root, _ = built
+    key = root / "qrels" / "tac.test.clusters.jsonl"
+    records = [json.loads(line) for line in key.read_text(encoding="utf-8").splitlines()]
+    ids = [r["mention_id"] for r in records]
+    assert len(ids) == len(set(ids)) > 0
+    # the key names every annotated mention of the units, with its entity as the cluster
+    in_units = {
+        m["mention_id"]: (m["cluster"], u["id"])
+        for u in corpus(root, "tac")
+        for m in u.get("mentions", [])
+    }
+    assert {r["mention_id"]: (r["cluster"], r["unit"]) for r in records} == in_units
+    assert len({r["cluster"] for r in records}) > 1
+    manifest = json.loads((root / "collections" / "tac" / "manifest.json").read_text())
+    assert manifest["files"]["clusters"] == {"test": str(key)}
+    # it is a key eval-coref reads: the key against itself is perfect, a merge of all is not
+    merged = root / "all-one.jsonl"
+    merged.write_text("".join(json.dumps({**r, "cluster": "x"}) + "\n" for r in records))
+    r = cli("eval-coref", key, key, "-m", "muc,b3,lea", "-f", "json")
+    assert r.exit_code == 0, r.output
+    measures = json.loads(r.stdout)["measures"]
+    assert {m: v["f1"] for m, v in measures.items()} == {"muc": 1.0, "bcub": 1.0, "lea": 1.0}
+    r = cli("eval-coref", key, merged, "-m", "b3", "-f", "json")
+    assert r.exit_code == 0, r.output
+    merged_b3 = json.loads(r.stdout)["measures"]["bcub"]
+    assert merged_b3["recall"] == 1.0 and merged_b3["precision"] < 1.0

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit import __version__
+from cmrkit.clusters_io import write_clusters_jsonl
 from cmrkit.collection import (
     BuildReport,
     InputFile,
@@ -379,8 +380,10 @@ def build_tac_collection(
 
     out_dir = Path(collections_dir) / opts.name
     qrels_file = Path(qrels_dir) / f"{opts.name}.{opts.split}.txt"
+    clusters_file = Path(qrels_dir) / f"{opts.name}.{opts.split}.clusters.jsonl"
     counts: dict[str, Any] = {"gold_mentions": len(gold), "mentions": len(kept)}
-    with StagedOutputs([out_dir, qrels_file], force=force, anchor=Path(collections_dir)) as st:
+    targets = [out_dir, qrels_file, clusters_file]
+    with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as st:
         cdir = st.path(out_dir)
         cdir.mkdir()
         corpus = gzip_writer(cdir / "corpus.jsonl.gz")
@@ -425,6 +428,8 @@ def build_tac_collection(
                 path=inputs.cmr_qrels or qrels_file,
             )
         _write_topics(cdir, st.path(qrels_file), queries, placed, doc_chains_of, opts)
+        with open(st.path(clusters_file), "w", encoding="utf-8", newline="\n") as f:
+            write_clusters_jsonl(f, _gold_clusters(kept, placed))
         counts.update(
             {
                 "entities": len({m.entity for m in kept}),
@@ -459,6 +464,7 @@ def build_tac_collection(
                 "cmr_queries": {opts.split: f"queries.{opts.split}.txt"},
                 "chains": "chains.jsonl.gz",
                 "qrels": {opts.split: str(qrels_file)},
+                "clusters": {opts.split: str(clusters_file)},
             },
             "corpus_sha256": sha256_file(cdir / "corpus.jsonl.gz"),
         }
@@ -468,6 +474,21 @@ def build_tac_collection(
     return BuildReport(
         opts.name, out_dir, {opts.split: qrels_file}, {opts.split: stats}, counts, dict(dropped)
     )
+
+
+def _gold_clusters(
+    kept: list[tac.TacMention], placed: dict[str, tuple[_Unit, tuple[int, int], str]]
+) -> Iterator[dict[str, Any]]:
+    """The key for `cmrkit eval-coref`: every placed gold mention once (by its CMR mention id,
+    the id the units carry; a span annotated twice counts once), its entity as the cluster (a
+    NIL id is a cluster of its own), its unit and its document."""
+    seen: set[str] = set()
+    for m in kept:
+        unit, _, mention_id = placed[m.mention_id]
+        if mention_id in seen:
+            continue
+        seen.add(mention_id)
+        yield {"cluster": m.entity, "mention_id": mention_id, "unit": unit.id, "doc_id": m.doc_id}
 
 
 @dataclass
