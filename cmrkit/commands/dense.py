@@ -175,16 +175,7 @@ def register(app: typer.Typer) -> None:
             run_dense(
                 collection,
                 dense=options,
-                options=_options(
-                    ctx,
-                    split=split,
-                    k=k,
-                    name=name,
-                    runs_dir=runs_dir,
-                    force=force,
-                    quiet=quiet,
-                    auto_index=auto_index,
-                ),
+                options=_options(ctx),
             )
         )
 
@@ -337,15 +328,7 @@ def register(app: typer.Typer) -> None:
             output,
             dense=dense,
             train=train,
-            run_options=_options(
-                ctx,
-                threads=threads,
-                spacy_model=spacy_model,
-                runs_dir=runs_dir,
-                verbose=verbose,
-                quiet=quiet,
-                auto_index=auto_index,
-            ),
+            run_options=_options(ctx, force=False),  # --force replaces the model folder only
             qrels_dir=qrels_dir,
             plot=plot,
             force=force,

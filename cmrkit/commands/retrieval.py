@@ -80,16 +80,23 @@ def _engine(engine: str, address: str | None, workers: int | None):
     return EngineOptions(engine, address, workers)
 
 
-def _options(ctx: typer.Context, **values) -> RunOptions:
-    """The shared run options of a command, as one record (with the rerunnable command);
-    commands without --engine (dense ones) run locally."""
+def _options(ctx: typer.Context, **overrides) -> RunOptions:
+    """The shared run options of a command, as one record (with the rerunnable command): each
+    field of RunOptions the command has as an option, read from its parsed parameters, then
+    ``overrides``; commands without --engine (dense ones) run locally."""
+    import dataclasses
+
     from cmrkit.retrieval.options import RunOptions
 
-    quiet = values.pop("quiet")
-    engine = _engine(
-        values.pop("engine", "local"), values.pop("address", None), values.pop("workers", None)
+    values = {**ctx.params, **overrides}
+    shared = {f.name for f in dataclasses.fields(RunOptions)} - {"progress", "argv", "engine"}
+    engine = _engine(values.get("engine", "local"), values.get("address"), values.get("workers"))
+    return RunOptions(
+        progress=not values["quiet"],
+        argv=tuple(_argv(ctx)),
+        engine=engine,
+        **{key: values[key] for key in shared if key in values},
     )
-    return RunOptions(progress=not quiet, argv=tuple(_argv(ctx)), engine=engine, **values)
 
 
 def _report(result) -> None:
@@ -254,22 +261,7 @@ def register(app: typer.Typer) -> None:
                 query=query,
                 k1=k1,
                 b=b,
-                options=_options(
-                    ctx,
-                    split=split,
-                    k=k,
-                    threads=threads,
-                    spacy_model=spacy_model,
-                    name=name,
-                    runs_dir=runs_dir,
-                    force=force,
-                    verbose=verbose,
-                    quiet=quiet,
-                    auto_index=auto_index,
-                    engine=engine,
-                    address=address,
-                    workers=workers,
-                ),
+                options=_options(ctx),
             )
         )
 
@@ -333,22 +325,7 @@ def register(app: typer.Typer) -> None:
                 qrels_dir=qrels_dir,
                 k1=k1,
                 b=b,
-                options=_options(
-                    ctx,
-                    split=split,
-                    k=k,
-                    threads=threads,
-                    spacy_model=spacy_model,
-                    name=name,
-                    runs_dir=runs_dir,
-                    force=force,
-                    verbose=verbose,
-                    quiet=quiet,
-                    auto_index=auto_index,
-                    engine=engine,
-                    address=address,
-                    workers=workers,
-                ),
+                options=_options(ctx),
             )
         )
 
@@ -415,22 +392,7 @@ def register(app: typer.Typer) -> None:
                 bottom_fb_docs=bottom_fb_docs,
                 k1=k1,
                 b=b,
-                options=_options(
-                    ctx,
-                    split=split,
-                    k=k,
-                    threads=threads,
-                    spacy_model=spacy_model,
-                    name=name,
-                    runs_dir=runs_dir,
-                    force=force,
-                    verbose=verbose,
-                    quiet=quiet,
-                    auto_index=auto_index,
-                    engine=engine,
-                    address=address,
-                    workers=workers,
-                ),
+                options=_options(ctx),
             )
         )
 

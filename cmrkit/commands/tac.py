@@ -191,20 +191,6 @@ def _register_coref() -> None:
                 query="chain",
                 k1=k1,
                 b=b,
-                options=r._options(
-                    ctx,
-                    split=split,
-                    k=k,
-                    threads=threads,
-                    name=name or "coref",
-                    runs_dir=runs_dir,
-                    force=force,
-                    verbose=verbose,
-                    quiet=quiet,
-                    auto_index=auto_index,
-                    engine=engine,
-                    address=address,
-                    workers=workers,
-                ),
+                options=r._options(ctx, name=name or "coref"),
             )
         )
