@@ -355,6 +355,7 @@ def compare(
     >>> cmrkit.compare(["runs/sample/bm25.test.trec", "runs/sample/qe.test.trec"], qrels)
     """
     from cmrkit import evaluation
+    from cmrkit.evaluation import report
 
     pd = _pandas()
     if isinstance(runs, Mapping):
@@ -381,43 +382,28 @@ def compare(
         permutations=permutations,
         seed=seed,
     )
-    rows = []
-    nan = float("nan")
-    for name in comp.systems:
-        for m in comp.measures:
-            c = comp.stats.get(name, {}).get(m.name)
-            if c is None:
-                rows.append(
-                    (name, m.name, comp.mean(name, m), nan, len(comp.queries))
-                    + (None, None, nan, nan, None)
-                )
-                continue
-            rows.append(
-                (
-                    name,
-                    m.name,
-                    c.mean,
-                    c.delta,
-                    c.queries,
-                    c.improved,
-                    c.hurt,
-                    c.p,
-                    c.p_adjusted,
-                    c.significant,
-                )
-            )
-    columns = [
-        "system",
-        "measure",
-        "value",
-        "delta",
-        "paired_queries",
-        "improved",
-        "hurt",
-        "p",
-        "p_adjusted",
-        "significant",
+
+    def number(x: float | None) -> float:
+        return float("nan") if x is None else x
+
+    rows = [
+        (
+            name,
+            measure,
+            value,
+            number(delta),
+            queries,
+            improved,
+            hurt,
+            number(p),
+            number(p_adj),
+            sig,
+        )
+        for name, measure, value, delta, queries, improved, hurt, p, p_adj, sig in (
+            report.comparison_rows(comp)
+        )
     ]
+    columns = list(report.COMPARISON_COLUMNS)
     df = pd.DataFrame(rows, columns=columns)
     # the baseline has no counts or verdict: nullable columns keep the others' dtypes
     return df.astype({"improved": "Int64", "hurt": "Int64", "significant": "boolean"})

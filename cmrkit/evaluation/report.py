@@ -127,50 +127,71 @@ def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None)
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
-def comparison_to_csv(comp: Comparison) -> str:
-    """One row per system and measure; ``value`` is the mean over the compared queries."""
-    import io
+COMPARISON_COLUMNS = (
+    "system",
+    "measure",
+    "value",
+    "delta",
+    "paired_queries",
+    "improved",
+    "hurt",
+    "p",
+    "p_adjusted",
+    "significant",
+)
 
-    from cmrkit.escaping import csv_writer
 
-    buf = io.StringIO()
-    w = csv_writer(buf)
-    w.writerow(
-        [
-            "system",
-            "measure",
-            "value",
-            "delta",
-            "paired_queries",
-            "improved",
-            "hurt",
-            "p",
-            "p_adjusted",
-            "significant",
-        ]
-    )
+def comparison_rows(comp: Comparison) -> list[tuple]:
+    """One row per system and measure in COMPARISON_COLUMNS order; ``value`` is the mean over
+    the compared queries; a system without statistics (the baseline) has None from delta on,
+    its number of compared queries excepted."""
+    rows = []
     for name in comp.systems:
         for m in comp.measures:
             c = comp.stats.get(name, {}).get(m.name)
             if c is None:
-                w.writerow(
-                    [name, m.name, repr(comp.mean(name, m)), "", len(comp.queries)] + [""] * 5
+                rows.append(
+                    (name, m.name, comp.mean(name, m), None, len(comp.queries)) + (None,) * 5
                 )
                 continue
-            w.writerow(
-                [
-                    name,
-                    m.name,
-                    repr(c.mean),
-                    repr(c.delta),
-                    c.queries,
-                    c.improved,
-                    c.hurt,
-                    "" if math.isnan(c.p) else repr(c.p),
-                    "" if math.isnan(c.p_adjusted) else repr(c.p_adjusted),
-                    str(c.significant).lower(),
-                ]
+            rows.append(
+                (name, m.name, c.mean, c.delta, c.queries, c.improved, c.hurt)
+                + (c.p, c.p_adjusted, c.significant)
             )
+    return rows
+
+
+def comparison_to_csv(comp: Comparison) -> str:
+    """One row per system and measure (:func:`comparison_rows`)."""
+    import io
+
+    from cmrkit.escaping import csv_writer
+
+    def number(x: float | None) -> str:
+        return "" if x is None or math.isnan(x) else repr(x)
+
+    buf = io.StringIO()
+    w = csv_writer(buf)
+    w.writerow(COMPARISON_COLUMNS)
+    for (
+        name,
+        measure,
+        value,
+        delta,
+        queries,
+        improved,
+        hurt,
+        p,
+        p_adj,
+        significant,
+    ) in comparison_rows(comp):
+        if delta is None:  # the baseline
+            w.writerow([name, measure, repr(value), "", queries] + [""] * 5)
+            continue
+        w.writerow(
+            [name, measure, repr(value), repr(delta), queries, improved, hurt]
+            + [number(p), number(p_adj), str(significant).lower()]
+        )
     return buf.getvalue()
 
 
