@@ -51,14 +51,20 @@ class RunOptions:
         cls, options: RunOptions | None = None, overrides: Mapping[str, Any] | None = None
     ) -> RunOptions:
         """``options`` (or the defaults) with ``overrides`` applied; unknown names are errors."""
-        base = options or cls()
-        if not overrides:
-            return base
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise TypeError(f"unknown run option(s): {', '.join(unknown)}")
-        return dataclasses.replace(base, **overrides)
+        return with_overrides(cls, options, overrides, "run")
 
     def with_argv(self, argv: Sequence[str] | None) -> RunOptions:
         return dataclasses.replace(self, argv=tuple(argv) if argv is not None else None)
+
+
+def with_overrides(cls: type, options: Any, overrides: Mapping[str, Any] | None, what: str) -> Any:
+    """An options record of dataclass ``cls``: ``options`` (or the defaults) with ``overrides``
+    applied; names that are not fields of ``cls`` are a TypeError naming ``what`` options."""
+    base = options or cls()
+    if not overrides:
+        return base
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise TypeError(f"unknown {what} option(s): {', '.join(unknown)}")
+    return dataclasses.replace(base, **overrides)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cmrkit.errors import CmrkitError
+from cmrkit.retrieval.options import with_overrides
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_MARKERS = ("<S>", "</S>")
@@ -62,11 +62,4 @@ class DenseOptions:
         cls, options: DenseOptions | None = None, overrides: Mapping[str, Any] | None = None
     ) -> DenseOptions:
         """``options`` (or the defaults) with ``overrides`` applied; unknown names are errors."""
-        base = options or cls()
-        if not overrides:
-            return base
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise TypeError(f"unknown dense option(s): {', '.join(unknown)}")
-        return dataclasses.replace(base, **overrides)
+        return with_overrides(cls, options, overrides, "dense")
