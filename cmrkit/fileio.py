@@ -396,6 +396,13 @@ class OutputLock:
         os.close(self.fd)
         self.fd = None
 
+    def __enter__(self) -> OutputLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
 
 SWAP_PREFIX = ".cmrkit-swap-"
 

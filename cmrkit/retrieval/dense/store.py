@@ -159,6 +159,10 @@ def encode_corpus(
     work to do) returning it. An existing current encoding with the same settings is kept; a
     stale or different one is refused unless ``force``.
     """
+    from cmrkit.console import console
+    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
+    from cmrkit.retrieval.index import progress_bar
+
     coll = collection_dir(collection)
     target = dense_path(coll, ref, passage_max_length)
     corpus_sha = sha256_file(corpus_path(coll))
@@ -175,141 +179,104 @@ def encode_corpus(
     partial = target.with_name(target.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     # one encoder at a time on this target: the resumable folder is locked while it is written
-    lock = OutputLock(partial)
-    lock.acquire()
-    try:
-        return _encode_into(
-            coll,
-            target,
-            partial,
-            ref,
-            encoders,
-            wanted,
-            corpus_sha,
-            started,
-            passage_max_length=passage_max_length,
-            batch_size=batch_size,
-            shard_size=shard_size,
-            progress=progress,
-            loader=loader,
-        )
-    finally:
-        lock.release()
-
-
-def _encode_into(
-    coll: Path,
-    target: Path,
-    partial: Path,
-    ref: ModelRef,
-    encoders: Any,
-    wanted: dict[str, Any],
-    corpus_sha: str,
-    started: float,
-    *,
-    passage_max_length: int,
-    batch_size: int,
-    shard_size: int,
-    progress: bool,
-    loader: Any,
-) -> DenseIndex:
-    from cmrkit.console import console
-    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
-    from cmrkit.retrieval.index import progress_bar
-
-    previous = _read_json(partial / STATE) if partial.exists() else None
-    if previous is not None and previous.get("identity") != wanted:
-        previous = None
-    if previous is None:
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        (partial / STATE).write_text(json.dumps({"identity": wanted}, indent=2) + "\n")
-    ids: list[str] = []
-    texts: list[str] = []
-    seen: dict[str, int] = {}
-    for n, record in iter_corpus(coll):
-        docno = record["id"]
-        if docno in seen:
-            raise CmrkitError(
-                f"unit id {docno!r} already used on line {seen[docno]}; ids must be unique "
-                "(rebuild the collection)",
-                path=corpus_path(coll),
-                where=f"line {n}",
+    with OutputLock(partial):
+        previous = _read_json(partial / STATE) if partial.exists() else None
+        if previous is not None and previous.get("identity") != wanted:
+            previous = None
+        if previous is None:
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            (partial / STATE).write_text(json.dumps({"identity": wanted}, indent=2) + "\n")
+        ids: list[str] = []
+        texts: list[str] = []
+        seen: dict[str, int] = {}
+        for n, record in iter_corpus(coll):
+            docno = record["id"]
+            if docno in seen:
+                raise CmrkitError(
+                    f"unit id {docno!r} already used on line {seen[docno]}; ids must be unique "
+                    "(rebuild the collection)",
+                    path=corpus_path(coll),
+                    where=f"line {n}",
+                )
+            seen[docno] = n
+            ids.append(docno)
+            texts.append(record["contents"])
+        if not ids:
+            raise CmrkitError("the corpus holds no units", path=corpus_path(coll))
+        del seen
+        n_shards = (len(ids) + shard_size - 1) // shard_size
+        shards = [f"vectors-{i:05d}.npy" for i in range(n_shards)]
+        done = [s for s in shards if (partial / s).exists()]
+        if done and progress:
+            console.print(
+                f"resuming the encoding in {partial}: {len(done)} of {n_shards} shards done"
             )
-        seen[docno] = n
-        ids.append(docno)
-        texts.append(record["contents"])
-    if not ids:
-        raise CmrkitError("the corpus holds no units", path=corpus_path(coll))
-    del seen
-    n_shards = (len(ids) + shard_size - 1) // shard_size
-    shards = [f"vectors-{i:05d}.npy" for i in range(n_shards)]
-    done = [s for s in shards if (partial / s).exists()]
-    if done and progress:
-        console.print(f"resuming the encoding in {partial}: {len(done)} of {n_shards} shards done")
-    if encoders is None:
-        encoders = loader()
-    timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
-    with progress_bar(progress, f"encoding {coll.name} ({target.name})") as bar:
-        resumed = sum(
-            len(texts[i * shard_size : (i + 1) * shard_size])
-            for i, s in enumerate(shards)
-            if s in done
-        )
-        task = bar.add_task("units", total=len(ids), completed=resumed)
-        for i, shard in enumerate(shards):
-            if shard in done:
-                continue
-            part = texts[i * shard_size : (i + 1) * shard_size]
-            t0 = time.perf_counter()
-            tokens = passage_ids(encoders.passage.tokenizer, part, passage_max_length)
-            timings["tokenize"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            vectors = encode_ids(
-                encoders.passage,
-                tokens,
-                batch_size=batch_size,
-                progress=lambda k: bar.advance(task, k),
+        if encoders is None:
+            encoders = loader()
+        timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
+        with progress_bar(progress, f"encoding {coll.name} ({target.name})") as bar:
+            resumed = sum(
+                len(texts[i * shard_size : (i + 1) * shard_size])
+                for i, s in enumerate(shards)
+                if s in done
             )
-            timings["encode"] += time.perf_counter() - t0
-            tmp = partial / (shard + ".tmp")
-            with open(tmp, "wb") as f:
-                np.save(f, vectors)
-            os.replace(tmp, partial / shard)
-    with open(partial / IDS, "w", encoding="utf-8", newline="\n") as f:
-        f.write("".join(f"{docno}\n" for docno in ids))
-    files = [{"file": s, "rows": int(np.load(partial / s, mmap_mode="r").shape[0])} for s in shards]
-    dim = int(np.load(partial / shards[0], mmap_mode="r").shape[1])
-    timings = {k: round(v, 3) for k, v in timings.items()}
-    timings["total"] = round(time.perf_counter() - started, 3)
-    manifest = {
-        "format": FORMAT,
-        "identity": wanted,
-        "index_id": _index_id(wanted, partial, shards),
-        "model": {**ref.identity(), "path": str(ref.path), "tag": ref.tag},
-        "tag": target.name,
-        "corpus": corpus_path(coll).name,
-        "corpus_sha256": corpus_sha,
-        "n_units": len(ids),
-        "dim": dim,
-        "dtype": "float32",
-        "passage_max_length": passage_max_length,
-        "shards": files,
-        "device": encoders.device,
-        "batch_size": batch_size,
-        "resumed_shards": len(done),
-        "versions": versions(),
-        "seconds": timings,
-    }
-    (partial / MANIFEST).write_text(
-        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
-    # the finished folder goes in by rename; a previous encoding stays whole until then
-    with StagedOutputs([target], force=True, anchor=target.parent) as staged:
-        os.replace(partial, staged.path(target))
-        (staged.path(target) / STATE).unlink()
-        staged.commit()
-    return DenseIndex(coll, target, manifest)
+            task = bar.add_task("units", total=len(ids), completed=resumed)
+            for i, shard in enumerate(shards):
+                if shard in done:
+                    continue
+                part = texts[i * shard_size : (i + 1) * shard_size]
+                t0 = time.perf_counter()
+                tokens = passage_ids(encoders.passage.tokenizer, part, passage_max_length)
+                timings["tokenize"] += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                vectors = encode_ids(
+                    encoders.passage,
+                    tokens,
+                    batch_size=batch_size,
+                    progress=lambda k: bar.advance(task, k),
+                )
+                timings["encode"] += time.perf_counter() - t0
+                tmp = partial / (shard + ".tmp")
+                with open(tmp, "wb") as f:
+                    np.save(f, vectors)
+                os.replace(tmp, partial / shard)
+        with open(partial / IDS, "w", encoding="utf-8", newline="\n") as f:
+            f.write("".join(f"{docno}\n" for docno in ids))
+        files = [
+            {"file": s, "rows": int(np.load(partial / s, mmap_mode="r").shape[0])} for s in shards
+        ]
+        dim = int(np.load(partial / shards[0], mmap_mode="r").shape[1])
+        timings = {k: round(v, 3) for k, v in timings.items()}
+        timings["total"] = round(time.perf_counter() - started, 3)
+        manifest = {
+            "format": FORMAT,
+            "identity": wanted,
+            "index_id": _index_id(wanted, partial, shards),
+            "model": {**ref.identity(), "path": str(ref.path), "tag": ref.tag},
+            "tag": target.name,
+            "corpus": corpus_path(coll).name,
+            "corpus_sha256": corpus_sha,
+            "n_units": len(ids),
+            "dim": dim,
+            "dtype": "float32",
+            "passage_max_length": passage_max_length,
+            "shards": files,
+            "device": encoders.device,
+            "batch_size": batch_size,
+            "resumed_shards": len(done),
+            "versions": versions(),
+            "seconds": timings,
+        }
+        (partial / MANIFEST).write_text(
+            json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        # the finished folder goes in by rename; a previous encoding stays whole until then
+        with StagedOutputs([target], force=True, anchor=target.parent) as staged:
+            os.replace(partial, staged.path(target))
+            (staged.path(target) / STATE).unlink()
+            staged.commit()
+        return DenseIndex(coll, target, manifest)
 
 
 def _index_id(identity: dict[str, Any], folder: Path, shards: list[str]) -> str:
