@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -25,6 +26,9 @@ from cmrkit.commands.retrieval import (
     run_app,
 )
 from cmrkit.console import out, user_errors
+
+if TYPE_CHECKING:
+    from cmrkit.retrieval.dense.options import DenseOptions
 
 train_app = group(help="Train a retrieval model on a collection's own queries.")
 
@@ -75,11 +79,23 @@ def _markers(text: str | None) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-def _dense(**values):
+def _dense(ctx: typer.Context) -> DenseOptions:
+    """The dense options of a command, as one record: each field of DenseOptions the command
+    has as an option, read from its parsed parameters (``--max-length`` is the passage
+    length)."""
+    import dataclasses
+
     from cmrkit.retrieval.dense.options import DenseOptions
 
-    markers = _markers(values.pop("markers", None))
-    return DenseOptions(markers=markers, **values)
+    names = {f.name for f in dataclasses.fields(DenseOptions)}
+    values = {
+        ("passage_max_length" if key == "max_length" else key): value
+        for key, value in ctx.params.items()
+    }
+    values = {key: value for key, value in values.items() if key in names}
+    if "markers" in values:
+        values["markers"] = _markers(values["markers"])
+    return DenseOptions(**values)
 
 
 def register(app: typer.Typer) -> None:
@@ -88,6 +104,7 @@ def register(app: typer.Typer) -> None:
     @app.command("encode")
     @user_errors
     def encode(
+        ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         model: str = MODEL,
         device: str = DEVICE,
@@ -108,14 +125,7 @@ def register(app: typer.Typer) -> None:
         """
         from cmrkit.retrieval.dense.store import encode as encode_corpus
 
-        dense = _dense(
-            model=model,
-            device=device,
-            batch_size=batch_size,
-            passage_max_length=max_length,
-            shard_size=shard_size,
-            download=download,
-        )
+        dense = _dense(ctx)
         index = encode_corpus(collection, dense, force=force, progress=not quiet)
         m = index.manifest
         if index.up_to_date:
@@ -161,16 +171,7 @@ def register(app: typer.Typer) -> None:
         """
         from cmrkit.retrieval.dense.search import run_dense
 
-        options = _dense(
-            model=model,
-            device=device,
-            batch_size=batch_size,
-            passage_max_length=max_length,
-            query_max_length=query_max_length,
-            markers=markers,
-            shard_size=shard_size,
-            download=download,
-        )
+        options = _dense(ctx)
         _report(
             run_dense(
                 collection,
@@ -299,15 +300,7 @@ def register(app: typer.Typer) -> None:
         """
         from cmrkit.retrieval.dense.train import TrainOptions, train_dense
 
-        dense = _dense(
-            model=model,
-            device=device,
-            batch_size=batch_size,
-            passage_max_length=max_length,
-            query_max_length=query_max_length,
-            markers=markers,
-            download=download,
-        )
+        dense = _dense(ctx)
         train = TrainOptions(
             train_split=train_split,
             dev_split=dev_split,
