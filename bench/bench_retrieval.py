@@ -5,11 +5,13 @@ words, seeded) and 1,000 test topics (the mention: 3 consecutive words of a rand
 whose unit is the query's own unit). In one process (one JVM), with 2 threads:
 
 - index: Anserini's own ``IndexCollection`` on a plain JSONL copy of the corpus (id, contents;
-  positions, document vectors, raw; 2 files, 2 threads) vs ``cmrkit.retrieval.build_index``
-  (--no-entities) from corpus.jsonl.gz, which also hashes, checks and prepares the corpus;
+  positions, document vectors, raw: what Pyserini's RM3 needs; 2 files, 2 threads) vs
+  ``cmrkit.retrieval.build_index`` (--no-entities; positions and contents, no document vectors)
+  from corpus.jsonl.gz, which also hashes, checks and prepares the corpus;
 - search, for bm25, fields (--preset doc) and qe (rm3): Pyserini's ``LuceneSearcher.batch_search``
   (k=1001, its dict of hits; ``fields={"contents": 1.1}``, which is what the doc preset searches
-  in an index of units alone; ``set_rm3(10, 10, 0.5)``) on cmrkit's index vs the whole
+  in an index of units alone; ``set_rm3(10, 10, 0.5)``) on Anserini's index (the same corpus, the
+  same BM25 statistics; Pyserini's RM3 needs its document vectors) vs the whole
   ``cmrkit.retrieval.run_*`` call (--query mention, k=1000: corpus re-hashed to check the index,
   topics read, searched, own unit removed, sorted, run file and sidecar written); the search-only
   column is the sidecar's search time;
@@ -185,7 +187,7 @@ def bench(n: int, threads: int = 2) -> dict:
         with quiet(None):
             from pyserini.search.lucene import LuceneSearcher
 
-            searcher = LuceneSearcher(str((coll / "index").resolve()))
+            searcher = LuceneSearcher(str((root / "anserini-index").resolve()))
         searcher.set_bm25(0.9, 0.4)
         searcher.batch_search(texts[:50], qids[:50], k=1001, threads=threads)
         searches = {}

@@ -2,7 +2,10 @@
 
 The reference is the path cmrkit took before the helper: Anserini's SimpleSearcher.batch_search
 (which loads every hit's stored record) read one hit at a time through pyjnius, each score
-written with 6 decimals and the list put in trec_eval's order.
+written with 6 decimals and the list put in trec_eval's order, on an index of the same corpus
+that stores term vectors (what cmrkit's index stored before; Anserini's RM3 and Rocchio read the
+feedback documents from them). cmrkit's own index stores the contents text instead and the
+helper analyses it again for feedback.
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ def reference_search(s: Searcher, queries, *, k, exclude, fields=None, threads=2
 def tied(tmp_path_factory):
     """600 units over a 10-word vocabulary: many exact score ties, ties of more than 100
     units (where Anserini's 1e-6 steps cross a 1e-4 boundary) and scores above 16 (where
-    float32 cannot hold a 1e-6 step)."""
+    float32 cannot hold a 1e-6 step). Indexed twice: cmrkit's default index, and one of the
+    same corpus with term vectors."""
     rng = random.Random(3)
     root = tmp_path_factory.mktemp("tied")
     units, topics = [], []
@@ -67,7 +71,9 @@ def tied(tmp_path_factory):
         topics.append(topic(f"q{j}", "test", mention, context, own["id"]))
     coll = write_collection(root, "tied", units, topics)
     build_index(coll, entities=False, progress=False)
-    return coll, topics
+    with_vectors = write_collection(tmp_path_factory.mktemp("vectors"), "tied", units, topics)
+    build_index(with_vectors, entities=False, progress=False, docvectors=True)
+    return coll, topics, with_vectors
 
 
 @pytest.mark.parametrize(
@@ -82,28 +88,67 @@ def tied(tmp_path_factory):
     ],
 )
 def test_helper_equals_anserini_hit_for_hit(tied, fields, qe):
-    coll, topics = tied
+    coll, topics, with_vectors = tied
     queries = {t["qid"]: t["mention"] for t in topics}
     queries.update({t["qid"] + "c": t["context"] for t in topics[:10]})
     exclude = {t["qid"]: t["unit"] for t in topics}
     s = Searcher(open_index(coll), k1=1.2, b=0.75)
+    ref = Searcher(open_index(with_vectors), k1=1.2, b=0.75)
     try:
         s.set_qe(qe)
+        ref.set_qe(qe)
         for k in (1000, 7):
             ours = s.search(queries, k=k, exclude=exclude, fields=fields, threads=2)
-            theirs = reference_search(s, queries, k=k, exclude=exclude, fields=fields)
+            theirs = reference_search(ref, queries, k=k, exclude=exclude, fields=fields)
             assert ours == theirs
+            # the helper on the index with term vectors reads them, and agrees too
+            assert ref.search(queries, k=k, exclude=exclude, fields=fields, threads=2) == ours
             assert sum(len(v) for v in ours.values()) > 10 * len(queries) or k == 7
         # ties of more than 100 units: the written scores alone do not order them
         ranking = ours if k == 1000 else s.search(queries, k=1000, exclude=exclude)
         lengths = [len(v) for v in ranking.values()]
         assert max(lengths) > 200
+        assert not s._batch.storedVectors() and ref._batch.storedVectors()
+    finally:
+        s.close()
+        ref.close()
+
+
+def test_feedback_terms_without_term_vectors_equal_anserinis(tied):
+    coll, topics, with_vectors = tied
+    s = Searcher(open_index(coll))
+    ref = Searcher(open_index(with_vectors))
+    try:
+        for searcher in (s, ref):
+            searcher.set_qe(QE(method="rm3", fb_docs=5, fb_terms=5))
+        for t in topics[:10]:
+            ours = s.feedback_terms(t["context"])
+            assert ours == {
+                str(e.getKey()): float(e.getValue())
+                for e in ref.java.get_feedback_terms(t["context"]).entrySet().toArray()
+            }
+            assert ours
+    finally:
+        s.close()
+        ref.close()
+
+
+def test_index_stores_contents_not_term_vectors(tied):
+    coll, _, with_vectors = tied
+    assert open_index(coll).manifest["settings"]["stored"] == ["positions", "contents", "raw"]
+    assert "docvectors" in open_index(with_vectors).manifest["settings"]["stored"]
+    # Anserini alone cannot expand a query on cmrkit's index: the helper is what makes it work
+    s = Searcher(open_index(coll))
+    try:
+        s.set_qe(QE(method="rm3"))
+        with pytest.raises(Exception, match="doc vectors"):
+            s.java.search("storm flood", 10)
     finally:
         s.close()
 
 
 def test_ties_reordered_by_written_score_as_trec_eval_reads_them(tied):
-    coll, topics = tied
+    coll, topics, _ = tied
     s = Searcher(open_index(coll))
     try:
         run = s.search({"q": "storm"}, k=1000, exclude={})
@@ -130,7 +175,7 @@ def test_written_scores_equal_python_formatting():
 
 
 def test_docno_table_cached_beside_the_index_and_rebuilt_when_wrong(tied, tmp_path):
-    coll, topics = tied
+    coll, topics, _ = tied
     copy = tmp_path / "tied"
     shutil.copytree(coll, copy)
     path = copy / "index" / TABLE
@@ -163,7 +208,7 @@ def _corpus_ids(coll):
 
 
 def test_run_uses_helper_and_is_byte_identical_across_threads(tied, tmp_path):
-    coll, _ = tied
+    coll, _, _ = tied
     one = run_bm25(coll, query="mention", threads=1, runs_dir=tmp_path / "a")
     two = run_bm25(coll, query="mention", threads=2, runs_dir=tmp_path / "b")
     assert one.run_path.read_bytes() == two.run_path.read_bytes()

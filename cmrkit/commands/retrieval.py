@@ -184,6 +184,12 @@ def register(app: typer.Typer) -> None:
         ),
         spacy_model: str = SPACY,
         force: bool = typer.Option(False, "--force", help="Rebuild an existing index."),
+        docvectors: bool = typer.Option(
+            False,
+            "--docvectors",
+            help="Also store term vectors, for tools that read them (Pyserini's own RM3); "
+            "doubles Lucene's indexing time. cmrkit's qe does not need them.",
+        ),
         verbose: bool = VERBOSE,
         quiet: bool = QUIET,
         engine: str = ENGINE,
@@ -193,8 +199,9 @@ def register(app: typer.Typer) -> None:
         """Build the Lucene index of a collection (COLLECTION/index/).
 
         Fields: contents (unit text), title, entities (spaCy NER), document (passage or document
-        text); positions, document vectors and raw records are stored. A stale index (corpus
-        changed) is refused by the run commands until rebuilt with --force. With --engine ray
+        text); positions and the contents text are stored (term vectors too with --docvectors;
+        qe analyses the stored text instead). A stale index (corpus changed) is refused by the
+        run commands until rebuilt with --force. With --engine ray
         the corpus is indexed in shards on a Ray cluster (one CPU each; --threads does not
         apply) and merged into an index with the same content (docs/scaling.md).
 
@@ -209,6 +216,7 @@ def register(app: typer.Typer) -> None:
             "force": force,
             "verbose": verbose,
             "progress": not quiet,
+            "docvectors": docvectors,
         }
         if options.distributed:
             from cmrkit.retrieval.distributed.index import build_sharded

@@ -2,8 +2,11 @@
 
 Fields (all analysed by Anserini's default English analyzer: Porter stemming, stopwords removed):
 
-- ``contents``: the unit text (positions, document vectors and the raw record are stored, which
-  query expansion needs);
+- ``contents``: the unit text (positions, the text and the raw record are stored; query
+  expansion reads the feedback documents' terms by analysing the stored text again, which gives
+  what stored term vectors would, see BatchSearcher.java; ``docvectors=True`` stores the term
+  vectors too, for tools that read them, such as Pyserini's own RM3, at twice Lucene's indexing
+  time);
 - ``title``: the document title, or the document id where the title is unknown;
 - ``entities``: the named entities spaCy finds in the unit (empty with ``entities=False``);
 - ``document``: the text of the unit's passage (sentence units: the sentences that share a
@@ -238,6 +241,7 @@ class Built:
     features: set[str]  # the feature fields the corpus carries
     ner: dict[str, int]  # texts recognised by spaCy, texts answered by the cache
     seconds: dict[str, float]
+    docvectors: bool = False  # term vectors stored
 
 
 def index_corpus(
@@ -252,10 +256,12 @@ def index_corpus(
     verbose: bool,
     progress: bool,
     documents: bool | None = None,
+    docvectors: bool = False,
 ) -> Built:
     """Index the corpus of ``coll`` into the new Lucene index ``index_dir`` (``work``: a scratch
     folder; ``target``: the index named in errors). ``documents`` None indexes ``document``
-    when units share passages or documents; True always (see :func:`_add_documents`)."""
+    when units share passages or documents; True always (see :func:`_add_documents`).
+    ``docvectors`` stores term vectors as well."""
     from cmrkit.console import console
     from cmrkit.retrieval.java import error_class, jclass, quiet
 
@@ -287,8 +293,9 @@ def index_corpus(
         "-threads",
         str(threads),
         "-storePositions",
-        "-storeDocvectors",
+        "-storeContents",
         "-storeRaw",
+        *(["-storeDocvectors"] if docvectors else []),
         "-fields",
         *(f for f in FIELDS[1:] if f != "document" or with_documents),
         *(f for f in FEATURE_FIELDS if f in features),
@@ -320,7 +327,7 @@ def index_corpus(
         )
     timings["lucene"] = round(time.perf_counter() - t0, 3)
     shutil.rmtree(shard_dir, ignore_errors=True)
-    return Built(n_units, with_documents, features, ner_counts, timings)
+    return Built(n_units, with_documents, features, ner_counts, timings, docvectors)
 
 
 def finish_index(
@@ -347,7 +354,7 @@ def finish_index(
         # every unit alone in its passage and document: `document` would repeat `contents`
         "document_is_contents": not built.documents,
         "analyzer": "DefaultEnglishAnalyzer (Porter stemmer, Lucene English stopwords)",
-        "stored": ["positions", "docvectors", "raw"],
+        "stored": ["positions", "contents", "raw", *(["docvectors"] if built.docvectors else [])],
         "entities": ner.spacy_version(spacy_model) if entities else None,
     }
     versions = _versions()
@@ -388,12 +395,16 @@ def build_index(
     force: bool = False,
     verbose: bool = False,
     progress: bool = True,
+    docvectors: bool = False,
 ) -> IndexInfo:
-    """Index a collection's corpus into ``COLLECTION/index/`` and return the index."""
+    """Index a collection's corpus into ``COLLECTION/index/`` and return the index
+    (``docvectors``: store term vectors too, see the module's header)."""
     coll = collection_dir(collection)
     target = index_path(coll)
     if target.exists() and not force:
-        kept = kept_index(coll, target, entities=entities, spacy_model=spacy_model)
+        kept = kept_index(
+            coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+        )
         if kept is not None:
             return kept
     if not 1 <= threads <= MAX_THREADS:
@@ -412,6 +423,7 @@ def build_index(
             spacy_model=spacy_model,
             verbose=verbose,
             progress=progress,
+            docvectors=docvectors,
         )
         built.seconds["total"] = round(time.perf_counter() - started, 3)
         manifest = finish_index(
@@ -494,9 +506,12 @@ def _read_manifest(target: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
 
 
-def kept_index(coll: Path, target: Path, *, entities: bool, spacy_model: str) -> IndexInfo | None:
+def kept_index(
+    coll: Path, target: Path, *, entities: bool, spacy_model: str, docvectors: bool = False
+) -> IndexInfo | None:
     """The existing index when it is current and has the settings asked for; an error when it
-    conflicts (other corpus, other settings, not cmrkit's)."""
+    conflicts (other corpus, other settings, not cmrkit's). An index that stores term vectors
+    serves a request without them (earlier cmrkit versions always stored them)."""
     manifest = _read_manifest(target)
     name = coll.as_posix()
     if manifest is None:
@@ -516,6 +531,11 @@ def kept_index(coll: Path, target: Path, *, entities: bool, spacy_model: str) ->
         had = f"entities from {built.get('model')}" if built else "no entities"
         raise CmrkitError(
             f"an index with other settings exists ({had}); pass --force to rebuild it",
+            path=target,
+        )
+    if docvectors and "docvectors" not in manifest.get("settings", {}).get("stored", []):
+        raise CmrkitError(
+            "an index without term vectors exists; pass --force to rebuild it with them",
             path=target,
         )
     return IndexInfo(coll, target, manifest, up_to_date=True)

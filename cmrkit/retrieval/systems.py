@@ -240,7 +240,8 @@ class Searcher:
 
     def feedback_terms(self, text: str) -> dict[str, float]:
         """RM3's expansion terms and weights for a query (RM3 must be set)."""
-        terms = self.java.get_feedback_terms(text)
+        batch, _ = self._helper(self._batch_threads or 1)
+        terms = batch.feedbackTerms(text)
         if not terms:
             return {}
         return {str(e.getKey()): float(e.getValue()) for e in terms.entrySet().toArray()}

@@ -115,6 +115,7 @@ def index_shard(
     spacy_model: str,
     documents: bool,
     target: str,
+    docvectors: bool = False,
 ) -> tuple[str, Built]:
     """Ray task: the single-machine build of one slice into a new shard index; its path and
     what was built."""
@@ -138,6 +139,7 @@ def index_shard(
         verbose=False,
         progress=False,
         documents=documents,
+        docvectors=docvectors,
     )
     fault_point(f"shard-{shard}")  # the tests kill the worker here: a shard written, unreported
     return str(attempt / "index"), built
@@ -184,6 +186,7 @@ def build_sharded(
     force: bool = False,
     verbose: bool = False,
     progress: bool = True,
+    docvectors: bool = False,
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` on a Ray cluster; the index
     (equal in content to :func:`cmrkit.retrieval.index.build_index`'s)."""
@@ -192,7 +195,9 @@ def build_sharded(
     coll = collection_dir(collection)
     target = index_path(coll)
     if target.exists() and not force:
-        kept = kept_index(coll, target, entities=entities, spacy_model=spacy_model)
+        kept = kept_index(
+            coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+        )
         if kept is not None:
             return kept
     started = time.perf_counter()
@@ -209,7 +214,16 @@ def build_sharded(
         timings["split"] = round(time.perf_counter() - t0, 3)
         shards_dir = (staged.tmp / "shards").resolve()
         tasks = [
-            (str(d.resolve()), i, str(shards_dir), entities, spacy_model, documents, str(target))
+            (
+                str(d.resolve()),
+                i,
+                str(shards_dir),
+                entities,
+                spacy_model,
+                documents,
+                str(target),
+                docvectors,
+            )
             for i, (d, _) in enumerate(slices)
         ]
         t0 = time.perf_counter()
@@ -246,6 +260,7 @@ def build_sharded(
             if entities
             else {},
             timings,
+            docvectors,
         )
         timings["total"] = round(time.perf_counter() - started, 3)
         manifest = finish_index(

@@ -9,6 +9,12 @@
  * returns Lucene doc numbers and scores of a whole batch of queries as one little-endian byte
  * array, without loading stored records.
  *
+ * An index without term vectors ("doc vectors", half of Lucene's indexing time) still runs RM3 and
+ * Rocchio: the rerankers read each feedback document's terms through TermVectors, and on such an
+ * index this class hands them a reader whose term vectors are the stored contents analysed again
+ * with the index's analyzer (AnalysedVectors): the same terms and frequencies in the same order,
+ * so the expansion, the rankings and the scores are those of an index with stored vectors.
+ *
  * It is compiled against Lucene alone (--release 17; Anserini's classes need Java 21 to compile
  * against, so they are reached through reflection, once per query, never per hit). Built by
  * `python -m cmrkit.retrieval.helper --build`; see docs/retrieval.md.
@@ -29,21 +35,39 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.apache.lucene.analysis.Analyzer;
+import org.apache.lucene.analysis.TokenStream;
+import org.apache.lucene.analysis.tokenattributes.TermToBytesRefAttribute;
 import org.apache.lucene.document.Document;
+import org.apache.lucene.index.BaseTermsEnum;
 import org.apache.lucene.index.DirectoryReader;
+import org.apache.lucene.index.FieldInfo;
+import org.apache.lucene.index.FieldInfos;
+import org.apache.lucene.index.Fields;
+import org.apache.lucene.index.FilterDirectoryReader;
+import org.apache.lucene.index.FilterLeafReader;
+import org.apache.lucene.index.ImpactsEnum;
 import org.apache.lucene.index.IndexReader;
 import org.apache.lucene.index.LeafReader;
 import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.PostingsEnum;
 import org.apache.lucene.index.SegmentInfos;
 import org.apache.lucene.index.SortedDocValues;
 import org.apache.lucene.index.StoredFields;
+import org.apache.lucene.index.TermVectors;
+import org.apache.lucene.index.Terms;
+import org.apache.lucene.index.TermsEnum;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreDoc;
@@ -65,6 +89,9 @@ public final class BatchSearcher implements Closeable {
 
   private final Directory directory;
   private final DirectoryReader reader;
+  // what the feedback rerankers read term vectors from: the reader itself when the index stores
+  // them for contents, else the reader with AnalysedVectors
+  private final DirectoryReader feedbackReader;
   private final IndexSearcher searcher;
   private final BM25Similarity similarity;
   private final Analyzer analyzer;
@@ -82,8 +109,21 @@ public final class BatchSearcher implements Closeable {
     this.searcher = new IndexSearcher(reader);
     this.searcher.setSimilarity(similarity);
     this.analyzer = analyzer;
+    this.feedbackReader = storesVectors(reader, CONTENTS)
+        ? reader : new AnalysedVectors(reader, analyzer, CONTENTS);
     this.pool = Executors.newFixedThreadPool(Math.max(1, threads));
     this.anserini = new Anserini();
+  }
+
+  /** Whether the index stores term vectors for a field. */
+  static boolean storesVectors(IndexReader reader, String field) {
+    FieldInfo info = FieldInfos.getMergedFieldInfos(reader).fieldInfo(field);
+    return info != null && info.hasVectors();
+  }
+
+  /** Whether RM3 and Rocchio read stored term vectors (true) or analyse the stored contents. */
+  public boolean storedVectors() {
+    return feedbackReader == reader;
   }
 
   /** Use the feedback (RM3 or Rocchio) that an Anserini SimpleSearcher is set up with. */
@@ -97,8 +137,22 @@ public final class BatchSearcher implements Closeable {
     rocchioField.setAccessible(true);
     boolean useRm3 = rm3Field.getBoolean(simpleSearcher);
     boolean useRocchio = rocchioField.getBoolean(simpleSearcher);
+    if ((useRm3 || useRocchio) && !storedVectors() && !storesContents()) {
+      throw new IllegalStateException(
+          "the index stores neither term vectors nor the contents that feedback needs");
+    }
     this.cascade = (useRm3 || useRocchio) ? cascadeField.get(simpleSearcher) : null;
     this.rm3 = useRm3;
+  }
+
+  /** Whether the index stores the contents text (checked on its first document). */
+  private boolean storesContents() {
+    try {
+      return reader.maxDoc() == 0
+          || reader.storedFields().document(0, Set.of(CONTENTS)).get(CONTENTS) != null;
+    } catch (IOException e) {
+      return false;
+    }
   }
 
   public int maxDoc() {
@@ -195,7 +249,7 @@ public final class BatchSearcher implements Closeable {
     Object args = anserini.searchArgs(n);
     int first = rm3 ? anserini.rerankCutoff(args) : n;
     Hits initial = Hits.of(searcher.search(query, first, SORT, true));
-    Capture capture = new Capture(reader, similarity);
+    Capture capture = new Capture(feedbackReader, similarity);
     Object context = anserini.context(capture, query, text, anserini.analyze(analyzer, text), args);
     Object out = anserini.run(cascade, initial, context);
     if (capture.query == null) {
@@ -203,6 +257,23 @@ public final class BatchSearcher implements Closeable {
     }
     TopFieldDocs rs = searcher.search(capture.query, capture.n, capture.sort, capture.doDocScores);
     return adjustTies(Hits.of(rs));
+  }
+
+  /**
+   * RM3's expansion terms and weights for a query, as SimpleSearcher.get_feedback_terms gives
+   * them; none without RM3.
+   */
+  public Map<String, Float> feedbackTerms(String text) throws Exception {
+    if (cascade == null || !rm3) {
+      return Collections.emptyMap();
+    }
+    Query query = anserini.buildQuery(CONTENTS, analyzer, text);
+    Object args = anserini.searchArgs(10);
+    Hits initial = Hits.of(searcher.search(query, anserini.rerankCutoff(args), SORT, true));
+    Capture capture = new Capture(feedbackReader, similarity);
+    Object context = anserini.context(capture, query, text, anserini.analyze(analyzer, text), args);
+    anserini.run(cascade, initial, context);
+    return anserini.feedbackTerms(context);
   }
 
   /** Anserini's ScoreTiesAdjusterReranker: scores rounded to 4 decimals, ties lowered by 1e-6. */
@@ -280,6 +351,260 @@ public final class BatchSearcher implements Closeable {
     }
   }
 
+  /**
+   * A view of an index whose term vectors for one field are computed from the field's stored
+   * text with the index's analyzer: the terms Lucene indexed for the document, in term (byte)
+   * order, each with its frequency in the document, which is what the field's stored term
+   * vector holds. Everything else (postings, statistics, stored fields) is the index's own.
+   */
+  static final class AnalysedVectors extends FilterDirectoryReader {
+    private final Analyzer analyzer;
+    private final String field;
+
+    AnalysedVectors(DirectoryReader in, Analyzer analyzer, String field) throws IOException {
+      super(in, new SubReaderWrapper() {
+        @Override
+        public LeafReader wrap(LeafReader leaf) {
+          return new AnalysedLeaf(leaf, analyzer, field);
+        }
+      });
+      this.analyzer = analyzer;
+      this.field = field;
+    }
+
+    @Override
+    protected DirectoryReader doWrapDirectoryReader(DirectoryReader in) throws IOException {
+      return new AnalysedVectors(in, analyzer, field);
+    }
+
+    @Override
+    public CacheHelper getReaderCacheHelper() {
+      return null;
+    }
+  }
+
+  /** One segment of AnalysedVectors. */
+  static final class AnalysedLeaf extends FilterLeafReader {
+    private final Analyzer analyzer;
+    private final String field;
+
+    AnalysedLeaf(LeafReader in, Analyzer analyzer, String field) {
+      super(in);
+      this.analyzer = analyzer;
+      this.field = field;
+    }
+
+    @Override
+    public CacheHelper getCoreCacheHelper() {
+      return null;
+    }
+
+    @Override
+    public CacheHelper getReaderCacheHelper() {
+      return null;
+    }
+
+    @Override
+    public TermVectors termVectors() throws IOException {
+      StoredFields stored = in.storedFields();
+      Set<String> wanted = Set.of(field);
+      return new TermVectors() {
+        @Override
+        public Fields get(int doc) throws IOException {
+          String text = stored.document(doc, wanted).get(field);
+          Terms terms = text == null ? null : analyse(text);
+          return terms == null ? null : new OneField(field, terms);
+        }
+      };
+    }
+
+    @Override
+    @Deprecated
+    public Fields getTermVectors(int doc) throws IOException {
+      return termVectors().get(doc);
+    }
+
+    /** The document's terms and their frequencies; null when the text has no terms. */
+    private Terms analyse(String text) throws IOException {
+      TreeMap<BytesRef, long[]> counts = new TreeMap<>();
+      try (TokenStream ts = analyzer.tokenStream(field, text)) {
+        TermToBytesRefAttribute term = ts.addAttribute(TermToBytesRefAttribute.class);
+        ts.reset();
+        while (ts.incrementToken()) {
+          BytesRef bytes = term.getBytesRef();
+          long[] count = counts.get(bytes);
+          if (count == null) {
+            counts.put(BytesRef.deepCopyOf(bytes), new long[] {1});
+          } else {
+            count[0]++;
+          }
+        }
+        ts.end();
+      }
+      if (counts.isEmpty()) {
+        return null;
+      }
+      BytesRef[] keys = counts.keySet().toArray(new BytesRef[0]);
+      long[] freqs = new long[keys.length];
+      int i = 0;
+      for (long[] count : counts.values()) {
+        freqs[i++] = count[0];
+      }
+      return new DocTerms(keys, freqs);
+    }
+  }
+
+  /** Fields holding one field's terms. */
+  static final class OneField extends Fields {
+    private final String name;
+    private final Terms terms;
+
+    OneField(String name, Terms terms) {
+      this.name = name;
+      this.terms = terms;
+    }
+
+    @Override
+    public Iterator<String> iterator() {
+      return Collections.singletonList(name).iterator();
+    }
+
+    @Override
+    public Terms terms(String field) {
+      return name.equals(field) ? terms : null;
+    }
+
+    @Override
+    public int size() {
+      return 1;
+    }
+  }
+
+  /** One document's terms (sorted) and frequencies, as a term vector without positions. */
+  static final class DocTerms extends Terms {
+    private final BytesRef[] terms;
+    private final long[] freqs;
+
+    DocTerms(BytesRef[] terms, long[] freqs) {
+      this.terms = terms;
+      this.freqs = freqs;
+    }
+
+    @Override
+    public TermsEnum iterator() {
+      return new DocTermsEnum(terms, freqs);
+    }
+
+    @Override
+    public long size() {
+      return terms.length;
+    }
+
+    @Override
+    public long getSumTotalTermFreq() {
+      long sum = 0;
+      for (long f : freqs) {
+        sum += f;
+      }
+      return sum;
+    }
+
+    @Override
+    public long getSumDocFreq() {
+      return terms.length;
+    }
+
+    @Override
+    public int getDocCount() {
+      return 1;
+    }
+
+    @Override
+    public boolean hasFreqs() {
+      return true;
+    }
+
+    @Override
+    public boolean hasOffsets() {
+      return false;
+    }
+
+    @Override
+    public boolean hasPositions() {
+      return false;
+    }
+
+    @Override
+    public boolean hasPayloads() {
+      return false;
+    }
+  }
+
+  static final class DocTermsEnum extends BaseTermsEnum {
+    private final BytesRef[] terms;
+    private final long[] freqs;
+    private int at = -1;
+
+    DocTermsEnum(BytesRef[] terms, long[] freqs) {
+      this.terms = terms;
+      this.freqs = freqs;
+    }
+
+    @Override
+    public BytesRef next() {
+      if (at < terms.length) {
+        at++;
+      }
+      return at < terms.length ? terms[at] : null;
+    }
+
+    @Override
+    public SeekStatus seekCeil(BytesRef text) {
+      int i = Arrays.binarySearch(terms, text);
+      if (i >= 0) {
+        at = i;
+        return SeekStatus.FOUND;
+      }
+      at = -i - 1;
+      return at < terms.length ? SeekStatus.NOT_FOUND : SeekStatus.END;
+    }
+
+    @Override
+    public void seekExact(long ord) {
+      at = (int) ord;
+    }
+
+    @Override
+    public BytesRef term() {
+      return terms[at];
+    }
+
+    @Override
+    public long ord() {
+      return at;
+    }
+
+    @Override
+    public int docFreq() {
+      return 1;
+    }
+
+    @Override
+    public long totalTermFreq() {
+      return freqs[at];
+    }
+
+    @Override
+    public PostingsEnum postings(PostingsEnum reuse, int flags) {
+      throw new UnsupportedOperationException("analysed term vectors have no postings");
+    }
+
+    @Override
+    public ImpactsEnum impacts(int flags) {
+      throw new UnsupportedOperationException("analysed term vectors have no impacts");
+    }
+  }
+
   /** The Anserini calls, through reflection (Anserini's classes need Java 21 to compile). */
   static final class Anserini {
     final Object generator;
@@ -291,6 +616,7 @@ public final class BatchSearcher implements Closeable {
     final Field argsHits;
     final Field argsCutoff;
     final Constructor<?> contextNew;
+    final Field contextFeedback;
     final Constructor<?> scoredNew;
     final Field scoredDocids;
     final Field scoredLuceneDocids;
@@ -318,6 +644,7 @@ public final class BatchSearcher implements Closeable {
       Class<?> context = Class.forName("io.anserini.rerank.RerankerContext");
       contextNew = context.getConstructor(IndexSearcher.class, Object.class, Query.class,
           String.class, String.class, List.class, Query.class, argsClass);
+      contextFeedback = context.getField("feedbackTerms");
       cascadeRun = Class.forName("io.anserini.rerank.RerankerCascade")
           .getMethod("run", scored, context);
     }
@@ -358,6 +685,12 @@ public final class BatchSearcher implements Closeable {
       scoredDocuments.set(docs, new Document[hits.docs.length]);
       scoredScores.set(docs, hits.scores);
       return unwrap(() -> cascadeRun.invoke(cascade, docs, context));
+    }
+
+    @SuppressWarnings("unchecked")
+    Map<String, Float> feedbackTerms(Object context) throws IllegalAccessException {
+      Object terms = contextFeedback.get(context);
+      return terms == null ? Collections.emptyMap() : (Map<String, Float>) terms;
     }
 
     Hits hitsOf(Object scoredDocs) throws IllegalAccessException {
