@@ -138,7 +138,9 @@ SYSTEMS = ("bm25", "fields-doc", "qe-rm3")
 
 
 def run_system(system: str, coll: Path, runs: Path, threads: int):
-    from cmrkit.retrieval import run_bm25, run_fields, run_qe
+    from cmrkit.retrieval import index, run_bm25, run_fields, run_qe
+
+    index._HASHED.clear()  # as in a new `cmrkit run` process: the corpus is hashed again
 
     common = {"query": "mention", "k": 1000, "threads": threads, "runs_dir": runs, "force": True}
     if system == "bm25":

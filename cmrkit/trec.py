@@ -382,8 +382,13 @@ def write_run(out: IO[str], run: Mapping[str, Iterable[tuple[str, float]]], tag:
     if any(c.isspace() for c in tag) or not tag:
         raise CmrkitError(f"run tag {tag!r} must be one non-empty word without spaces")
     for qid, docs in run.items():
-        for rank, (docno, score) in enumerate(docs, 1):
-            out.write(f"{qid} Q0 {docno} {rank} {format_score(score)} {tag}\n")
+        # one write a query; the score as format_score writes it
+        out.write(
+            "".join(
+                f"{qid} Q0 {docno} {rank} {score:.6f} {tag}\n"
+                for rank, (docno, score) in enumerate(docs, 1)
+            )
+        )
 
 
 def write_qrels(

@@ -288,43 +288,71 @@ class Searcher:
         done = len(queries) - len(searchable)
         if progress and done:
             progress(done)
-        for start in range(0, len(searchable), chunk):
-            part = searchable[start : start + chunk]
-            try:
-                packed = batch.search([queries[qid] for qid in part], n, jfields)
-            except Exception as e:  # a Java exception arrives as jnius.JavaException
-                raise CmrkitError(
-                    f"Lucene search failed on queries {part[0]}..{part[-1]} ({first_line(e)})",
-                    path=self.info.path,
-                ) from None
-            counts, docs, scores = _unpack(packed, len(part))
-            ends = np.cumsum(counts)
-            written = written_scores(scores)
-            names = table.names[docs]
-            order_keys = table.order[docs]
-            single = written.astype(np.float32)
-            for i, qid in enumerate(part):
-                lo, hi = int(ends[i] - counts[i]), int(ends[i])
-                keep = names[lo:hi] != exclude.get(qid)
-                more = exclude_units.get(qid)
-                if more:
-                    keep &= np.fromiter(
-                        (d not in more for d in names[lo:hi]), dtype=bool, count=hi - lo
-                    )
-                idx = np.nonzero(keep)[0] + lo
-                # trec_eval's order: score as written (in single precision) descending, then
-                # docno descending
-                ordered = idx[np.lexsort((order_keys[idx], single[idx]))[::-1]][:k]
-                run[qid] = list(
-                    zip(names[ordered].tolist(), written[ordered].tolist(), strict=True)
-                )
-                if not len(idx) and warnings is not None:
-                    warnings.append(
-                        {"qid": qid, "warning": "no unit other than the query's own matches it"}
-                    )
-            if progress:
-                progress(len(part))
+        parts = [searchable[i : i + chunk] for i in range(0, len(searchable), chunk)]
+
+        def submit(j: int) -> Any:
+            # the next batch runs on the search threads while this thread orders the last one
+            if j >= len(parts):
+                return None
+            return batch.submit([queries[qid] for qid in parts[j]], n, jfields)
+
+        pending = submit(0)
+        try:
+            for j, part in enumerate(parts):
+                following = submit(j + 1)
+                try:
+                    packed = batch.collect(pending)
+                except Exception as e:  # a Java exception arrives as jnius.JavaException
+                    raise CmrkitError(
+                        f"Lucene search failed on queries {part[0]}..{part[-1]} ({first_line(e)})",
+                        path=self.info.path,
+                    ) from None
+                finally:
+                    pending = following
+                self._order(part, packed, run, table, exclude, exclude_units, k, warnings)
+                if progress:
+                    progress(len(part))
+        finally:
+            if pending is not None:  # interrupted: the batch submitted ahead is not needed
+                batch.cancel(pending)
         return {qid: run[qid] for qid in queries if qid in run}
+
+    @staticmethod
+    def _order(
+        part: list[str],
+        packed: Any,
+        run: RankedRun,
+        table: DocnoTable,
+        exclude: Mapping[str, str],
+        exclude_units: Mapping[str, AbstractSet[str]],
+        k: int,
+        warnings: list[dict[str, str]] | None,
+    ) -> None:
+        """Put one batch's hits into ``run``: ids from the table, the query's own units left
+        out, trec_eval's order, the first k."""
+        counts, docs, scores = _unpack(packed, len(part))
+        ends = np.cumsum(counts)
+        written = written_scores(scores)
+        names = table.names[docs]
+        order_keys = table.order[docs]
+        single = written.astype(np.float32)
+        for i, qid in enumerate(part):
+            lo, hi = int(ends[i] - counts[i]), int(ends[i])
+            keep = names[lo:hi] != exclude.get(qid)
+            more = exclude_units.get(qid)
+            if more:
+                keep &= np.fromiter(
+                    (d not in more for d in names[lo:hi]), dtype=bool, count=hi - lo
+                )
+            idx = np.nonzero(keep)[0] + lo
+            # trec_eval's order: score as written (in single precision) descending, then
+            # docno descending
+            ordered = idx[np.lexsort((order_keys[idx], single[idx]))[::-1]][:k]
+            run[qid] = list(zip(names[ordered].tolist(), written[ordered].tolist(), strict=True))
+            if not len(idx) and warnings is not None:
+                warnings.append(
+                    {"qid": qid, "warning": "no unit other than the query's own matches it"}
+                )
 
     def close(self) -> None:
         if self._batch is not None:

@@ -201,23 +201,40 @@ public final class BatchSearcher implements Closeable {
    */
   public byte[] search(String[] queries, int n, Map<String, Float> fields)
       throws InterruptedException, IOException {
+    return collect(submit(queries, n, fields));
+  }
+
+  /**
+   * Start searching a batch of queries on the search threads and return at once: the caller
+   * works on the previous batch's results meanwhile and then collects this one.
+   */
+  public Pending submit(String[] queries, int n, Map<String, Float> fields) {
     List<Future<Hits>> futures = new ArrayList<>(queries.length);
     for (String q : queries) {
       futures.add(pool.submit(() -> searchOne(q, n, fields)));
     }
+    return new Pending(queries, futures);
+  }
+
+  /** Wait for a submitted batch; its results as {@link #search} returns them. */
+  public byte[] collect(Pending pending) throws InterruptedException, IOException {
+    String[] queries = pending.queries;
+    List<Future<Hits>> futures = pending.futures;
     Hits[] all = new Hits[queries.length];
     int total = 0;
-    for (int i = 0; i < queries.length; i++) {
-      try {
-        all[i] = futures.get(i).get();
-      } catch (ExecutionException e) {
-        for (Future<Hits> f : futures) {
-          f.cancel(true);
+    try {
+      for (int i = 0; i < queries.length; i++) {
+        try {
+          all[i] = futures.get(i).get();
+        } catch (ExecutionException e) {
+          Throwable cause = e.getCause();
+          throw new IOException("query " + i + " (" + queries[i] + "): " + cause, cause);
         }
-        Throwable cause = e.getCause();
-        throw new IOException("query " + i + " (" + queries[i] + "): " + cause, cause);
+        total += all[i].docs.length;
       }
-      total += all[i].docs.length;
+    } catch (InterruptedException | IOException | RuntimeException e) {
+      cancel(pending);
+      throw e;
     }
     ByteBuffer buf = ByteBuffer.allocate(4 * (1 + queries.length + 2 * total));
     buf.order(ByteOrder.LITTLE_ENDIAN);
@@ -236,6 +253,24 @@ public final class BatchSearcher implements Closeable {
       }
     }
     return buf.array();
+  }
+
+  /** Drop a submitted batch that will not be collected (its queries not yet started). */
+  public void cancel(Pending pending) {
+    for (Future<Hits> f : pending.futures) {
+      f.cancel(true);
+    }
+  }
+
+  /** A submitted batch of queries. */
+  public static final class Pending {
+    final String[] queries;
+    final List<Future<Hits>> futures;
+
+    Pending(String[] queries, List<Future<Hits>> futures) {
+      this.queries = queries;
+      this.futures = futures;
+    }
   }
 
   private Hits searchOne(String text, int n, Map<String, Float> fields) throws Exception {
