@@ -363,7 +363,9 @@ class Searcher:
 
 def _unpack(packed: Any, n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(hit counts, doc numbers, float32 scores) from the helper's little-endian byte array."""
-    data = np.frombuffer(bytes(packed), dtype="<i4")
+    # pyjnius's ByteArray.tostring() copies the array in one call (bytes() goes item by item)
+    raw = packed.tostring() if hasattr(packed, "tostring") else bytes(packed)
+    data = np.frombuffer(raw, dtype="<i4")
     if int(data[0]) != n_queries:
         raise RuntimeError("the Lucene helper answered for another number of queries")
     counts = data[1 : 1 + n_queries].astype(np.int64)
