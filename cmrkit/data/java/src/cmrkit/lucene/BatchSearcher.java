@@ -194,19 +194,9 @@ public final class BatchSearcher implements Closeable {
   }
 
   /**
-   * Search each query for its top n units; fields null or empty searches contents alone.
-   *
-   * Returns, little-endian: the number of queries q, q hit counts, then every hit's doc number
-   * (int32), then every hit's score (float32), queries in order.
-   */
-  public byte[] search(String[] queries, int n, Map<String, Float> fields)
-      throws InterruptedException, IOException {
-    return collect(submit(queries, n, fields));
-  }
-
-  /**
-   * Start searching a batch of queries on the search threads and return at once: the caller
-   * works on the previous batch's results meanwhile and then collects this one.
+   * Start searching each query of a batch for its top n units (fields null or empty searches
+   * contents alone) on the search threads, and return at once: the caller works on the previous
+   * batch's results meanwhile, then collects this one.
    */
   public Pending submit(String[] queries, int n, Map<String, Float> fields) {
     List<Future<Hits>> futures = new ArrayList<>(queries.length);
@@ -216,7 +206,10 @@ public final class BatchSearcher implements Closeable {
     return new Pending(queries, futures);
   }
 
-  /** Wait for a submitted batch; its results as {@link #search} returns them. */
+  /**
+   * Wait for a submitted batch. Returns, little-endian: the number of queries q, q hit counts,
+   * then every hit's doc number (int32), then every hit's score (float32), queries in order.
+   */
   public byte[] collect(Pending pending) throws InterruptedException, IOException {
     String[] queries = pending.queries;
     List<Future<Hits>> futures = pending.futures;
@@ -280,18 +273,39 @@ public final class BatchSearcher implements Closeable {
     if (cascade == null) {
       return adjustTies(Hits.of(searcher.search(query, n, SORT, true)));
     }
-    // SimpleSearcher._search: RM3 reranks its first rerankcutoff hits, Rocchio its first n
+    Feedback fb = feedback(query, text, n);
+    if (fb.capture.query == null) {
+      return anserini.hitsOf(fb.out);  // the cascade searched nothing: its own (adjusted) output
+    }
+    Capture c = fb.capture;
+    return adjustTies(Hits.of(searcher.search(c.query, c.n, c.sort, c.doDocScores)));
+  }
+
+  /**
+   * Run the feedback cascade on a query's first-stage hits (SimpleSearcher._search: RM3 reranks
+   * its first rerankcutoff hits, Rocchio its first n), reading term vectors from feedbackReader;
+   * the expanded query it searches with is recorded, not searched.
+   */
+  private Feedback feedback(Query query, String text, int n) throws Exception {
     Object args = anserini.searchArgs(n);
     int first = rm3 ? anserini.rerankCutoff(args) : n;
     Hits initial = Hits.of(searcher.search(query, first, SORT, true));
     Capture capture = new Capture(feedbackReader, similarity);
     Object context = anserini.context(capture, query, text, anserini.analyze(analyzer, text), args);
-    Object out = anserini.run(cascade, initial, context);
-    if (capture.query == null) {
-      return anserini.hitsOf(out);  // the cascade searched nothing: its own (adjusted) output
+    return new Feedback(capture, context, anserini.run(cascade, initial, context));
+  }
+
+  /** What {@link #feedback} leaves: the capture, the reranker context and the cascade's output. */
+  static final class Feedback {
+    final Capture capture;
+    final Object context;
+    final Object out;
+
+    Feedback(Capture capture, Object context, Object out) {
+      this.capture = capture;
+      this.context = context;
+      this.out = out;
     }
-    TopFieldDocs rs = searcher.search(capture.query, capture.n, capture.sort, capture.doDocScores);
-    return adjustTies(Hits.of(rs));
   }
 
   /**
@@ -302,13 +316,9 @@ public final class BatchSearcher implements Closeable {
     if (cascade == null || !rm3) {
       return Collections.emptyMap();
     }
+    // SimpleSearcher.get_feedback_terms: the contents query, 10 hits asked for
     Query query = anserini.buildQuery(CONTENTS, analyzer, text);
-    Object args = anserini.searchArgs(10);
-    Hits initial = Hits.of(searcher.search(query, anserini.rerankCutoff(args), SORT, true));
-    Capture capture = new Capture(feedbackReader, similarity);
-    Object context = anserini.context(capture, query, text, anserini.analyze(analyzer, text), args);
-    anserini.run(cascade, initial, context);
-    return anserini.feedbackTerms(context);
+    return anserini.feedbackTerms(feedback(query, text, 10).context);
   }
 
   /** Anserini's ScoreTiesAdjusterReranker: scores rounded to 4 decimals, ties lowered by 1e-6. */
