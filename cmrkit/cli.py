@@ -12,6 +12,7 @@ from cmrkit.commands import (
     evaluate,
     export,
     pooling,
+    reader,
     retrieval,
     status,
     tac,
@@ -63,7 +64,7 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, dense, tac, pooling, evaluate, coref, export, status):
+for _module in (build, retrieval, dense, reader, tac, pooling, evaluate, coref, export, status):
     _module.register(app)
 
 
