@@ -129,8 +129,7 @@ def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -
     for n, fields in _lines(raw, path, version, odd):
         if len(fields) < 6:
             raise CmrkitError(
-                f"line {n}: expected 6 fields (qid Q0 docno rank score tag), found "
-                f"{len(fields)}",
+                f"line {n}: expected 6 fields (qid Q0 docno rank score tag), found {len(fields)}",
                 path=path,
             )
         if len(fields) > 6:
@@ -138,9 +137,7 @@ def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -
         try:
             score = float(fields[4])
         except ValueError:
-            raise CmrkitError(
-                f"line {n}: score {fields[4]!r} is not a number", path=path
-            ) from None
+            raise CmrkitError(f"line {n}: score {fields[4]!r} is not a number", path=path) from None
         if not math.isfinite(score):
             raise CmrkitError(f"line {n}: score {fields[4]!r} is not finite", path=path)
         queries.setdefault(fields[0], []).append((fields[2], score))
@@ -180,16 +177,10 @@ def _cbytes(s: str) -> bytes:
 
 
 def _rel(text: str, path, n: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        m = _LONG.match(text)
-        hint = "whole number" if m else "number"
-        raise CmrkitError(
-            f"line {n}: relevance {text!r} is not a {hint}; trec_eval reads whole numbers",
-            path=path,
-        ) from None
-    return value
+    """A grade as cmrkit reads them everywhere: whole numbers, also written ``1.0``."""
+    from cmrkit.trec import parse_relevance
+
+    return parse_relevance(text, path, n)
 
 
 def _add_judgment(table: dict[str, int], docno: str, rel: int, path, n: int, odd: Odd,
@@ -1328,7 +1319,9 @@ def evaluate(
 def _all_relevant(rel_info: RelInfo) -> int:
     """m_num_rel.c with -c: judgments with rel > 0 in every query (whatever -l says)."""
     if rel_info.format == "qrels_jg":
-        return sum(1 for groups in rel_info.jg.values() for g in groups for r in g.values() if r > 0)
+        return sum(
+            1 for groups in rel_info.jg.values() for g in groups for r in g.values() if r > 0
+        )
     if rel_info.format == "qrels":
         return sum(1 for docs in rel_info.qrels.values() for r in docs.values() if r > 0)
     raise CmrkitError("num_rel with -c needs qrels or qrels_jg judgments")
@@ -1372,3 +1365,90 @@ def _query_values(qid, docs, rel_info, columns, opts, fmt, run_path) -> list:
             else:
                 values.append(trec_prefs.MEASURES[name](counts))
     return values
+
+
+# ----------------------------------------------------------------------------- reports
+
+
+def dedupe(queries: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:
+    """Keep the best score of a document retrieved twice for a query (``--dedupe``)."""
+    out = {}
+    for qid, docs in queries.items():
+        best: dict[str, float] = {}
+        for d, s in docs:
+            if d not in best or s > best[d]:
+                best[d] = s
+        out[qid] = list(best.items())
+    return out
+
+
+def coverage(result: TrecResult) -> str:
+    """One line: the version, the queries evaluated, and those left out and why."""
+    name = defs.VERSION_NAMES[result.version]
+    parts = [f"trec_eval {name}: averaged over {len(result.queries)} queries"]
+    missing = len(result.missing_from_run)
+    if missing and result.options.complete:
+        parts.append(f"{missing} qrels queries missing from the run scored as empty (-c)")
+    elif missing:
+        how = "not evaluated, as trec_eval 9.0.8 does"
+        if result.version == "10":
+            how += " (10.0 itself stops: 'result qid not found in qrels', exit 4)"
+        parts.append(f"{missing} qrels queries missing from the run {how}; -c scores them")
+    if result.missing_from_qrels:
+        parts.append(f"{len(result.missing_from_qrels)} run queries without judgments (ignored)")
+    if result.options.max_docs != Options.max_docs:
+        parts.append(f"top {result.options.max_docs} documents per query")
+    return "; ".join(parts)
+
+
+def result_to_json(result: TrecResult, extra: dict | None = None) -> str:
+    import json
+
+    o = result.options
+    obj: dict = dict(extra or {})
+    obj["trec_eval"] = defs.VERSION_NAMES[result.version]
+    obj["options"] = {
+        "q": o.query,
+        "c": o.complete,
+        "l": o.level,
+        "M": None if o.max_docs == Options.max_docs else o.max_docs,
+        "N": o.num_docs_in_coll,
+        "n": not o.summary,
+        "J": o.judged_only,
+        "R": o.rel_format,
+        "Z": result.zscores,
+    }
+    obj["runid"] = result.runid
+    summary = {
+        n: v for n, v, c in zip(result.names, result.summary, _flat(result), strict=True)
+        if c.family.summary != defs.NO_SUMMARY
+    }  # fmt: skip
+    obj["measures"] = summary
+    obj["queries"] = len(result.queries)
+    obj["missing_from_run"] = result.missing_from_run
+    obj["missing_from_qrels"] = result.missing_from_qrels
+    obj["per_query"] = result.by_query()
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def _flat(result: TrecResult) -> list[Column]:
+    return [c for c in result.columns for _ in c.names]
+
+
+def result_to_csv(result: TrecResult) -> str:
+    """qid, measure, value, trec_eval: per query, then the ``all`` rows."""
+    import io
+
+    from cmrkit.escaping import csv_writer
+
+    version = defs.VERSION_NAMES[result.version]
+    buf = io.StringIO()
+    w = csv_writer(buf)
+    w.writerow(["qid", "measure", "value", "trec_eval"])
+    for qid in result.queries:
+        for name, v in zip(result.names, result.per_query[qid], strict=True):
+            w.writerow([qid, name, v if isinstance(v, str) else repr(v), version])
+    for name, v, col in zip(result.names, result.summary, _flat(result), strict=True):
+        if col.family.summary != defs.NO_SUMMARY:
+            w.writerow(["all", name, repr(v), version])
+    return buf.getvalue()
