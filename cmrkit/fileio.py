@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cmrkit import interrupts
+import cmrkit.interrupts as interrupts
 from cmrkit.errors import CmrkitError, EnvironmentFault
 
 
@@ -495,7 +495,7 @@ def is_own_output(folder: Path) -> bool:
 
 
 def _mark(folder: Path) -> None:
-    from cmrkit import __version__
+    from cmrkit._version import __version__
 
     text = json.dumps({"written_by": "cmrkit", "version": __version__}, sort_keys=True)
     (folder / MARKER).write_text(text + "\n", encoding="utf-8")
