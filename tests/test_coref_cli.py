@@ -156,8 +156,17 @@ def test_cluster_refuses_unknown_queries_and_existing_output(tiny, cli):
     assert "run.trec: line 9: query 'nope' is no annotated mention" in r.stderr
     run = _run(tiny / "run.trec", RUN)
     assert cli("cluster", run, "--collection", "collections/tiny", "--top", "3").exit_code == 0
+    out = tiny / "run.clusters.jsonl"
+    first = out.read_bytes()
+    # run again: the step is done, it says so and exits 0 (it used to say "already exists")
     r = cli("cluster", run, "--collection", "collections/tiny", "--top", "3")
-    assert r.exit_code == 2 and "--force" in r.stderr
+    assert r.exit_code == 0, r.output
+    assert f"{out} is up to date" in r.stderr and out.read_bytes() == first
+    # other options would write other clusters there: refused without --force, kept whole
+    r = cli("cluster", run, "--collection", "collections/tiny", "--top", "1")
+    assert r.exit_code == 2 and "--force" in r.stderr and out.read_bytes() == first
+    r = cli("cluster", run, "--collection", "collections/tiny", "--top", "1", "--force")
+    assert r.exit_code == 0 and f"wrote {out}" in r.stderr and out.read_bytes() != first
     r = cli("cluster", run, "--collection", "collections/tiny")
     assert r.exit_code == 2 and "--threshold, --top" in r.stderr
 

@@ -230,7 +230,9 @@ def cluster_command(
     output: Path = typer.Option(
         None, "--output", "-o", help="Clusters JSONL (default: RUN with .clusters.jsonl)."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an output that differs from what this would write."
+    ),
 ) -> None:
     """Turn a run into coreference clusters of the collection's annotated mentions.
 
@@ -243,14 +245,12 @@ def cluster_command(
     from cmrkit.clusters_io import ID, read_clustering, write_clusters_jsonl
     from cmrkit.evaluation.clusters import ClusterOptions, cluster_links, run_links
     from cmrkit.evaluation.units import gold_clusters_path, read_annotated_units
-    from cmrkit.fileio import StagedOutputs
+    from cmrkit.fileio import RepeatableOutputs
     from cmrkit.trec import read_run
 
     opts = ClusterOptions(threshold, top, method.value, missing_score)
     opts.check()
     target = output or run.with_name(run.name.removesuffix(".trec") + ".clusters.jsonl")
-    if target.exists() and not force:
-        raise CmrkitError("already exists; pass --force to overwrite it", path=target)
     units = read_annotated_units(collection)
     run_data = read_run(run)
     mention_of = units.mention_of_qid()
@@ -271,7 +271,8 @@ def cluster_command(
     unit_mentions = {u: [m.mention_id for m in ms] for u, ms in units.mentions.items()}
     links = run_links(run_data, mention_of, unit_mentions, items, opts)
     clusters = cluster_links(links, opts)
-    with StagedOutputs([target], force=force) as staged:
+    # the same run, key and options give the same bytes: a rerun is up to date (exit 0)
+    with RepeatableOutputs([target], force=force) as staged:
         with open(staged.path(target), "w", encoding="utf-8", newline="\n") as f:
             write_clusters_jsonl(
                 f,
@@ -282,8 +283,9 @@ def cluster_command(
                 ),
             )
     linked = sum(1 for c in clusters if len(c) > 1)
+    done = f"{target} is up to date" if staged.up_to_date else f"wrote {target}"
     console.print(
-        f"wrote {target}: {len(links.items)} mentions, {len(links.pairs)} links, "
+        f"{done}: {len(links.items)} mentions, {len(links.pairs)} links, "
         f"{len(clusters)} clusters ({linked} with two or more mentions)",
         markup=False,
         soft_wrap=True,

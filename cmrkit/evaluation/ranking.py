@@ -322,7 +322,7 @@ def evaluate(
     native = [m for m in ms if _native(m) and m.kind not in SAMPLED_KINDS]
     values = _native_values(native, lens, starts, rel, num_rel, rows) if native else {}
     if any(m.kind in SAMPLED_KINDS for m in ms):
-        from cmrkit.evaluation import sampled
+        import cmrkit.evaluation.sampled as sampled
 
         if strata is not None:
             _check_strata({q: qrels[q] for q in qids}, strata)
@@ -334,7 +334,7 @@ def evaluate(
     others = [m for m in ms if not _native(m)]
     computed: dict[str, dict[str, float]] = {}
     if others:
-        from cmrkit.evaluation import trec_eval as te
+        import cmrkit.evaluation.trec_eval as te
 
         opts = te.Options(version=version)
         for k, qid in enumerate(qids):

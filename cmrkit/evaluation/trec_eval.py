@@ -1351,7 +1351,7 @@ def _query_values(qid, docs, rel_info, columns, opts, fmt, run_path) -> list:
             else:
                 values.extend(JG_MEASURES[name](groups, col.params, opts))
     else:
-        from cmrkit.evaluation import trec_prefs
+        import cmrkit.evaluation.trec_prefs as trec_prefs
 
         ranked = _ranked(docs, opts, prefs=True)
         _check_duplicates(ranked, qid, run_path)
