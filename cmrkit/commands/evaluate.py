@@ -172,6 +172,8 @@ def _trec_eval_needed(
     except CmrkitError as e:
         trec = e
     if legacy is not None and trec is not None:
+        if " only, not in " in str(trec):  # a trec_eval measure of the other version
+            raise trec
         # neither: name both vocabularies
         raise CmrkitError(f"{legacy}; or trec_eval's names (map_cut.10, P.5,10, "
                           f"all_trec; see docs/evaluation.md)") from None  # fmt: skip

@@ -183,6 +183,16 @@ def _rel(text: str, path, n: int) -> int:
     return parse_relevance(text, path, n)
 
 
+def _level(text: str, path, n: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise CmrkitError(f"line {n}: rel_level {text!r} is not a number", path=path) from None
+    if not math.isfinite(value):
+        raise CmrkitError(f"line {n}: rel_level {text!r} is not finite", path=path)
+    return value
+
+
 def _add_judgment(table: dict[str, int], docno: str, rel: int, path, n: int, odd: Odd,
                   seen: dict) -> None:  # fmt: skip
     old = table.get(docno)
@@ -207,31 +217,28 @@ def read_rel_info(
     raw = _read_bytes(path)
     info = RelInfo(rel_format, odd=odd)
     seen: dict[tuple, dict] = {}
-    if rel_format in ("qrels", "qrels_prefs"):
+    if rel_format == "qrels":
         for n, fields in _lines(raw, path, version, odd):
             if len(fields) != 4:
                 _wrong_format(path, n, fields, rel_format, "qid iter docno rel", 4)
             qid, _, docno, rel = fields
             table = info.qrels.setdefault(qid, {})
             _add_judgment(table, docno, _rel(rel, path, n), path, n, odd, seen.setdefault(qid, {}))
-        if rel_format == "qrels_prefs":
-            # qrels read as prefs: one judgment group per query, the grade as rel_level
-            for qid, docs in info.qrels.items():
-                info.prefs[qid] = [("", "", float(r), d) for d, r in docs.items()]
-            info.qrels = {}
-        data = info.qrels or info.prefs
+        data = info.qrels
+    elif rel_format == "qrels_prefs":
+        # qrels read as prefs: the iter column is the judgment group, one subgroup "0"
+        for n, fields in _lines(raw, path, version, odd):
+            if len(fields) != 4:
+                _wrong_format(path, n, fields, rel_format, "qid iter docno rel", 4)
+            qid, jg, docno, rel = fields
+            info.prefs.setdefault(qid, []).append((jg, "0", _level(rel, path, n), docno))
+        data = info.prefs
     elif rel_format == "prefs":
         for n, fields in _lines(raw, path, version, odd):
             if len(fields) != 5:
                 _wrong_format(path, n, fields, rel_format, "qid jg jsg docno rel_level", 5)
             qid, jg, jsg, docno, level = fields
-            try:
-                rel_level = float(level)
-            except ValueError:
-                raise CmrkitError(
-                    f"line {n}: rel_level {level!r} is not a number", path=path
-                ) from None
-            info.prefs.setdefault(qid, []).append((jg, jsg, rel_level, docno))
+            info.prefs.setdefault(qid, []).append((jg, jsg, _level(level, path, n), docno))
         data = info.prefs
     elif rel_format == "qrels_jg":
         groups: dict[str, dict[str, dict[str, int]]] = {}
@@ -302,6 +309,7 @@ class Options:
     summary: bool = True  # not -n
     judged_only: bool = False  # -J
     rel_format: str = "qrels"  # -R
+    state: dict = field(default_factory=dict, repr=False)  # C statics kept between queries
 
 
 # ----------------------------------------------------------------------------- ranking
@@ -346,18 +354,35 @@ def _check_duplicates(ranked: list[str], qid: str, path) -> None:
 
 
 def form_res_rels(ranked: list[str], judged: dict[str, int], opts: Options) -> ResRels:
+    # rel_levels lives in a buffer kept from query to query (form_res_rels.c's statics): a
+    # query whose grades are all negative sees the previous query's levels, as in C
     max_rel = max(judged.values()) if judged else 0
-    rel_levels = [0] * (max(max_rel, 0) + 1)
+    state = opts.state
+    buf = state.setdefault("levels", [])
+    size = max_rel + 1
+    if size > len(buf):
+        buf.extend([0] * (size - len(buf)))
+    for i in range(max(size, 0)):
+        buf[i] = 0
     for r in judged.values():
         if r >= 0:
-            rel_levels[r] += 1
+            buf[r] += 1
+    level = opts.level
+    num_rel = 0
+    num_rel_levels = state.get("num_rel_levels", 0)
+    for i in range(max(size, 0)):
+        if buf[i]:
+            num_rel_levels = i + 1
+            if i >= level:
+                num_rel += buf[i]
+    state["num_rel_levels"] = num_rel_levels
+    rel_levels = list(buf)
     rel_list = []
     append = rel_list.append
     get = judged.get
     for d in ranked:
         r = get(d)
         append(NONPOOL if r is None else (UNJUDGED if r < 0 else r))
-    level = opts.level
     if opts.judged_only:
         rel_list = [r for r in rel_list if r >= 0]
         nonpool = unjudged = 0
@@ -365,13 +390,6 @@ def form_res_rels(ranked: list[str], judged: dict[str, int], opts: Options) -> R
         nonpool = rel_list.count(NONPOOL)
         unjudged = rel_list.count(UNJUDGED)
     num_rel_ret = sum(1 for r in rel_list if r >= level)
-    num_rel = 0
-    num_rel_levels = 0
-    for i, c in enumerate(rel_levels):
-        if c:
-            num_rel_levels = i + 1
-            if i >= level:
-                num_rel += c
     return ResRels(rel_list, len(rel_list), num_rel_ret, nonpool, unjudged, num_rel, rel_levels,
                    num_rel_levels)  # fmt: skip
 
@@ -380,12 +398,19 @@ def form_res_rels(ranked: list[str], judged: dict[str, int], opts: Options) -> R
 
 
 def _div(a: float, b: float) -> float:
-    """C double division: x/0 is inf or nan, not an exception."""
+    """C double division: x/0 is inf, 0/0 the x86 default NaN (printed -nan)."""
     if b == 0:
         if a == 0 or math.isnan(a):
-            return math.nan
-        return math.copysign(math.inf, a) if b == 0.0 and math.copysign(1, b) > 0 else -a * math.inf
+            return -math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
     return a / b
+
+
+def _f(v: float) -> str:
+    """printf("%6.4f"): NaN as glibc prints it, with its sign."""
+    if math.isnan(v):
+        return f"{'-nan' if math.copysign(1.0, v) < 0 else 'nan':>6}"
+    return f"{v:6.4f}"
 
 
 def _cut_values(rr: ResRels, cutoffs, at: Callable[[int, int], float], count) -> list[float]:
@@ -1178,7 +1203,7 @@ class TrecResult:
                             elif fam.integer and not z:
                                 lines.append(f"{name:<22}\t{qid}\t{int(v)}")
                             else:
-                                lines.append(f"{z}{name:<22}\t{qid}\t{v:6.4f}")
+                                lines.append(f"{z}{name:<22}\t{qid}\t{_f(v)}")
                     k += width
         if opts.summary:
             k = 0
@@ -1193,7 +1218,7 @@ class TrecResult:
                         if fam.integer and not z:
                             lines.append(f"{name:<22}\tall\t{int(v)}")
                         else:
-                            lines.append(f"{z}{name:<22}\tall\t{v:6.4f}")
+                            lines.append(f"{z}{name:<22}\tall\t{_f(v)}")
                 k += width
         return "".join(line + "\n" for line in lines)
 
