@@ -158,6 +158,7 @@ def eval_coref_command(
     names = parse_coref_measures(measure)
     key_clusters = read_clustering(key)
     response_clusters = read_clustering(response)
+    _check_order(key, key_clusters, response, response_clusters)
     result = score(
         key_clusters, response_clusters, names, scope=scope.value, singletons=singletons.value
     )
@@ -169,6 +170,36 @@ def eval_coref_command(
         _emit(coref_to_csv(result, per_document))
     for note in result.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
+
+
+def _check_order(key: Path, key_clusters, response: Path, response_clusters) -> None:
+    """Refuse a key and response given the wrong way round when that is certain (the response
+    is build-collection's gold clusters, the key a `cmrkit cluster` output over the same
+    mentions); warn when it is only likely (the response is gold-shaped, the key is not).
+
+    Swapped, every recall is the precision and the reverse, and nothing else shows it."""
+    if response_clusters.records != "gold" or key_clusters.records == "gold":
+        return
+    why = (
+        f"{response} looks like gold clusters (each record carries 'unit' and 'doc_id', as "
+        "build-collection writes them beside the qrels)"
+    )
+    usage = f"the key (gold) comes first: cmrkit eval-coref {response} {key}"
+    same = {i for d in key_clusters.documents.values() for i in d.ids} == {
+        i for d in response_clusters.documents.values() for i in d.ids
+    }
+    if key_clusters.records == "plain" and same:
+        raise CmrkitError(
+            f"key and response are swapped: {why} and {key} like a system's clusters of the "
+            f"same mentions (as `cmrkit cluster` writes them); {usage}",
+            path=key,
+        )
+    console.print(
+        f"warning: key and response may be swapped: {why} but the key does not; if so, "
+        f"recall and precision are exchanged; {usage}",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _first_line_of(path: Path, qid: str) -> str | None:
