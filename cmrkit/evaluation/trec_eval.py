@@ -80,7 +80,12 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
         return sys.stdin.buffer.read()
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            data = fh.read()
+        if data[:2] == b"\x1f\x8b":
+            import gzip
+
+            data = gzip.decompress(data)
+        return data
     except FileNotFoundError:
         raise CmrkitError("no such file", path=path) from None
     except IsADirectoryError:
