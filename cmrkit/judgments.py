@@ -302,6 +302,20 @@ def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
     return (p_bar - p_e) / (1.0 - p_e)
 
 
+def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
+    """Cohen's kappa of two raters' labels of the same items (``a[i]`` and ``b[i]`` rate item
+    ``i``). None when undefined (no item, or chance agreement is certain)."""
+    n = len(a)
+    if n == 0 or n != len(b):
+        return None
+    cats = sorted(set(a) | set(b))
+    p_o = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
+    p_e = sum((a.count(c) / n) * (b.count(c) / n) for c in cats)
+    if p_e >= 1.0:
+        return None
+    return (p_o - p_e) / (1.0 - p_e)
+
+
 def decide(n_rel: int, n_non: int, min_agree: int, min_unanimous: int) -> int:
     """Final label of a pair from its binary votes: 1, 0, or -1 (unknown)."""
     if n_rel == n_non:
