@@ -241,7 +241,7 @@ def users_list(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
         out.print("no users yet; add one with `cmrkit assess users add`", markup=False)
     for u in people:
         state = "disabled" if u.disabled else (f"paused: {u.flag}" if u.paused else "active")
-        out.print(f"{u.name}\t{u.role}\t{state}", markup=False)
+        typer.echo(f"{u.name}\t{u.role}\t{state}")  # tab-separated for scripts
 
 
 def _set_state(name: str, db_url: str, what: str) -> None:

@@ -49,7 +49,7 @@ async def current_user(request: Request, role: str | None = None) -> auth.User:
     state = request.app.state
     uid = request.session.get("uid")
     if uid is None:
-        raise ApiError(401, "not logged in; POST /api/login")
+        raise ApiError(401, "not logged in, or the session expired; POST /api/login")
     login_at = float(request.session.get("login_at", 0))
     if time.time() - login_at > state.session_seconds:
         request.session.clear()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -80,6 +81,7 @@ assignments = sa.Table(
 )
 
 MIGRATIONS = "cmrkit.assess.server:migrations"
+ENGINES: weakref.WeakSet = weakref.WeakSet()  # made in this process (tests dispose of them)
 
 
 def default_db_url(pool_file: str | os.PathLike) -> str:
@@ -135,6 +137,7 @@ def make_engine(url: str) -> Engine:
             read_only = conn.get_execution_options().get("cmrkit_read", False)
             conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
+        ENGINES.add(engine)
         return engine
     if url.startswith("postgresql"):
         try:
@@ -143,7 +146,9 @@ def make_engine(url: str) -> Engine:
             raise EnvironmentFault(
                 "PostgreSQL needs psycopg: pip install 'cmrkit[assess]'"
             ) from None
-        return sa.create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+        engine = sa.create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+        ENGINES.add(engine)
+        return engine
     raise CmrkitError(f"--db {url!r} is neither sqlite:///PATH nor postgresql://USER@HOST/DB")
 
 
