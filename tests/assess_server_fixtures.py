@@ -13,7 +13,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from pool_fixtures import write_collection, write_qrels, write_run
 
 PG_ENV = "CMRKIT_TEST_POSTGRES_URL"

@@ -519,3 +519,18 @@ def test_serve_refuses_another_pool_on_the_same_database(tmp_path, cli, db_url):
     make_app(db_url, d["pool"], assessors=1)
     with pytest.raises(CmrkitError, match="another pool or other choices"):
         make_app(db_url, d["pool"], assessors=1, seed=5)
+
+
+def test_cohen_kappa_matches_scikit_learn():
+    import random
+
+    sklearn = pytest.importorskip("sklearn.metrics")
+    from cmrkit.pooling.assessors import cohen_kappa
+
+    assert cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx(0.5)  # by hand
+    assert cohen_kappa([1, 1], [1, 1]) is None  # chance agreement is certain
+    rng = random.Random(7)
+    for _ in range(20):
+        a = [rng.randint(1, 5) for _ in range(30)]
+        b = [x if rng.random() < 0.6 else rng.randint(1, 5) for x in a]
+        assert cohen_kappa(a, b) == pytest.approx(sklearn.cohen_kappa_score(a, b))

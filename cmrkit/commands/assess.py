@@ -230,7 +230,10 @@ def users_add(
 @users_app.command("list")
 @user_errors
 def users_list(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
-    """List the accounts: name, role, state (active, disabled, paused and why)."""
+    """List the accounts: name, role, state (active, disabled, paused and why).
+
+    Example: cmrkit assess users list --db sqlite:///pools/sample.assess.sqlite
+    """
     from cmrkit.assess.server import auth
     from cmrkit.assess.server.db import read
 
@@ -263,7 +266,10 @@ def users_disable(
     name: str = typer.Argument(..., help="User name."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
 ) -> None:
-    """Disable an account: its sessions end now and it cannot log in (judgments are kept)."""
+    """Disable an account: its sessions end now and it cannot log in (judgments are kept).
+
+    Example: cmrkit assess users disable ann --db sqlite:///pools/sample.assess.sqlite
+    """
     _set_state(name, db_url, "disable")
 
 
@@ -273,7 +279,10 @@ def users_enable(
     name: str = typer.Argument(..., help="User name."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
 ) -> None:
-    """Enable a disabled account again."""
+    """Enable a disabled account again.
+
+    Example: cmrkit assess users enable ann --db sqlite:///pools/sample.assess.sqlite
+    """
     _set_state(name, db_url, "enable")
 
 
@@ -283,7 +292,10 @@ def users_resume(
     name: str = typer.Argument(..., help="User name."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
 ) -> None:
-    """Let an assessor paused for low gold accuracy work again (the flag stays on record)."""
+    """Let an assessor paused for low gold accuracy work again (the flag stays on record).
+
+    Example: cmrkit assess users resume ann --db sqlite:///pools/sample.assess.sqlite
+    """
     _set_state(name, db_url, "resume")
 
 
@@ -383,7 +395,10 @@ def _aggregate(staged, output, key, pool, qrels, sample_qrels, **rules) -> None:
 @assess_app.command("close")
 @user_errors
 def close(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
-    """Close the pool: no pair is handed out and no judgment taken any more (export works)."""
+    """Close the pool: no pair is handed out and no judgment taken any more (export works).
+
+    Example: cmrkit assess close --db sqlite:///pools/sample.assess.sqlite
+    """
     from cmrkit.assess.server import work
 
     released = work.close(_engine(db_url))
@@ -393,7 +408,10 @@ def close(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
 @assess_app.command("migrate")
 @user_errors
 def migrate(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
-    """Create the database schema or bring it to this version (every command does this too)."""
+    """Create the database schema or bring it to this version (every command does this too).
+
+    Example: cmrkit assess migrate --db postgresql://cmrkit@127.0.0.1:5432/assess
+    """
     from cmrkit.assess.server import db
 
     engine = _engine(db_url)

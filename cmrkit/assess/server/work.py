@@ -706,9 +706,8 @@ def _with_labels(pool, feedback: Mapping[tuple[str, str], int]):
 def progress(engine: Engine, now: float | None = None, window: float = 600.0) -> dict[str, Any]:
     """Pairs done per query and per assessor, throughput, gold accuracy and agreement (Fleiss'
     kappa as `judgments aggregate` computes it, Cohen's kappa for each pair of assessors)."""
-    from cmrkit.judgments import cohen_kappa, fleiss_kappa
     from cmrkit.pooling import natural_key
-    from cmrkit.pooling.assessors import binarize
+    from cmrkit.pooling.assessors import binarize, cohen_kappa, fleiss_kappa
 
     now = time.time() if now is None else now
     with read(engine) as conn:
