@@ -258,7 +258,11 @@ def compare_command(
     dedupe: bool = typer.Option(
         False, "--dedupe", help="Keep the best score of a document retrieved twice."
     ),
-    plot: Path = typer.Option(None, "--plot", help="Write a PNG of per-query differences."),
+    plot: Path = typer.Option(
+        None,
+        "--plot",
+        help="Write the per-query differences as FILE.png (300 dpi), FILE.pdf or FILE.svg.",
+    ),
     plot_measure: str = typer.Option(
         None, "--plot-measure", help="Measure to plot (default: the first)."
     ),
@@ -278,6 +282,7 @@ def compare_command(
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
+    from cmrkit.figures import figure_format
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
@@ -285,8 +290,8 @@ def compare_command(
     plot_m = parse_measure(plot_measure) if plot_measure else measures[0]
     if plot_measure and plot_m not in measures:
         measures.append(plot_m)
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise CmrkitError("the plot is written as PNG; name it FILE.png", path=plot)
+    if plot is not None:
+        figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
     names = evaluation.run_names(runs)
     base_name = None
     if baseline is not None:
