@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from cmrkit import __version__
+from cmrkit._version import __version__
 from cmrkit.commands import (
+    assess,
     build,
     coref,
     dense,
@@ -34,6 +35,7 @@ PIPELINE = (
     "eval-spans",
     "pool",
     "judgments",
+    "assess",
     "status",
     "export",
     "tac",
@@ -64,7 +66,19 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, dense, reader, tac, pooling, evaluate, coref, export, status):
+for _module in (
+    build,
+    retrieval,
+    dense,
+    reader,
+    tac,
+    pooling,
+    assess,
+    evaluate,
+    coref,
+    export,
+    status,
+):
     _module.register(app)
 
 
