@@ -21,7 +21,8 @@ QRELS_DICT = {"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"a": 1, "d": 1}}
 @pytest.mark.parametrize(
     ("name", "cli_measure", "key"),
     [("AP", "AP", "AP"), ("map", "map", "AP"), ("RR@10", "RR@10", "RR@10"),
-     ("relative_P.2", "relative_P.2", "relative_P_2"), ("ndcg_cut.2", "ndcg_cut.2", "nDCG@2"), ("SetF", "SetF", "set_F")],
+     ("relative_P.2", "relative_P.2", "relative_P_2"), ("ndcg_cut.2", "ndcg_cut.2", "nDCG@2"),
+     ("SetF", "SetF", "set_F")],
 )  # fmt: skip
 def test_query_scorer_equals_eval(tmp_path, name, cli_measure, key):
     (tmp_path / "q.txt").write_text(QRELS)
