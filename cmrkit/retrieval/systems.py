@@ -753,7 +753,7 @@ def learn_field_weights(
     from cmrkit.evaluation.scoring import query_scorer
 
     check_range(k, 1, MAX_K, "--tune-k")
-    name, scores = query_scorer(measure)
+    _, scores = query_scorer(measure)
     path = qrels_path(collection, train_split, Path(qrels_dir) if qrels_dir else None)
     if not path.exists():
         raise CmrkitError(
@@ -793,7 +793,7 @@ def learn_field_weights(
             trace.append(
                 {
                     "weights": {f: w for f, w in zip(tuned, key, strict=True)},
-                    name: round(value, 6),
+                    measure: round(value, 6),
                 }
             )
         return cache[key]
