@@ -76,7 +76,7 @@ class ReaderTrainOptions:
     max_steps: int | None = None
     candidates: Path | None = None
     dev_depth: int = 20
-    dev_queries: int = 100
+    dev_queries: int = 50
 
     def check(self) -> None:
         from cmrkit.retrieval.reader.model import SELECTS
