@@ -1409,10 +1409,10 @@ def _z_notes(queries: list[str], measures: set[str]) -> list[str]:
     """-Z: what the z-score file lacks (trec_eval prints -1000000 there, silently)."""
     notes = []
     if queries:
+        some = ", ".join(queries[:3]) + (", ..." if len(queries) > 3 else "")
         notes.append(
-            f"note: the z-score file has no line for {len(queries)} queries ({', '.join(queries[:3])}"
-            f"{', ...' if len(queries) > 3 else ''}): their values print as -1000000, as "
-            "trec_eval does"
+            f"note: the z-score file has no line for {len(queries)} queries ({some}): their "
+            "values print as -1000000, as trec_eval does"
         )
     if measures:
         few = sorted(measures)
