@@ -55,3 +55,26 @@ def test_pool_plan_takes_eval_names():
     assert PlanOptions(budgets=(5,), measure="MAP").measure == "AP"
     with pytest.raises(CmrkitError, match="no such estimator"):
         plan_measure("MRR")
+
+
+@pytest.mark.parametrize("name", ["infAP", "AP", "map", "relative_P.2", "SetF"])
+def test_pool_bias_scores_with_eval_names(tmp_path, name):
+    from cmrkit.pooling.bias import score_runs
+
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    out = CliRunner().invoke(
+        app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", name, "-f", "json"]
+    )
+    assert out.exit_code == 0, out.stderr
+    (value,) = json.loads(out.stdout)["measures"].values()
+    assert score_runs({"r": RUN_DICT}, QRELS_DICT, name) == {"r": value}
+
+
+def test_pool_bias_refuses_several_measures():
+    from cmrkit.pooling.bias import score_runs
+
+    with pytest.raises(CmrkitError, match="one measure"):
+        score_runs({"r": RUN_DICT}, QRELS_DICT, "AP,P@10")
+    with pytest.raises(CmrkitError, match="values"):
+        score_runs({"r": RUN_DICT}, QRELS_DICT, "P")
