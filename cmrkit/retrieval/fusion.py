@@ -132,16 +132,27 @@ def parse_weights(text: str | None, n: int) -> list[float]:
 
 
 def _sidecar(run_path: Path) -> dict[str, Any] | None:
-    import json
+    """The cmrkit sidecar beside a run (None when there is none); a broken one is refused
+    rather than silently ignored, and a JSON file that is not a sidecar is ignored with a
+    note."""
+    import logging
+
+    from cmrkit.fileio import parse_json, read_text
 
     path = run_path.with_suffix(".json")
     if not path.is_file():
         return None
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) and "identity" in value else None
+    value = parse_json(
+        read_text(path),
+        path=path,
+        what="the run's cmrkit sidecar (fix it, or move it away to fuse the run without it)",
+    )
+    if isinstance(value, dict) and "identity" in value:
+        return value
+    logging.getLogger("cmrkit").warning(
+        f"{path}: not a cmrkit sidecar (no identity); the run is fused without one"
+    )
+    return None
 
 
 def _common(paths: Sequence[Path], sidecars: Sequence[dict[str, Any] | None], key: str) -> Any:

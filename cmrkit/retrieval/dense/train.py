@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file
 from cmrkit.retrieval.dense.models import (
     METADATA,
     METADATA_FORMAT,
@@ -264,6 +264,38 @@ def train_dense(
     ``run_options`` are those of the BM25 run that gives the hard negatives (its split is the
     train split); ``dense`` gives the base model, device, lengths and markers.
     """
+    quiet_hub()
+    started = time.perf_counter()
+    dense = dense or DenseOptions(batch_size=16)
+    opts = train or TrainOptions()
+    opts.check()
+    coll = collection_dir(collection)
+    out = Path(output)
+    # the output is claimed now, as the run commands do: a second training writing the same
+    # folder fails at once naming this one, instead of both training and one model being lost
+    staged = StagedOutputs([out], force=force)
+    try:
+        return _train(
+            coll, out, staged, dense, opts, run_options, qrels_dir, plot, progress, argv, started
+        )
+    except BaseException:
+        staged.abort()
+        raise
+
+
+def _train(
+    coll: Path,
+    out: Path,
+    staged: StagedOutputs,
+    dense: DenseOptions,
+    opts: TrainOptions,
+    run_options: RunOptions | None,
+    qrels_dir: str | Path | None,
+    plot: bool,
+    progress: bool,
+    argv: list[str] | None,
+    started: float,
+) -> TrainResult:
     import copy
 
     import torch
@@ -272,15 +304,6 @@ def train_dense(
     from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
     from cmrkit.retrieval.index import progress_bar
 
-    quiet_hub()
-    started = time.perf_counter()
-    dense = dense or DenseOptions(batch_size=16)
-    opts = train or TrainOptions()
-    opts.check()
-    coll = collection_dir(collection)
-    out = Path(output)
-    if out.exists() and not force:
-        raise CmrkitError("already exists; pass --force to replace it", path=out)
     qdir = Path(qrels_dir) if qrels_dir is not None else None
     splits = topic_splits(coll)
     if opts.train_split not in splits:
@@ -485,23 +508,24 @@ def train_dense(
         **log,
         "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
     }
-    staged = StagedOutputs([out], force=True)
+    target = staged.path(out)
     try:
-        target = staged.path(out)
         passage.save(str(target), create_model_card=False)
         if not opts.shared_encoder:
             query.save(str(target / QUERY_ENCODER), create_model_card=False)
-        (target / METADATA).write_text(
-            json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        (target / TRAIN_LOG).write_text(
-            json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        if plot:
-            _plot(log_out, target / PLOT)
-    except BaseException:
-        staged.abort()
+    except Exception as e:  # safetensors reports a full disk as its own error type
+        found = as_os_error(e, out)
+        if found is not None:
+            raise found from None
         raise
+    (target / METADATA).write_text(
+        json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    (target / TRAIN_LOG).write_text(
+        json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    if plot:
+        _plot(log_out, target / PLOT)
     staged.commit()
     return TrainResult(out, metadata, log_out)
 
