@@ -14,7 +14,7 @@ The Python API (pandas DataFrames, in the shape PyTerrier, ir_measures and ranx 
 The names load :mod:`cmrkit.api` (and pandas) on first use, so ``import cmrkit`` stays light.
 """
 
-__version__ = "0.1.0"
+from cmrkit._version import __version__
 
 _API = ("read_run", "read_qrels", "read_topics", "load_collection", "evaluate", "compare")
 __all__ = ["__version__", *_API]

@@ -165,7 +165,7 @@ def read_topics(topics: str | os.PathLike, split: str | None = None) -> pd.DataF
 
     >>> topics = cmrkit.read_topics("collections/sample", split="test")
     """
-    from cmrkit import workspace
+    import cmrkit.workspace as workspace
     from cmrkit.tac import cmr
     from cmrkit.trec import read_topics_tsv
 
@@ -259,7 +259,7 @@ def load_collection(
 
     >>> col = cmrkit.load_collection("collections/sample", split="test")
     """
-    from cmrkit import workspace
+    import cmrkit.workspace as workspace
 
     pd = _pandas()
     folder = workspace.collection_folder(collection)
@@ -305,7 +305,7 @@ def evaluate(
 
     >>> cmrkit.evaluate(run, qrels, ["AP", "RR@10"]).query("qid == 'all'")
     """
-    from cmrkit import evaluation
+    import cmrkit.evaluation as evaluation
 
     pd = _pandas()
     if (topics is None) != (by is None):
@@ -354,7 +354,7 @@ def compare(
 
     >>> cmrkit.compare(["runs/sample/bm25.test.trec", "runs/sample/qe.test.trec"], qrels)
     """
-    from cmrkit import evaluation
+    import cmrkit.evaluation as evaluation
     from cmrkit.evaluation import report
 
     pd = _pandas()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cmrkit import __version__
+from cmrkit._version import __version__
 from cmrkit.commands import (
     build,
     coref,

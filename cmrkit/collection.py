@@ -22,7 +22,7 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from cmrkit import __version__
+from cmrkit._version import __version__
 from cmrkit.clusters_io import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file

@@ -12,7 +12,7 @@ from typing import TypeVar
 import typer
 from rich.console import Console
 
-from cmrkit import interrupts
+import cmrkit.interrupts as interrupts
 from cmrkit.errors import CmrkitError
 
 # markup off: paths, run names and query ids printed here are data, never console markup

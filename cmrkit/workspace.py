@@ -26,8 +26,11 @@ MANIFEST = "manifest.json"
 
 
 def collection_folder(collection: str | os.PathLike) -> Path:
-    """The collection folder; a clear error when it is not one."""
-    path = Path(collection)
+    """The collection folder (a path, or the bare name of one under collections/); a clear
+    error when it is not one."""
+    from cmrkit.retrieval.layout import bare_name
+
+    path = bare_name(collection)
     if not (path / CORPUS).is_file():
         what = "no such folder" if not path.exists() else f"no {CORPUS} in this folder"
         raise CmrkitError(

@@ -161,23 +161,56 @@ def test_permutation_compare_is_deterministic(systems):
     assert json.loads(first.stdout)["test"] == "permutation"
 
 
-def test_plot_is_written_once(systems, tmp_path):
+def test_plot_rerun_is_up_to_date_and_another_plot_needs_force(systems, tmp_path):
+    """Run twice, `compare --plot diff.png` said "already exists" (exit 2) and printed no
+    table; a step already done says so and exits 0, only a different plot is refused."""
     _, qrels, runs = systems
     png = tmp_path / "diff.png"
     args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "--plot", str(png)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png}" in result.stderr
+    first = png.read_bytes()
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
     again = CliRunner().invoke(app, args)
-    assert again.exit_code == 2 and "--force" in again.stderr
-    assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout == result.stdout  # the table again
+    assert f"{png} is up to date" in again.stderr
+    assert png.read_bytes() == first
+    other = [*args, "-m", "RR@10", "--plot-measure", "RR@10"]  # another figure, same file
+    refused = CliRunner().invoke(app, other)
+    assert refused.exit_code == 2 and "--force" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and png.read_bytes() == first
+    assert CliRunner().invoke(app, [*other, "--force"]).exit_code == 0
+    assert png.read_bytes() != first
+
+
+def test_plot_as_pdf_svg_and_300_dpi_png(systems, tmp_path):
+    """Plots for papers: `--plot x.pdf` was refused and PNGs were 100 dpi."""
+    from PIL import Image
+
+    _, qrels, runs = systems
+    base = ["compare", str(qrels), *map(str, runs), "-m", "AP"]
+    for name, magic in (("d.pdf", b"%PDF-"), ("d.svg", b"<?xml"), ("d.png", b"\x89PNG")):
+        path = tmp_path / name
+        r = CliRunner().invoke(app, [*base, "--plot", str(path)])
+        assert r.exit_code == 0, r.stderr
+        data = path.read_bytes()
+        assert data.startswith(magic)
+        # no date or version inside: the same comparison gives the same bytes
+        r = CliRunner().invoke(app, [*base, "--plot", str(path)])
+        assert r.exit_code == 0 and "up to date" in r.stderr and path.read_bytes() == data
+    assert b"<svg" in (tmp_path / "d.svg").read_bytes()
+    assert b"CreationDate" not in (tmp_path / "d.pdf").read_bytes()
+    with Image.open(tmp_path / "d.png") as png:
+        assert [round(v) for v in png.info["dpi"]] == [300, 300]
 
 
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
         (["--baseline", "nope"], "--baseline 'nope' is none of the runs"),
-        (["--plot", "x.pdf"], "PNG"),
+        (["--plot", "x.jpg"], "FILE.png, FILE.pdf or FILE.svg"),
         (["-m", "AP@ten"], "cutoff"),
     ],
 )

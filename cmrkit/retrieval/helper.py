@@ -14,6 +14,7 @@ javac version: entries sorted, timestamps fixed)::
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import re
@@ -32,6 +33,22 @@ JAR = JAVA_DIR / "cmrkit-lucene.jar"
 CLASS = "cmrkit.lucene.BatchSearcher"
 RELEASE = "17"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def anserini_jar() -> Path:
+    """The Anserini fat jar shipped inside the Pyserini wheel."""
+    import pyserini
+
+    jars = sorted(
+        glob.glob(
+            os.path.join(
+                os.path.dirname(pyserini.__file__), "resources", "jars", "anserini-*-fatjar.jar"
+            )
+        )
+    )
+    if not jars:
+        raise CmrkitError("no Anserini jar inside the installed pyserini; reinstall pyserini")
+    return Path(jars[-1])
 
 
 def helper_jar() -> Path:
@@ -94,8 +111,6 @@ def javac_major(javac: str) -> int:
 
 def build(out: Path = JAR, javac: str | None = None) -> Path:
     """Compile the helper's source against the Anserini jar and write the jar ``out``."""
-    from cmrkit.retrieval.java import anserini_jar
-
     compiler = find_javac(javac)
     with tempfile.TemporaryDirectory(prefix="cmrkit-javac-") as tmp:
         classes = Path(tmp)

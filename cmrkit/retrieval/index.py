@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmrkit import __version__
+import cmrkit.retrieval.entities as ner
+from cmrkit._version import __version__
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, reading, sha256_file
-from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
 from cmrkit.retrieval.options import MAX_THREADS
 
@@ -172,7 +172,14 @@ def _write_shards(
             records = iter_corpus(collection)
             while block := list(itertools.islice(records, ner.BLOCK)):
                 if recogniser is not None:
-                    found = recogniser.block([r["contents"] for _, r in block])
+                    done = i  # the bar moves as each spaCy batch of the block is done
+
+                    def advance(n: int) -> None:
+                        nonlocal done
+                        done += n
+                        bar.update(task, completed=done, total=max(total, done))
+
+                    found = recogniser.block([r["contents"] for _, r in block], advance)
                 else:
                     found = [[] for _ in block]
                 for (n, record), spans in zip(block, found, strict=True):
@@ -237,7 +244,8 @@ def _add_documents(
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
-    from cmrkit.retrieval.java import anserini_jar, jclass
+    from cmrkit.retrieval.helper import anserini_jar
+    from cmrkit.retrieval.java import jclass
 
     return {
         "cmrkit": __version__,
@@ -458,10 +466,11 @@ def build_index(
 def _write_docnos(index_dir: Path, index_id: str, *, verbose: bool) -> None:
     """Store the doc-number table beside a freshly built index (see docnos.py)."""
     from cmrkit.retrieval.docnos import write_table
+    from cmrkit.retrieval.helper import CLASS
     from cmrkit.retrieval.java import jclass, quiet
 
     with quiet(index_dir.parent / "lucene.log", verbose=verbose):
-        helper = jclass("cmrkit.lucene.BatchSearcher")(
+        helper = jclass(CLASS)(
             str(index_dir.resolve()),
             jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance(),
             0.9,

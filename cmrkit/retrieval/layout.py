@@ -29,13 +29,28 @@ class Topic:
     chain: str | None = None  # words of the mention's within-document coreference chain
 
 
-def collection_dir(collection: str | Path) -> Path:
-    """The collection folder; a clear error when it is missing or not a collection."""
+COLLECTIONS = Path("collections")  # where a bare collection name is looked up
+
+
+def bare_name(collection: str | Path) -> Path:
+    """``collections/NAME`` for a bare NAME that is not a folder here (as `cmrkit status NAME`
+    takes it), else the path as given."""
     path = Path(collection)
+    if not path.exists() and len(path.parts) == 1 and path.name not in ("", ".", ".."):
+        named = COLLECTIONS / path
+        if named.exists():
+            return named
+    return path
+
+
+def collection_dir(collection: str | Path) -> Path:
+    """The collection folder (a path, or the bare name of one under collections/); a clear
+    error when it is missing or not a collection."""
+    path = bare_name(collection)
     if not path.exists():
         raise CmrkitError(
             "no such collection folder; build one with `cmrkit build-collection` or name the "
-            "folder that holds corpus.jsonl.gz",
+            f"folder that holds corpus.jsonl.gz (a bare NAME is looked up in {COLLECTIONS}/)",
             path=path,
         )
     if not path.is_dir():

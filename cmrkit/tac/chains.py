@@ -32,9 +32,6 @@ STOPWORDS = frozenset("a an and at by de del der for from in of on the to van vo
 _WORD = re.compile(r"[^\W_]+(?:[.'’&-][^\W_]+)*\.?", re.UNICODE)
 _ACRONYM_LIKE = re.compile(r"(?:[A-Z]\.?){2,8}|[A-Z][A-Z0-9&]{1,7}")
 
-# spaCy labels -> TAC entity types (None: not an entity type CMR uses for agreement)
-NER_TYPES = {"PERSON": "PER", "ORG": "ORG", "GPE": "GPE", "LOC": "LOC", "FAC": "FAC"}
-
 
 def words(text: str) -> list[str]:
     """The words of a mention string."""

@@ -27,7 +27,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from cmrkit import __version__
+from cmrkit._version import __version__
 from cmrkit.clusters_io import write_clusters_jsonl
 from cmrkit.collection import (
     BuildReport,

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit import __version__
+from cmrkit._version import __version__
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file, write_file
 from cmrkit.retrieval.dense.models import ModelRef

@@ -33,9 +33,9 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+import cmrkit.retrieval.entities as ner
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
-from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.distributed.engine import EngineOptions, connect, fault_point, run_tasks
 from cmrkit.retrieval.index import (
     Built,

@@ -1,4 +1,4 @@
-"""Opening inputs (plain, .gz, or a member of a .zip); writing outputs atomically, under locks."""
+"""Writing outputs: staged beside their targets, put in place atomically, under locks."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import contextlib
 import errno
 import fcntl
 import gzip
-import hashlib
-import io
 import json
 import logging
 import os
@@ -19,183 +17,11 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
 
-from cmrkit import interrupts
+import cmrkit.interrupts as interrupts
 from cmrkit.errors import CmrkitError, EnvironmentFault
-
-
-def split_zip_member(spec: str | os.PathLike) -> tuple[Path, str | None]:
-    """`archive.zip::member/path.json` or `archive.zip` (single member) -> (archive, member)."""
-    s = str(spec)
-    if "::" in s:
-        archive, member = s.split("::", 1)
-        return Path(archive), member
-    return Path(s), None
-
-
-def display_name(spec: str | os.PathLike) -> str:
-    return str(spec)
-
-
-def _zip_member(path: Path, member: str | None) -> str:
-    try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as e:
-        raise CmrkitError(f"not a valid zip archive ({e}); check the download", path=path) from e
-    with zf:
-        names = [n for n in zf.namelist() if not n.endswith("/")]
-    if member is None:
-        if len(names) != 1:
-            raise CmrkitError(
-                f"the archive holds {len(names)} files; name one as ARCHIVE.zip::MEMBER "
-                f"(members: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''})",
-                path=path,
-            )
-        return names[0]
-    if member not in names:
-        raise CmrkitError(f"no member {member!r} in the archive", path=path)
-    return member
-
-
-@contextlib.contextmanager
-def open_binary(spec: str | os.PathLike) -> Iterator[IO[bytes]]:
-    """Open a plain, gzipped or zipped (``archive.zip::member``) file for reading its bytes
-    (gzip undone)."""
-    path, member = split_zip_member(spec)
-    if not path.exists():
-        raise CmrkitError("file not found; check the path", path=path)
-    if path.is_dir():
-        raise CmrkitError("is a directory, expected a file", path=path)
-    if path.suffix == ".zip" or member is not None:
-        name = _zip_member(path, member)
-        with zipfile.ZipFile(path) as zf, zf.open(name) as raw:
-            if name.endswith(".gz"):
-                with gzip.GzipFile(fileobj=raw) as inner:
-                    yield inner
-            else:
-                yield raw
-        return
-    with open(path, "rb") as f:
-        magic = f.read(2)
-        f.seek(0)
-        if magic == b"\x1f\x8b":
-            with gzip.GzipFile(fileobj=f) as inner:
-                yield inner
-        else:
-            yield f
-
-
-@contextlib.contextmanager
-def open_text(spec: str | os.PathLike) -> Iterator[IO[str]]:
-    """Open a plain, gzipped or zipped (``archive.zip::member``) text file for reading as UTF-8.
-
-    A byte-order mark at the start is accepted as such (never part of the first line's text).
-    """
-    with open_binary(spec) as raw:
-        f = io.TextIOWrapper(raw, encoding="utf-8-sig")
-        try:
-            yield f
-        finally:
-            f.detach()
-
-
-def _undecodable_line(spec: str | os.PathLike) -> int | None:
-    """The number of the first line that is not UTF-8 (None when it cannot be told)."""
-    try:
-        with open_binary(spec) as f:
-            for n, raw in enumerate(f, 1):
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    return n
-    except Exception:  # the caller already reports the decoding error
-        return None
-    return None
-
-
-@contextlib.contextmanager
-def _readable(spec: str | os.PathLike) -> Iterator[None]:
-    """Turn a corrupt or truncated compressed file, or non-UTF-8 text, into a CmrkitError."""
-    try:
-        yield
-    except (EOFError, gzip.BadGzipFile, zlib.error, zipfile.BadZipFile) as e:
-        raise CmrkitError(
-            f"corrupt or truncated compressed file ({e}); download it again", path=spec
-        ) from e
-    except UnicodeDecodeError as e:
-        n = _undecodable_line(spec)
-        hint = "UTF-16 text" if e.object[:2] in (b"\xff\xfe", b"\xfe\xff") else "not UTF-8 text"
-        raise CmrkitError(
-            f"{hint} (byte 0x{e.object[e.start]:02x}); convert the file to UTF-8",
-            path=spec,
-            where=None if n is None else f"line {n}",
-        ) from None
-
-
-def read_text(spec: str | os.PathLike) -> str:
-    """The whole text of an input; a truncated or corrupt gzip is a CmrkitError."""
-    with _readable(spec), open_text(spec) as f:
-        return f.read()
-
-
-def iter_lines(spec: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without newline) of an input, streaming."""
-    with _readable(spec), open_text(spec) as f:
-        for n, line in enumerate(f, 1):
-            yield n, line.rstrip("\n").rstrip("\r")
-
-
-def parse_json(
-    text: str, *, path: object = None, where: str | None = None, what: str = "JSON"
-) -> Any:
-    """Parse JSON text; malformed JSON, or nesting deeper than the interpreter's recursion
-    limit (about 1000 levels), is a CmrkitError naming ``path`` and ``where``."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        at = f"line {e.lineno} column {e.colno}" if where is None else f"column {e.colno}"
-        raise CmrkitError(
-            f"malformed JSON ({e.msg} at {at}); expected {what}", path=path, where=where
-        ) from None
-    except RecursionError:
-        raise CmrkitError(
-            f"JSON nested more than about {sys.getrecursionlimit()} levels deep; expected {what}",
-            path=path,
-            where=where,
-        ) from None
-
-
-def iter_jsonl(
-    spec: str | os.PathLike, *, what: str = "a JSON object per line"
-) -> Iterator[tuple[int, dict]]:
-    """(1-based line number, object) for every non-blank line of a JSON-lines file.
-
-    A line that is not valid JSON, or not an object, is a CmrkitError naming the file and line;
-    ``what`` says what the file should hold (e.g. "a pool file").
-    """
-    for n, line in iter_lines(spec):
-        if not line.strip():
-            continue
-        obj = parse_json(line, path=spec, where=f"line {n}", what=what)
-        if not isinstance(obj, dict):
-            raise CmrkitError(f"expected {what}", path=spec, where=f"line {n}")
-        yield n, obj
-
-
-def sha256_file(spec: str | os.PathLike) -> str:
-    path, _ = split_zip_member(spec)
-    if not path.is_file():
-        raise CmrkitError("file not found; check the path", path=path)
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class GzipTextWriter:
@@ -495,7 +321,7 @@ def is_own_output(folder: Path) -> bool:
 
 
 def _mark(folder: Path) -> None:
-    from cmrkit import __version__
+    from cmrkit._version import __version__
 
     text = json.dumps({"written_by": "cmrkit", "version": __version__}, sort_keys=True)
     (folder / MARKER).write_text(text + "\n", encoding="utf-8")
@@ -911,72 +737,6 @@ class _Outputs:
 interrupts.watch(_Outputs())
 
 
-# --- the file system saying no --------------------------------------------------------------
-
-# errno -> (what happened, what to do, exit code); 1 where the environment is at fault
-_OS_ERRORS: dict[int, tuple[str, str, int]] = {
-    errno.ENOSPC: ("no space left on the device", "free some space and rerun", 1),
-    errno.EDQUOT: ("disk quota exceeded", "free some space and rerun", 1),
-    errno.EFBIG: ("file too large for this file system or limit", "write elsewhere", 1),
-    errno.EIO: ("input/output error", "check the disk", 1),
-    errno.ENOMEM: ("out of memory", "free memory and rerun", 1),
-    errno.EMFILE: ("too many open files", "raise the limit (ulimit -n)", 1),
-    errno.ENFILE: ("too many open files in the system", "close other programs", 1),
-    errno.EACCES: ("permission denied", "choose a path you may use", 2),
-    errno.EPERM: ("operation not permitted", "choose a path you may use", 2),
-    errno.EROFS: ("read-only file system", "write to a writable folder", 2),
-    errno.ENOENT: ("no such file or folder", "check the path", 2),
-    errno.ENOTDIR: ("a part of the path is not a folder", "check the path", 2),
-    errno.EISDIR: ("is a folder, expected a file", "name a file", 2),
-    errno.ELOOP: ("too many levels of symbolic links", "check the links on the path", 2),
-    errno.ENAMETOOLONG: ("file name too long", "choose a shorter name", 2),
-    errno.EEXIST: ("already exists", "choose another path", 2),
-    errno.ENOTEMPTY: ("folder not empty", "choose another path", 2),
-    errno.EXDEV: ("cannot move across file systems", "keep outputs on one file system", 2),
-}
-
-
-def describe_os_error(error: OSError) -> tuple[str, int]:
-    """One line for an operating-system error (path, cause, what to do) and the exit code."""
-    what, todo, code = _OS_ERRORS.get(
-        error.errno or 0, (error.strerror or str(error), "check the path and the disk", 1)
-    )
-    if error.filename is not None:
-        where = shown_path(os.fsdecode(error.filename))
-        if error.filename2 is not None:
-            where += f" -> {shown_path(os.fsdecode(error.filename2))}"
-    else:
-        pending = [t for s in _active for t in s.targets] + [t for t, _ in _dropped]
-        where = f"writing {_names(pending)}" if pending else ""
-    nothing = "; nothing was written" if not _written else ""
-    prefix = f"{where}: " if where else ""
-    return f"{prefix}{what}{nothing}; {todo}", code
-
-
-# errno strings as other libraries' errors carry them (Rust's "(os error 28)", C's strerror)
-_FOREIGN_ERRNO = re.compile(r"\(os error (\d+)\)|(No space left on device|Disk quota exceeded)")
-
-
-def as_os_error(error: BaseException, path: str | os.PathLike) -> OSError | None:
-    """An operating-system error hidden in another library's exception (safetensors, numpy's
-    ``tofile``: "N requested and M written", which is a full disk), as an OSError naming
-    ``path``; None when ``error`` says nothing of the kind."""
-    if isinstance(error, OSError) and error.errno is not None:
-        if error.filename is None:
-            return OSError(error.errno, error.strerror or str(error), os.fspath(path))
-        return error
-    text = str(error)
-    match = _FOREIGN_ERRNO.search(text)
-    if match:
-        number = int(match.group(1)) if match.group(1) else errno.ENOSPC
-        if match.group(2) == "Disk quota exceeded":
-            number = errno.EDQUOT
-        return OSError(number, os.strerror(number), os.fspath(path))
-    if isinstance(error, OSError) and re.search(r"\d+ requested and \d+ written", text):
-        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
-    return None
-
-
 def write_file(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (a ``.tmp`` beside it, renamed in; removed
     when writing fails, so a full disk is not kept full by it). An operating-system error names
@@ -990,7 +750,6 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        found = as_os_error(e, path) if isinstance(e, Exception) else None
-        if found is not None and found is not e:
-            raise found from None
+        if isinstance(e, OSError) and e.errno is not None and e.filename is None:
+            raise OSError(e.errno, e.strerror, os.fspath(path)) from None  # name the file
         raise

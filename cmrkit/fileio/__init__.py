@@ -1,0 +1,63 @@
+"""Files: opening inputs (``inputs``), writing outputs atomically under locks (``outputs``), and
+the file system saying no (``failures``). The names below are the ones callers use."""
+
+from cmrkit.fileio.failures import as_os_error, describe_os_error
+from cmrkit.fileio.inputs import (
+    iter_jsonl,
+    iter_lines,
+    open_binary,
+    open_text,
+    parse_json,
+    read_text,
+    sha256_file,
+    split_zip_member,
+)
+from cmrkit.fileio.outputs import (
+    LEGACY_STAGING_PREFIX,
+    LOCK_SUFFIX,
+    LOCK_WAIT,
+    MARKER,
+    SAFE_NAME,
+    STAGING_PREFIX,
+    SWAP_PREFIX,
+    GzipTextWriter,
+    OutputLock,
+    RepeatableOutputs,
+    StagedOutputs,
+    gzip_writer,
+    is_own_output,
+    reading,
+    safe_name,
+    shown_path,
+    write_file,
+)
+
+__all__ = [
+    "LEGACY_STAGING_PREFIX",
+    "LOCK_SUFFIX",
+    "LOCK_WAIT",
+    "MARKER",
+    "SAFE_NAME",
+    "STAGING_PREFIX",
+    "SWAP_PREFIX",
+    "GzipTextWriter",
+    "OutputLock",
+    "RepeatableOutputs",
+    "StagedOutputs",
+    "as_os_error",
+    "describe_os_error",
+    "gzip_writer",
+    "is_own_output",
+    "iter_jsonl",
+    "iter_lines",
+    "open_binary",
+    "open_text",
+    "parse_json",
+    "read_text",
+    "reading",
+    "safe_name",
+    "sha256_file",
+    "shown_path",
+    "split_zip_member",
+    "write_file",
+]
