@@ -150,7 +150,16 @@ def _ranking(cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | Non
     nq = len(blocks)
     starts = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(lens, out=starts[1:])
-    single = scores.astype(np.float32)  # trec_eval keeps scores as C floats
+    with np.errstate(over="ignore"):
+        single = scores.astype(np.float32)  # trec_eval keeps scores as C floats
+    beyond = int(np.count_nonzero(np.isinf(single) & np.isfinite(scores)))
+    if beyond:
+        import logging
+
+        logging.getLogger("cmrkit").warning(
+            f"{beyond} score(s) lie beyond float32's range (about ±3.4e38), in which trec_eval "
+            "keeps scores: they rank as ±infinity, as in trec_eval"
+        )
     gid = np.repeat(np.arange(nq), lens)
     descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
     order = np.arange(len(single)) if descending.all() else np.lexsort((-single, gid))

@@ -9,6 +9,7 @@ from cmrkit.fileio.inputs import (
     open_text,
     parse_json,
     read_text,
+    regular_files,
     sha256_file,
     split_zip_member,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "parse_json",
     "read_text",
     "reading",
+    "regular_files",
     "safe_name",
     "sha256_file",
     "shown_path",

@@ -23,8 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import CmrkitError, check_range
 from cmrkit.fileio import sha256_file
+from cmrkit.retrieval.options import MAX_K
 from cmrkit.retrieval.runfile import (
     RankedRun,
     RunResult,
@@ -70,10 +71,8 @@ def _check(
         raise CmrkitError(f"{len(weights)} weights for {n} runs; give one weight per run")
     if any(not math.isfinite(w) or w < 0 for w in weights):
         raise CmrkitError("run weights must be numbers >= 0")
-    if rrf_k < 0:
-        raise CmrkitError(f"--rrf-k must be >= 0, got {rrf_k}")
-    if k < 1:
-        raise CmrkitError(f"-k must be at least 1, got {k}")
+    check_range(rrf_k, 0, 1_000_000, "--rrf-k")
+    check_range(k, 1, MAX_K, "-k")
     return weights
 
 

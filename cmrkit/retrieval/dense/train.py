@@ -20,6 +20,7 @@ same weights on CPU.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import CmrkitError, check_range
 from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file
 from cmrkit.retrieval.dense.models import (
     METADATA,
@@ -85,8 +86,12 @@ class TrainOptions:
             raise CmrkitError(
                 f"--batch-size must be at least 2 (in-batch negatives), got {self.batch_size}"
             )
-        if not self.learning_rate > 0:
-            raise CmrkitError(f"--lr must be above 0, got {self.learning_rate}")
+        if not 0 < self.learning_rate < math.inf:
+            raise CmrkitError(f"--lr must be a finite number above 0, got {self.learning_rate}")
+        # NaN or infinity here would train a model of NaN weights and save it with exit 0
+        check_range(self.weight_decay, 0, 1000, "--weight-decay")
+        if self.scale is not None and not 0 < self.scale < math.inf:
+            raise CmrkitError(f"the similarity scale must be finite and above 0, got {self.scale}")
         if not 0 <= self.warmup < 1:
             raise CmrkitError(f"--warmup must lie in [0, 1), got {self.warmup}")
         if self.negatives_depth < 1:
