@@ -359,3 +359,45 @@ def test_train_on_a_full_disk_says_so_and_leaves_nothing(made, tmp_path):
         assert lines[0].startswith(f"error: {disk}/m"), lines
         assert "no space left on the device" in lines[0], lines
         assert sorted(p.name for p in disk.iterdir()) == []
+
+
+# --- options beyond the model ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("encode", "collections/tiny", "--max-length", "513", "--device", "cpu"),
+            "--max-length 513 is above what the model can read: 512 tokens",
+        ),
+        (
+            ("run", "dense", "collections/tiny", "--query-max-length", "600", "--device", "cpu"),
+            "--query-max-length 600 is above what the model can read: 512 tokens",
+        ),
+        (
+            ("train", "dense", "collections/tiny", "-o", "m", "--max-length", "100000"),
+            "--max-length 100000 is above what the model can read: 512 tokens",
+        ),
+        (
+            ("train", "dense", "collections/tiny", "-o", "m", "--weight-decay", "nan"),
+            "--weight-decay must lie in 0..1000, got nan",
+        ),
+        (
+            ("train", "dense", "collections/tiny", "-o", "m", "--weight-decay", "inf"),
+            "--weight-decay must lie in 0..1000, got inf",
+        ),
+        (
+            ("train", "dense", "collections/tiny", "-o", "m", "--lr", "inf"),
+            "--lr must be a finite number above 0, got inf",
+        ),
+    ],
+)
+def test_options_beyond_the_model_are_refused_before_any_work(tmp_path, args, expected):
+    write_tiny(tmp_path)
+    r = cmrkit(tmp_path, *args)
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert expected in lines[0], lines
+    assert not (tmp_path / "collections" / "tiny" / "dense").exists()
+    assert not (tmp_path / "m").exists() and not (tmp_path / "runs").exists()

@@ -5,6 +5,9 @@ paths of the wrong kind. Every case runs the real command (in-process) on real f
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,52 @@ def test_export_beir_refuses_an_empty_corpus(tmp_path, cli):
     assert line.startswith("error: collections/empty/corpus.jsonl.gz: the corpus holds no units")
     assert not (tmp_path / "beir").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# --- 19. deep JSON -----------------------------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_deep_json_is_refused_naming_the_file(tmp_path, cli):
+    (tmp_path / "deep.json").write_text(DEEP, encoding="utf-8")
+    line = one_error(cli("eval-coref", "deep.json", "deep.json"))
+    assert line.startswith("error: deep.json: JSON nested more than about"), line
+    # `cluster --key` reads its key through the same reader
+    from cmrkit.clusters_io import read_clustering
+
+    with pytest.raises(CmrkitError, match=r"deep.json: JSON nested more than about"):
+        read_clustering(tmp_path / "deep.json")
+
+
+def test_status_reads_past_a_deep_manifest(tmp_path, cli):
+    pool_workspace(tmp_path, ["q1"], ["d1"])
+    (tmp_path / "collections" / "tiny" / "manifest.json").write_text(DEEP, encoding="utf-8")
+    r = cli("status")
+    assert r.exit_code == 0, r.output
+    assert "nested too deeply" not in r.output
+
+
+# --- 20. FIFOs where a folder scan looks ----------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_status_never_opens_a_fifo(tmp_path):
+    pool_workspace(tmp_path, ["q1"], ["d1"])
+    runs = tmp_path / "runs" / "tiny"
+    os.mkfifo(runs / "fifo.test.trec")  # a run file's name, and a sidecar's
+    os.mkfifo(runs / "r.json")
+    (tmp_path / "pools").mkdir()
+    os.mkfifo(tmp_path / "pools" / "p.jsonl")
+    os.mkfifo(tmp_path / "pools" / "j.csv")
+    done = subprocess.run(
+        [sys.executable, "-m", "cmrkit", "status"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=60,  # it used to wait for a writer for ever
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fifo" not in done.stdout
+    assert "r.trec" in done.stdout or " r " in done.stdout or "r\n" in done.stdout
