@@ -6,12 +6,14 @@ import typer
 
 from cmrkit._version import __version__
 from cmrkit.commands import (
+    assess,
     build,
     coref,
     dense,
     evaluate,
     export,
     pooling,
+    reader,
     retrieval,
     status,
     tac,
@@ -33,6 +35,7 @@ PIPELINE = (
     "eval-spans",
     "pool",
     "judgments",
+    "assess",
     "status",
     "export",
     "tac",
@@ -63,7 +66,19 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, dense, tac, pooling, evaluate, coref, export, status):
+for _module in (
+    build,
+    retrieval,
+    dense,
+    reader,
+    tac,
+    pooling,
+    assess,
+    evaluate,
+    coref,
+    export,
+    status,
+):
     _module.register(app)
 
 

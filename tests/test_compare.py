@@ -109,8 +109,10 @@ def _per_query(binary, qrels, run, measure):
 def test_compare_json_against_trec_eval_and_scipy(systems):
     binary, qrels, runs = systems
     result = CliRunner().invoke(
-        app, ["compare", str(qrels), *map(str, runs), "-m", "AP", "-m", "P@10", "-f", "json"]
-    )
+        app,
+        ["compare", str(qrels), *map(str, runs), "-m", "AP", "-m", "P@10", "-f", "json",
+         "--trec-eval", "9"],
+    )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     assert obj["baseline"] == "base" and obj["test"] == "t" and obj["correction"] == "holm"
@@ -248,8 +250,10 @@ def uneven(systems, tmp_path_factory):
 def test_means_and_delta_over_the_same_queries(uneven):
     qrels, base, short, dropped = uneven
     result = CliRunner().invoke(
-        app, ["compare", str(qrels), str(base), str(short), "-m", "AP", "-f", "json"]
-    )
+        app,
+        ["compare", str(qrels), str(base), str(short), "-m", "AP", "-f", "json",
+         "--trec-eval", "9"],
+    )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     judged = read_qrels(qrels)
