@@ -163,7 +163,7 @@ def _ranking(
 
         logging.getLogger("cmrkit").warning(
             f"{beyond} score(s) lie beyond float32's range (about ±3.4e38), in which trec_eval "
-            "keeps scores: they rank as ±infinity, as in trec_eval"
+            "9.0.8 keeps scores: they rank as ±infinity, as there"
         )
     gid = np.repeat(np.arange(nq), lens)
     descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
