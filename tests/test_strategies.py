@@ -439,6 +439,11 @@ def test_plan_plot_for_papers(three, cli):
     labels = [line.get_label() for line in found.get_lines()]
     assert "strata (xinfAP)" in labels and "depth" in labels
     assert "xinfAP" in bias.get_ylabel()
+    notes = [t.get_text() for t in tau.texts]
+    tied = {r["tau"] for r in plan.rows}
+    assert notes == (
+        [f"tau {tied.pop():.2f} for every strategy\nat every budget"] if len(tied) == 1 else []
+    )
     # PDF and SVG by extension, PNG at 300 dpi; each rerun finds its plot up to date (the
     # collection named bare, as `status tiny` takes it: collections/tiny)
     args = ["pool", "plan", *runs, "--collection", "tiny", "--qrels", truth, "--budgets", "2,3"]
