@@ -409,10 +409,11 @@ def main() -> None:
         rows.append(run_case(label, db, pool, folder, args.assessors, args.seconds, crash, think))
     t = Table(
         title=f"cmrkit assess: {args.assessors} assessors, {args.seconds:g} s, "
-        f"{args.queries * args.docs} pairs x 3, no think time"
+        f"{args.queries * args.docs} pairs x 3 assessors; think: mean seconds per pair"
     )
     for col in (
         "case",
+        "think",
         "judgments",
         "per s",
         "next p50",
@@ -427,6 +428,7 @@ def main() -> None:
     for r in rows:
         t.add_row(
             r["case"],
+            f"{r['think']:g} s",
             str(r["judgments"]),
             f"{r['per_s']:.0f}",
             f"{r['next_p50']:.1f} ms",
