@@ -13,6 +13,7 @@ from cmrkit.commands import (
     evaluate,
     export,
     pooling,
+    reader,
     retrieval,
     status,
     tac,
@@ -65,7 +66,19 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, dense, tac, pooling, assess, evaluate, coref, export, status):
+for _module in (
+    build,
+    retrieval,
+    dense,
+    reader,
+    tac,
+    pooling,
+    assess,
+    evaluate,
+    coref,
+    export,
+    status,
+):
     _module.register(app)
 
 

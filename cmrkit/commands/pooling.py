@@ -124,6 +124,7 @@ def create(
         pool_report,
         write_pool,
     )
+    from cmrkit.retrieval.layout import bare_name
 
     opts = StrategyOptions(
         name=strategy,
@@ -139,7 +140,7 @@ def create(
     plain = strategy == "depth" and budget is None and not per_query
     if sample is not None and not plain:
         raise CmrkitError("--sample goes with the plain depth pool; use --strategy strata")
-    where = collection or infer_collection(runs)
+    where = bare_name(collection) if collection else infer_collection(runs)
     targets = [output] + ([report] if report else [])
     with RepeatableOutputs(targets, force=force) as staged, console.status("pooling the runs"):
         if plain and simulate is None:
@@ -395,6 +396,7 @@ def plan_cmd(
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import infer_collection
     from cmrkit.pooling.plan import PlanOptions, plan_pool, plot_plan
+    from cmrkit.retrieval.layout import bare_name
 
     if plot is not None:
         figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
@@ -427,7 +429,7 @@ def plan_cmd(
             task = bar.add_task("plan", total=None)
             result = plan_pool(
                 runs,
-                collection or infer_collection(runs),
+                bare_name(collection) if collection else infer_collection(runs),
                 qrels,
                 options,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
@@ -560,6 +562,7 @@ def export(
     from cmrkit.errors import CmrkitError
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import check_collection, read_pool
+    from cmrkit.retrieval.layout import bare_name
 
     if fmt not in FORMATS:
         raise CmrkitError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -568,7 +571,7 @@ def export(
     if assignments < 1:
         raise CmrkitError(f"--assignments must be at least 1, not {assignments}")
     pool = read_pool(pool_file)
-    where = collection or Path(pool.header["collection"]["path"])
+    where = bare_name(collection) if collection else Path(pool.header["collection"]["path"])
     check_collection(pool, where, pool_file)
     known = read_gold(gold) if gold else None
     key = key or Path(default_key_path(output))

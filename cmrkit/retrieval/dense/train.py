@@ -20,6 +20,7 @@ same weights on CPU.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -499,11 +500,22 @@ def train_dense(
         )
         if plot:
             _plot(log_out, target / PLOT)
+        _usual_modes(target)
     except BaseException:
         staged.abort()
         raise
     staged.commit()
     return TrainResult(out, metadata, log_out)
+
+
+def _usual_modes(folder: Path) -> None:
+    """Files as any other output (0644 under the usual umask): safetensors writes its weights
+    0600, readable by their owner alone."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o666 & ~mask)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
