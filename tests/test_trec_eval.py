@@ -266,3 +266,25 @@ def test_swapped_arguments_give_the_usage(tmp_path):
     result = CliRunner().invoke(app, ["eval", str(qrels), str(run)])
     assert result.exit_code == 2
     assert "swapped" in result.stderr and "usage: cmrkit eval RUN QRELS" in result.stderr
+
+
+def test_zscores_missing_a_query_or_measure_as_trec_eval_and_said(trec_eval, tmp_path):
+    folder = trec_eval["10"]
+    lines = (folder / "test" / "zscores_file").read_text().splitlines()
+    kept = [x for x in lines if not x.startswith("302 ") and " map " not in x]
+    z = tmp_path / "z.txt"
+    z.write_text("\n".join(kept) + "\n")
+    qrels, run = folder / "test" / "qrels.test", folder / "test" / "results.test"
+    expected = subprocess.run(
+        [str(folder / "trec_eval"), "-q", "-m", "all_trec", "-Z", str(z), str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = CliRunner().invoke(
+        app, ["eval", str(run), str(qrels), "-q", "-m", "all_trec", "-Z", str(z), "-f", "trec"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert "no line for 1 queries (302)" in result.stderr
+    assert "lacks 1 measures for some queries (map)" in result.stderr

@@ -1330,6 +1330,12 @@ def evaluate(
     else:
         evaluated = common
     per_query: dict[str, list] = {}
+    z_queries: list[str] = []
+    z_measures: set[str] = set()
+    # the values -q prints (gm_map, num_q and relstring are never z-scored on a line)
+    z_names = [
+        n for c in columns if c.family.per_query and c.family.name != "relstring" for n in c.names
+    ]
     graded = _bulk_grades(results, rel_info, opts) if fmt == "qrels" else None
     for qid in evaluated:
         bogus = qid not in run_qids
@@ -1345,7 +1351,12 @@ def evaluate(
                 elif name == "relstring":
                     values[i] = ""
         if zscores is not None:
-            values = _zscore(values, names, zscores.get(qid))
+            table = zscores.get(qid)
+            if table is None:
+                z_queries.append(qid)
+            else:
+                z_measures.update(n for n in z_names if n not in table)
+            values = _zscore(values, names, table)
         per_query[qid] = values
     num_q = len(rel_qids) if opts.complete else len(evaluated)
     summary: list = []
@@ -1390,7 +1401,27 @@ def evaluate(
         missing_from_run,
         missing_from_qrels,
         zscores=zscores is not None,
+        notes=_z_notes(z_queries, z_measures),
     )
+
+
+def _z_notes(queries: list[str], measures: set[str]) -> list[str]:
+    """-Z: what the z-score file lacks (trec_eval prints -1000000 there, silently)."""
+    notes = []
+    if queries:
+        some = ", ".join(queries[:3]) + (", ..." if len(queries) > 3 else "")
+        notes.append(
+            f"note: the z-score file has no line for {len(queries)} queries ({some}): their "
+            "values print as -1000000, as trec_eval does"
+        )
+    if measures:
+        few = sorted(measures)
+        notes.append(
+            f"note: the z-score file lacks {len(few)} measures for some queries "
+            f"({', '.join(few[:4])}{', ...' if len(few) > 4 else ''}): -1000000 there, as "
+            "trec_eval does"
+        )
+    return notes
 
 
 def _all_relevant(rel_info: RelInfo) -> int:
