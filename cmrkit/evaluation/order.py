@@ -37,7 +37,16 @@ def rank_all(
     starts = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(lens, out=starts[1:])
     # trec_eval 9.0.8 keeps scores as C floats, 10.0 as doubles
-    single = scores.astype(np.float32 if version == "9" else np.float64)
+    with np.errstate(over="ignore"):
+        single = scores.astype(np.float32 if version == "9" else np.float64)
+    beyond = int(np.count_nonzero(np.isinf(single) & np.isfinite(scores)))
+    if beyond:
+        import logging
+
+        logging.getLogger("cmrkit").warning(
+            f"{beyond} score(s) lie beyond float32's range (about ±3.4e38), in which trec_eval "
+            "9.0.8 keeps scores: they rank as ±infinity, as there"
+        )
     gid = np.repeat(np.arange(nq), lens)
     descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
     order = np.arange(len(single)) if descending.all() else np.lexsort((-single, gid))
