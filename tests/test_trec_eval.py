@@ -157,7 +157,7 @@ OPTION_SETS = [
      "Rprec_mult.0.5,1.5", "-m", "set_F.0.25", "-m", "relstring.7", "-m", "ndcg_rel", "-m",
      "Rndcg", "-m", "G", "-m", "relative_P.2,5", "-c"],
     ["-m", "Rndcg.1=2,2=1,3=5", "-m", "G.0=1,2=4.5", "-m", "ndcg_rel.1=0.5,3=2", "-m",
-     "rbp_resid.p=0.5", "-m", "bpref", "-m", "infAP", "-m", "binG", "-l", "2", "-M", "20"],
+     "rbp_resid.p=0.5", "-m", "bpref", "-m", "infAP", "-m", "binG", "-l", "2", "-M", "20", "-n"],
 ]  # fmt: skip
 
 

@@ -130,10 +130,12 @@ def _lines(raw: bytes, path, version: str, odd: Odd) -> Iterable[tuple[int, list
         raise CmrkitError(
             f"line {line}: not UTF-8 text; re-encode the file as UTF-8", path=path
         ) from None
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    last = len(lines) if text.endswith("\n") else len(lines) + 1  # the empty tail is no line
+    for n, line in enumerate(lines, 1):
         fields = line.split()
         if not fields:
-            if line.strip() or n <= text.count("\n"):
+            if n < last:
                 odd.blank += 1
             continue
         if fields[0].startswith("#") and line[:1] == "#":
