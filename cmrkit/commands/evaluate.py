@@ -422,9 +422,10 @@ def _eval_coresearch(run, qrels, fmt, dedupe: bool) -> None:
 
 
 def _trec_table(result, title: str) -> None:
+    from cmrkit.evaluation.measures.trec import VERSION_NAMES
     from cmrkit.tables import Table, render
 
-    version = result.version
+    version = VERSION_NAMES[result.version]
     if result.options.query:
         table = Table(title, ["measure", "qid", "value"], keys=2, caption=f"trec_eval {version}")
         for qid in result.printed_queries:
