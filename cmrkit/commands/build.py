@@ -253,7 +253,7 @@ def register(app: typer.Typer) -> None:
                 )
             _print_report(report)
             return
-        from cmrkit import collection as col
+        import cmrkit.collection.build as col
         from cmrkit.loaders import load_inputs
 
         opts = col.BuildOptions(

@@ -151,7 +151,7 @@ def eval_coref_command(
 
     Example: cmrkit eval-coref qrels/sample.test.clusters.jsonl runs/sample/bm25.test.clusters.jsonl
     """  # noqa: E501
-    from cmrkit.clusters_io import read_clustering
+    from cmrkit.collection.clusters import read_clustering
     from cmrkit.evaluation.coref import parse_coref_measures, score
     from cmrkit.evaluation.report import coref_to_csv, coref_to_json
 
@@ -240,7 +240,7 @@ def cluster_command(
 
     Example: cmrkit cluster runs/sample/bm25.test.trec --collection collections/sample --top 1
     """  # noqa: E501
-    from cmrkit.clusters_io import ID, read_clustering, write_clusters_jsonl
+    from cmrkit.collection.clusters import ID, read_clustering, write_clusters_jsonl
     from cmrkit.evaluation.clusters import ClusterOptions, cluster_links, run_links
     from cmrkit.evaluation.units import gold_clusters_path, read_annotated_units
     from cmrkit.fileio import StagedOutputs

@@ -33,9 +33,9 @@ from typing import Any
 
 import cmrkit.retrieval.entities as ner
 from cmrkit._version import __version__
+from cmrkit.collection.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, reading, sha256_file
-from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
 from cmrkit.retrieval.options import MAX_THREADS
 
 MANIFEST = "cmrkit-index.json"

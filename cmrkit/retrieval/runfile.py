@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from cmrkit.collection.layout import TOPICS, Topic, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, safe_name, sha256_file
-from cmrkit.retrieval.layout import TOPICS, Topic, iter_corpus
 from cmrkit.trec import write_run
 
 RankedRun = dict[str, list[tuple[str, float]]]

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 import cmrkit.retrieval.entities as ner
+from cmrkit.collection.layout import Topic, collection_dir, qrels_path, read_topics, resolve_split
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.retrieval.docnos import DocnoTable
 from cmrkit.retrieval.index import (
@@ -40,7 +41,6 @@ from cmrkit.retrieval.index import (
     progress_bar,
 )
 from cmrkit.retrieval.java import first_line
-from cmrkit.retrieval.layout import Topic, collection_dir, qrels_path, read_topics, resolve_split
 from cmrkit.retrieval.options import MAX_K, RunOptions
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.retrieval.runfile import (

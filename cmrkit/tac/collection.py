@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit._version import __version__
-from cmrkit.clusters_io import write_clusters_jsonl
-from cmrkit.collection import (
+from cmrkit.collection.build import (
     BuildReport,
     InputFile,
     build_identity,
@@ -37,6 +36,7 @@ from cmrkit.collection import (
     pick_longest,
     relevant_units,
 )
+from cmrkit.collection.clusters import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.sources import tac

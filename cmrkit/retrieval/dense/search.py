@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from cmrkit.collection.layout import collection_dir, read_topics, resolve_split
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.dense.models import ModelRef, lengths, resolve_model
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import collection_dir, read_topics, resolve_split
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import (
     RankedRun,

@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from cmrkit._version import __version__
+from cmrkit.collection.layout import collection_dir, corpus_path, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file
 from cmrkit.retrieval.dense.models import ModelRef
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import collection_dir, corpus_path, iter_corpus
 
 DENSE_DIR = "dense"
 MANIFEST = "cmrkit-dense.json"

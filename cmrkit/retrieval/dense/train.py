@@ -28,6 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from cmrkit.collection.layout import (
+    Topic,
+    collection_dir,
+    corpus_path,
+    iter_corpus,
+    qrels_path,
+    read_topics,
+    topic_splits,
+)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, sha256_file
 from cmrkit.retrieval.dense.models import (
@@ -42,15 +51,6 @@ from cmrkit.retrieval.dense.models import (
     resolve_model,
 )
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import (
-    Topic,
-    collection_dir,
-    corpus_path,
-    iter_corpus,
-    qrels_path,
-    read_topics,
-    topic_splits,
-)
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
 

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import cmrkit.retrieval.entities as ner
+from cmrkit.collection.layout import CORPUS, collection_dir, corpus_path, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.retrieval.distributed.engine import EngineOptions, connect, fault_point, run_tasks
@@ -49,7 +50,6 @@ from cmrkit.retrieval.index import (
     kept_index,
     progress_bar,
 )
-from cmrkit.retrieval.layout import CORPUS, collection_dir, corpus_path, iter_corpus
 
 SHARD_UNITS = 250_000  # units per shard at most (about 10 minutes of NER on one core)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from cmrkit._version import __version__
-from cmrkit.clusters_io import write_clusters_jsonl
+from cmrkit.collection.clusters import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.model import Mention, Passage
