@@ -1,7 +1,16 @@
-"""Reading a collection folder (see docs/collection-format.md) for indexing and retrieval."""
+"""The collection folder (see docs/collection-format.md): the one owner of its files.
+
+``collections/NAME/`` holds ``corpus.jsonl.gz`` (one unit a line), ``topics.jsonl`` (one query a
+line, every split), ``topics.SPLIT.tsv`` (for Pyserini), ``manifest.json`` (what built it) and,
+once indexed, ``index/``; the qrels of a split lie in ``qrels/NAME.SPLIT.txt``. Everything else
+asks this module for these paths: a :class:`Collection` knows them, resolves a bare name
+(``sample`` -> ``collections/sample``), and reads the manifest, corpus, topics and qrels paths.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +21,26 @@ from cmrkit.fileio import iter_jsonl
 
 CORPUS = "corpus.jsonl.gz"
 TOPICS = "topics.jsonl"
+MANIFEST = "manifest.json"
 INDEX_DIR = "index"
+COLLECTIONS_DIR = Path("collections")
+QRELS_DIR = Path("qrels")
+_NO_TOPICS = "no topics file; rebuild the collection with `cmrkit build-collection`"
+
+
+def topics_tsv_name(split: str) -> str:
+    """The file name of a split's Pyserini topics inside the collection folder."""
+    return f"topics.{split}.tsv"
+
+
+def qrels_name(name: str, split: str) -> str:
+    """The file name of a collection's qrels for a split (in the qrels folder)."""
+    return f"{name}.{split}.txt"
+
+
+def clusters_name(name: str, split: str) -> str:
+    """The file name of a split's gold clusters (beside its qrels)."""
+    return f"{name}.{split}.clusters.jsonl"
 
 
 @dataclass(frozen=True)
@@ -29,9 +57,15 @@ class Topic:
     chain: str | None = None  # words of the mention's within-document coreference chain
 
 
-def collection_dir(collection: str | Path) -> Path:
-    """The collection folder; a clear error when it is missing or not a collection."""
+def collection_dir(
+    collection: str | os.PathLike, collections_dir: str | os.PathLike = COLLECTIONS_DIR
+) -> Path:
+    """The collection folder; a bare name that is no folder here is looked up in
+    ``collections_dir`` (``sample`` -> ``collections/sample``). A clear error when it is missing
+    or not a collection."""
     path = Path(collection)
+    if not path.exists() and len(path.parts) == 1 and (Path(collections_dir) / path).is_dir():
+        path = Path(collections_dir) / path
     if not path.exists():
         raise CmrkitError(
             "no such collection folder; build one with `cmrkit build-collection` or name the "
@@ -50,6 +84,24 @@ def collection_dir(collection: str | Path) -> Path:
     return path
 
 
+def find_collections(collections_dir: str | os.PathLike = COLLECTIONS_DIR) -> list[Path]:
+    """Collection folders (with a corpus) under ``collections_dir``, by name."""
+    folder = Path(collections_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if (p / CORPUS).is_file())
+
+
+def read_manifest(collection: str | os.PathLike) -> dict[str, Any]:
+    """The collection's manifest.json ({} when absent or unreadable)."""
+    path = Path(collection) / MANIFEST
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
 def corpus_path(collection: Path) -> Path:
     return collection / CORPUS
 
@@ -66,18 +118,44 @@ def iter_corpus(collection: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield n, record
 
 
-def read_topics(collection: Path, split: str | None = None) -> list[Topic]:
-    """The topics of a split (all topics when ``split`` is None), in file order."""
-    path = collection / TOPICS
-    if not path.exists():
-        raise CmrkitError(
-            "no topics file; rebuild the collection with `cmrkit build-collection`", path=path
-        )
+def _topic_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of a ``topics.jsonl`` file; ``qid`` and ``split`` are strings."""
+    if not Path(path).is_file():
+        raise CmrkitError(_NO_TOPICS, path=path)
+    for n, rec in iter_jsonl(path, what="one topic object per line"):
+        for key in ("qid", "split"):
+            if not isinstance(rec.get(key), str):
+                raise CmrkitError(
+                    f"field {key!r} missing or not a string", path=path, where=f"line {n}"
+                )
+        yield n, rec
+
+
+def read_topic_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every record of a ``topics.jsonl`` file, in file order; ``qid`` and ``split`` are
+    strings."""
+    return [rec for _, rec in _topic_lines(path)]
+
+
+def topic_records(collection: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every record of the collection's ``topics.jsonl``, in file order."""
+    return read_topic_records(Path(collection) / TOPICS)
+
+
+def topics_by_qid(collection: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """The collection's topic records by query id."""
+    return {rec["qid"]: rec for rec in topic_records(collection)}
+
+
+def read_topics(collection: str | os.PathLike, split: str | None = None) -> list[Topic]:
+    """The topics of a split (all topics when ``split`` is None), in file order, with the
+    fields retrieval uses checked."""
+    path = Path(collection) / TOPICS
     topics: list[Topic] = []
     splits: set[str] = set()
-    for n, rec in iter_jsonl(path, what="one topic object per line"):
+    for n, rec in _topic_lines(path):
         where = f"line {n}"
-        for key in ("qid", "split", "mention", "context", "unit"):
+        for key in ("mention", "context", "unit"):
             if not isinstance(rec.get(key), str):
                 raise CmrkitError(f"field {key!r} missing or not a string", path=path, where=where)
         span = rec.get("span")
@@ -90,19 +168,20 @@ def read_topics(collection: Path, split: str | None = None) -> list[Topic]:
                 "field 'span' must be [start, end] (integers)", path=path, where=where
             )
         splits.add(rec["split"])
-        if split is None or rec["split"] == split:
-            topics.append(
-                Topic(
-                    rec["qid"],
-                    rec["split"],
-                    rec["mention"],
-                    rec["context"],
-                    (span[0], span[1]),
-                    rec["unit"],
-                    rec.get("exclude_doc") if isinstance(rec.get("exclude_doc"), str) else None,
-                    rec.get("chain") if isinstance(rec.get("chain"), str) else None,
-                )
+        if split is not None and rec["split"] != split:
+            continue
+        topics.append(
+            Topic(
+                rec["qid"],
+                rec["split"],
+                rec["mention"],
+                rec["context"],
+                (span[0], span[1]),
+                rec["unit"],
+                rec.get("exclude_doc") if isinstance(rec.get("exclude_doc"), str) else None,
+                rec.get("chain") if isinstance(rec.get("chain"), str) else None,
             )
+        )
     if split is not None and not topics:
         known = ", ".join(sorted(splits)) or "none"
         raise CmrkitError(
@@ -112,22 +191,18 @@ def read_topics(collection: Path, split: str | None = None) -> list[Topic]:
     return topics
 
 
-def topic_splits(collection: Path) -> list[str]:
+def split_order(splits: set[str] | list[str]) -> list[str]:
+    """train, dev, test first, then the others by name."""
+    known = ["train", "dev", "test"]
+    return sorted(set(splits), key=lambda s: (known.index(s) if s in known else 3, s))
+
+
+def topic_splits(collection: str | os.PathLike) -> list[str]:
     """The splits of a collection's topics, sorted."""
-    path = Path(collection) / TOPICS
-    if not path.exists():
-        raise CmrkitError(
-            "no topics file; rebuild the collection with `cmrkit build-collection`", path=path
-        )
-    splits: set[str] = set()
-    for n, rec in iter_jsonl(path, what="one topic object per line"):
-        if not isinstance(rec.get("split"), str):
-            raise CmrkitError("field 'split' missing or not a string", path=path, where=f"line {n}")
-        splits.add(rec["split"])
-    return sorted(splits)
+    return sorted({rec["split"] for rec in topic_records(collection)})
 
 
-def resolve_split(collection: Path, split: str | None) -> str:
+def resolve_split(collection: str | os.PathLike, split: str | None) -> str:
     """``split`` when given; else ``test`` when the collection has it, else its only split."""
     if split is not None:
         return split
@@ -143,7 +218,85 @@ def resolve_split(collection: Path, split: str | None) -> str:
     )
 
 
-def qrels_path(collection: Path, split: str, qrels_dir: Path | None = None) -> Path:
-    """``qrels/NAME.SPLIT.txt`` in the working folder (or under ``qrels_dir``)."""
-    base = Path("qrels") if qrels_dir is None else Path(qrels_dir)
-    return base / f"{collection.resolve().name}.{split}.txt"
+def qrels_path(
+    collection: str | os.PathLike, split: str, qrels_dir: str | os.PathLike | None = None
+) -> Path:
+    """``qrels/NAME.SPLIT.txt`` in the working folder (or under ``qrels_dir``): where a split's
+    qrels are written and looked for first."""
+    base = QRELS_DIR if qrels_dir is None else Path(qrels_dir)
+    return base / qrels_name(Path(collection).resolve().name, split)
+
+
+def qrels_file(
+    collection: str | os.PathLike, split: str, qrels_dir: str | os.PathLike | None = None
+) -> Path | None:
+    """Where the qrels of a split are: ``QRELS_DIR/NAME.SPLIT.txt`` when ``qrels_dir`` is
+    given, else the path the manifest recorded, else ``qrels/NAME.SPLIT.txt`` in the working
+    folder or beside the collections folder; None when none exists."""
+    if qrels_dir is not None:
+        path = qrels_path(collection, split, qrels_dir)
+        return path if path.is_file() else None
+    recorded = read_manifest(collection).get("files", {}).get("qrels", {}).get(split)
+    candidates = [Path(recorded)] if isinstance(recorded, str) else []
+    candidates += [
+        qrels_path(collection, split),
+        Path(collection).resolve().parent.parent / qrels_path(collection, split),
+    ]
+    return next((p for p in candidates if p.is_file()), None)
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A collection folder and the paths of its files; :meth:`open` resolves and checks it."""
+
+    path: Path
+
+    @classmethod
+    def open(
+        cls, collection: str | os.PathLike, collections_dir: str | os.PathLike = COLLECTIONS_DIR
+    ) -> Collection:
+        return cls(collection_dir(collection, collections_dir))
+
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+    @property
+    def corpus(self) -> Path:
+        return self.path / CORPUS
+
+    @property
+    def topics_file(self) -> Path:
+        return self.path / TOPICS
+
+    @property
+    def manifest_file(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def index(self) -> Path:
+        return self.path / INDEX_DIR
+
+    def manifest(self) -> dict[str, Any]:
+        return read_manifest(self.path)
+
+    def iter_corpus(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        return iter_corpus(self.path)
+
+    def topic_records(self) -> list[dict[str, Any]]:
+        return topic_records(self.path)
+
+    def topics(self, split: str | None = None) -> list[Topic]:
+        return read_topics(self.path, split)
+
+    def splits(self) -> list[str]:
+        return split_order(topic_splits(self.path))
+
+    def resolve_split(self, split: str | None) -> str:
+        return resolve_split(self.path, split)
+
+    def qrels_path(self, split: str, qrels_dir: str | os.PathLike | None = None) -> Path:
+        return qrels_path(self.path, split, qrels_dir)
+
+    def qrels_file(self, split: str, qrels_dir: str | os.PathLike | None = None) -> Path | None:
+        return qrels_file(self.path, split, qrels_dir)

@@ -181,9 +181,10 @@ def _first_line_of(path: Path, qid: str) -> str | None:
 
 
 def _split_of(collection: Path, qids: set[str]) -> str:
+    from cmrkit.collection.layout import TOPICS
     from cmrkit.fileio import iter_jsonl
 
-    topics = collection / "topics.jsonl"
+    topics = collection / TOPICS
     if not topics.is_file():
         raise CmrkitError("no topics.jsonl to tell the run's split; pass --split", path=topics)
     splits = {str(t.get("split")) for _, t in iter_jsonl(topics) if t.get("qid") in qids}

@@ -48,7 +48,8 @@ def status_command(
 
     Example: cmrkit status collections/sample
     """
-    from cmrkit import workspace as ws
+    import cmrkit.collection.layout as layout
+    import cmrkit.workspace as ws
     from cmrkit.evaluation import parse_measure
     from cmrkit.tables import render
     from cmrkit.trec import read_qrels
@@ -56,10 +57,9 @@ def status_command(
     if measure is not None:
         parse_measure(measure)  # a typo fails here, before any work
     if collection is not None:
-        folder = collection if collection.exists() else collections_dir / collection
-        folders = [ws.collection_folder(folder)]
+        folders = [layout.collection_dir(collection, collections_dir)]
     else:
-        folders = ws.find_collections(collections_dir)
+        folders = layout.find_collections(collections_dir)
     if not folders:
         out.print(
             f"no collections under {collections_dir}/; build one with `cmrkit build-collection`"

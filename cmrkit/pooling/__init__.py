@@ -20,7 +20,6 @@ from cmrkit.pooling.pool import (
     pool_report,
     read_pool,
     read_query_ids,
-    read_topics_jsonl,
     subset_pool,
     write_pool,
 )
@@ -57,7 +56,6 @@ __all__ = [
     "pool_report",
     "read_pool",
     "read_query_ids",
-    "read_topics_jsonl",
     "sample_qrels",
     "score_runs",
     "subset_pool",

@@ -33,7 +33,13 @@ from typing import Any
 
 import cmrkit.retrieval.entities as ner
 from cmrkit._version import __version__
-from cmrkit.collection.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
+from cmrkit.collection.layout import (
+    INDEX_DIR,
+    collection_dir,
+    corpus_path,
+    iter_corpus,
+    read_manifest,
+)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, reading, sha256_file
 from cmrkit.retrieval.options import MAX_THREADS
@@ -128,7 +134,7 @@ def check_unit_id(seen: dict[str, int], docno: str, n: int, path: Path) -> None:
 def corpus_size(collection: Path) -> int:
     """The number of units in the corpus: from the collection manifest, else counted."""
     try:
-        counts = json.loads((collection / "manifest.json").read_text(encoding="utf-8"))["counts"]
+        counts = read_manifest(collection)["counts"]
         return int(counts["corpus_units"])
     except (OSError, ValueError, KeyError, TypeError):
         from cmrkit.fileio import open_text

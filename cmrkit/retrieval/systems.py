@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 
 import cmrkit.retrieval.entities as ner
-from cmrkit.collection.layout import Topic, collection_dir, qrels_path, read_topics, resolve_split
+from cmrkit.collection.layout import (
+    TOPICS,
+    Topic,
+    collection_dir,
+    qrels_path,
+    read_topics,
+    resolve_split,
+)
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.retrieval.docnos import DocnoTable
 from cmrkit.retrieval.index import (
@@ -460,7 +467,7 @@ def _execute(
         raise CmrkitError(
             f"no topic of split {split!r} carries a coreference chain (field 'chain'); chain "
             "queries apply to TAC collections (`cmrkit build-collection --source tac`)",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     build = None
     if opts.engine.distributed:

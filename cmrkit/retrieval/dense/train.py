@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from cmrkit.collection.layout import (
+    TOPICS,
     Topic,
     collection_dir,
     corpus_path,
@@ -287,7 +288,7 @@ def train_dense(
         raise CmrkitError(
             f"no topics in split {opts.train_split!r} (splits present: {', '.join(splits)}); "
             "choose one with --train-split",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     dev_split = opts.dev_split
     if dev_split is None:
@@ -298,7 +299,7 @@ def train_dense(
         raise CmrkitError(
             f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
             "with --dev-split, or --dev-split none",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     if dev_split is not None and not qrels_path(coll, dev_split, qdir).exists():
         raise CmrkitError(

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import cmrkit.retrieval.entities as ner
 from cmrkit.collection.layout import CORPUS, collection_dir, corpus_path, iter_corpus
+from cmrkit.collection.layout import MANIFEST as COLLECTION_MANIFEST
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.retrieval.distributed.engine import EngineOptions, connect, fault_point, run_tasks
@@ -102,7 +103,7 @@ def split_corpus(
         raise CmrkitError("the corpus holds no units", path=path)
     for d, c in zip(dirs, counts, strict=True):
         manifest = {"counts": {"corpus_units": c}}
-        (d / "manifest.json").write_text(json.dumps(manifest) + "\n", encoding="utf-8")
+        (d / COLLECTION_MANIFEST).write_text(json.dumps(manifest) + "\n", encoding="utf-8")
     slices = [(d, c) for d, c in zip(dirs, counts, strict=True) if c]
     return slices, groups is None, len(seen)
 
