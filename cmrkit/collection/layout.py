@@ -64,8 +64,8 @@ def collection_dir(
     ``collections_dir`` (``sample`` -> ``collections/sample``). A clear error when it is missing
     or not a collection."""
     path = Path(collection)
-    if not path.exists() and len(path.parts) == 1 and (Path(collections_dir) / path).is_dir():
-        path = Path(collections_dir) / path
+    if not path.exists() and len(path.parts) == 1 and path.name not in (".", ".."):
+        path = Path(collections_dir) / path  # a bare name
     if not path.exists():
         raise CmrkitError(
             "no such collection folder; build one with `cmrkit build-collection` or name the "
