@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
@@ -51,15 +50,13 @@ from cmrkit.retrieval.java import first_line
 from cmrkit.retrieval.options import MAX_K, RunOptions
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.retrieval.runfile import (
+    Computed,
     RankedRun,
     RunResult,
-    claim,
-    existing,
-    identity,
+    RunSpec,
     own_document_units,
-    run_paths,
-    topics_sha256,
-    write_run_files,
+    produce_run,
+    rerun_command,
     written_scores,
 )
 from cmrkit.trec import read_qrels
@@ -458,7 +455,6 @@ def _execute(
     learn: Callable[[Searcher, str, dict], None] | None = None,
 ) -> RunResult:
     started = time.perf_counter()
-    timings: dict[str, float] = {}
     check_formulation(plan.formulation)
     coll = collection_dir(plan.collection)
     split = resolve_split(coll, opts.split)
@@ -484,7 +480,6 @@ def _execute(
         build=build,
     )
     _check_fields_held(info, plan.fields)
-    run_path, sidecar_path = run_paths(opts.runs_dir, info.collection, plan.name, split)
     parameters = {
         "query": plan.formulation,
         "k": opts.k,
@@ -495,13 +490,19 @@ def _execute(
         "qe": plan.qe.params() if plan.qe else None,
         **plan.params,
     }
-    wanted = identity(plan.system, split, parameters, info.index_id, topics_sha256(coll))
-    # held from the check of what exists to the rename: a second writer fails at once
-    with claim(run_path, sidecar_path) as staged:
-        found = existing(run_path, sidecar_path, wanted, force=opts.force)
-        if found is not None:
-            return found
-        timings["open"] = round(time.perf_counter() - started, 3)
+    spec = RunSpec.for_collection(
+        opts.runs_dir,
+        info.collection,
+        system=plan.system,
+        name=plan.name,
+        split=split,
+        parameters=parameters,
+        index_id=info.index_id,
+        command=rerun_command(opts.argv, opts.split, split),
+    )
+
+    def compute() -> Computed:
+        timings: dict[str, float] = {}
         t0 = time.perf_counter()
         queries = formulate(topics, plan.formulation, opts.spacy_model)
         timings["formulate"] = round(time.perf_counter() - t0, 3)
@@ -539,22 +540,7 @@ def _execute(
             timings["search"] = round(time.perf_counter() - t0, 3)
         finally:
             searcher.close()
-        tag = _tag(plan)
-        timings["total"] = round(time.perf_counter() - started, 3)
-        argv = list(opts.argv) if opts.argv is not None else None
-        if argv is not None and opts.split is None:
-            argv += ["--split", split]  # the rerunnable command names the split it ran
         sidecar = {
-            "command": argv,
-            "argv": list(sys.argv),
-            "identity": wanted,
-            "system": plan.system,
-            "name": plan.name,
-            "tag": tag,
-            "collection": str(info.collection),
-            "split": split,
-            "run": str(run_path),
-            "parameters": {**parameters, "fields": plan.fields},
             "threads": opts.threads,
             "engine": engine,
             **extra,
@@ -572,13 +558,12 @@ def _execute(
                 opts.spacy_model if plan.formulation in ("mention+entities", "sentence") else None
             ),
             "n_queries": len(queries),
-            "n_queries_with_results": sum(1 for docs in run.values() if docs),
             "warnings": warnings,
             "queries": queries,
-            "seconds": timings,
         }
-        write_run_files(run_path, sidecar_path, run, tag, sidecar, staged)
-    return RunResult(run_path, sidecar_path, run, sidecar)
+        return Computed(run, _tag(plan), sidecar, timings)
+
+    return produce_run(spec, compute, force=opts.force, started=started)
 
 
 def _check_fields_held(info: IndexInfo, fields: Mapping[str, float] | None) -> None:
