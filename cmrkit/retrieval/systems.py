@@ -541,6 +541,7 @@ def _execute(
         finally:
             searcher.close()
         sidecar = {
+            "parameters": {**parameters, "fields": plan.fields},  # learned weights, if any
             "threads": opts.threads,
             "engine": engine,
             **extra,
