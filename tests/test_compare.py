@@ -161,16 +161,28 @@ def test_permutation_compare_is_deterministic(systems):
     assert json.loads(first.stdout)["test"] == "permutation"
 
 
-def test_plot_is_written_once(systems, tmp_path):
+def test_plot_rerun_is_up_to_date_and_another_plot_needs_force(systems, tmp_path):
+    """Run twice, `compare --plot diff.png` said "already exists" (exit 2) and printed no
+    table; a step already done says so and exits 0, only a different plot is refused."""
     _, qrels, runs = systems
     png = tmp_path / "diff.png"
     args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "--plot", str(png)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png}" in result.stderr
+    first = png.read_bytes()
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
     again = CliRunner().invoke(app, args)
-    assert again.exit_code == 2 and "--force" in again.stderr
-    assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout == result.stdout  # the table again
+    assert f"{png} is up to date" in again.stderr
+    assert png.read_bytes() == first
+    other = [*args, "-m", "RR@10", "--plot-measure", "RR@10"]  # another figure, same file
+    refused = CliRunner().invoke(app, other)
+    assert refused.exit_code == 2 and "--force" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and png.read_bytes() == first
+    assert CliRunner().invoke(app, [*other, "--force"]).exit_code == 0
+    assert png.read_bytes() != first
 
 
 @pytest.mark.parametrize(

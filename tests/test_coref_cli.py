@@ -156,10 +156,53 @@ def test_cluster_refuses_unknown_queries_and_existing_output(tiny, cli):
     assert "run.trec: line 9: query 'nope' is no annotated mention" in r.stderr
     run = _run(tiny / "run.trec", RUN)
     assert cli("cluster", run, "--collection", "collections/tiny", "--top", "3").exit_code == 0
+    out = tiny / "run.clusters.jsonl"
+    first = out.read_bytes()
+    # run again: the step is done, it says so and exits 0 (it used to say "already exists")
     r = cli("cluster", run, "--collection", "collections/tiny", "--top", "3")
-    assert r.exit_code == 2 and "--force" in r.stderr
+    assert r.exit_code == 0, r.output
+    assert f"{out} is up to date" in r.stderr and out.read_bytes() == first
+    # other options would write other clusters there: refused without --force, kept whole
+    r = cli("cluster", run, "--collection", "collections/tiny", "--top", "1")
+    assert r.exit_code == 2 and "--force" in r.stderr and out.read_bytes() == first
+    r = cli("cluster", run, "--collection", "collections/tiny", "--top", "1", "--force")
+    assert r.exit_code == 0 and f"wrote {out}" in r.stderr and out.read_bytes() != first
     r = cli("cluster", run, "--collection", "collections/tiny")
     assert r.exit_code == 2 and "--threshold, --top" in r.stderr
+
+
+def test_eval_coref_refuses_key_and_response_swapped(tiny, cli):
+    """`eval-coref RUN.clusters.jsonl GOLD` exited 0 with recall and precision exchanged; the
+    gold file's 'unit' and 'doc_id' give the order away."""
+    from cmrkit.collection.clusters import read_clustering
+
+    gold = "qrels/tiny.test.clusters.jsonl"
+    run = _run(tiny / "run.trec", RUN)
+    assert cli("cluster", run, "--collection", "collections/tiny", "--top", "1").exit_code == 0
+    response = "run.clusters.jsonl"
+    assert read_clustering(gold).records == "gold"
+    assert read_clustering(response).records == "plain"
+    right = cli("eval-coref", gold, response, "-m", "muc", "-f", "json")
+    assert right.exit_code == 0 and "swapped" not in right.stderr
+    muc = json.loads(right.stdout)["measures"]["muc"]
+    assert muc["recall"] != muc["precision"]  # a swap would show, were it allowed
+    # certain: the response is the gold file, the key a `cmrkit cluster` output of its mentions
+    r = cli("eval-coref", response, gold)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1
+    assert "key and response are swapped" in r.stderr
+    assert f"cmrkit eval-coref {gold} {response}" in r.stderr
+    # likely: a key of another shape (a JSON list of clusters) against the gold file: warned
+    key = tiny / "list.json"
+    key.write_text(json.dumps(_clusters(tiny / response)))
+    r = cli("eval-coref", key, gold, "-m", "muc", "-f", "json")
+    assert r.exit_code == 0 and "may be swapped" in r.stderr
+    swapped = json.loads(r.stdout)["measures"]["muc"]
+    assert (swapped["recall"], swapped["precision"]) == (muc["precision"], muc["recall"])
+    # gold against gold, and a system against a system: no word
+    for a, b in ((gold, gold), (response, key)):
+        r = cli("eval-coref", a, b, "-m", "muc")
+        assert r.exit_code == 0 and "swapped" not in r.stderr
 
 
 def test_normalisation_em_and_f1_by_hand():

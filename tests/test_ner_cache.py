@@ -134,7 +134,7 @@ def test_interrupted_rebuild_leaves_the_previous_index(cache_dir, tmp_path, monk
     before = build_index(coll, progress=False)
     files = sorted(p.name for p in (coll / "index").iterdir())
 
-    def interrupted(self, texts):
+    def interrupted(self, texts, progress=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ner.Recogniser, "block", interrupted)
@@ -145,3 +145,32 @@ def test_interrupted_rebuild_leaves_the_previous_index(cache_dir, tmp_path, monk
     assert after.index_id == before.index_id and after.manifest == before.manifest
     leftovers = [p for d in (coll, coll.parent) for p in d.iterdir() if p.name.startswith(".")]
     assert leftovers == []
+
+
+def test_progress_moves_per_spacy_batch_not_per_block(cache_dir, monkeypatch):
+    """`run bm25` on the sample sat at 0/977 for a minute: a block of 8,192 texts was reported
+    only when done. Each spaCy batch (a worker task over processes) is reported as it ends."""
+    monkeypatch.setattr(ner, "BATCH", 4)
+    texts = [f"{t} ({n})" for n, t in enumerate(TEXTS)]  # 18 distinct texts, one block
+    told: list[int] = []
+    with ner.Recogniser() as rec:
+        assert rec.block(texts[:7], told.append) == spacy_entities(texts[:7])
+    assert told == [4, 3]
+    told.clear()
+    # 7 from the cache at once, 11 new ones in batches of 4, then 2 repeats of new texts
+    with ner.Recogniser() as rec:
+        found = rec.block(texts + texts[10:12], told.append)
+    assert found == spacy_entities(texts + texts[10:12])
+    assert told == [7, 4, 4, 3, 2]
+    # over worker processes: one report per task, in order
+    monkeypatch.setattr(ner, "POOL_MIN_CHARS", 1)
+    monkeypatch.setattr(ner, "TASK", 5)
+    told.clear()
+    fresh = [t + "!" for t in texts]
+    with ner.Recogniser(processes=2) as rec:
+        assert rec.block(fresh, told.append) == spacy_entities(fresh)
+    assert told == [5, 5, 5, 3]
+    # iter_entities passes the reports on: several for one block, adding up to its size
+    told.clear()
+    list(ner.iter_entities([t + "?" for t in texts], progress=told.append))
+    assert len(told) > 1 and sum(told) == len(texts)

@@ -429,3 +429,23 @@ def test_relative_paths_after_chdir(ws, monkeypatch):
     )
     assert docs(r, "q1")[0] == "P:exact"
     assert (ws / "runs" / "tiny" / "relative.test.trec").exists()
+
+
+def test_bare_collection_names_as_status_takes_them(ws, monkeypatch, tmp_path):
+    """`cmrkit status sample` worked while `run bm25 sample` and `index sample` said "no such
+    collection folder": a bare NAME is collections/NAME for every command."""
+    monkeypatch.chdir(ws)
+    runner = CliRunner()
+    res = runner.invoke(app, ["index", "tiny"])
+    assert res.exit_code == 0, res.output
+    assert "up to date" in res.output or "indexed" in res.output
+    res = runner.invoke(app, ["run", "bm25", "tiny", "--query", "mention", "--name", "bare"])
+    assert res.exit_code == 0, res.output
+    assert read_run(ws / "runs" / "tiny" / "bare.test.trec")["q1"]
+    assert not (ws / "runs" / "collections").exists()
+    # a folder of that name here wins; a name found nowhere is refused, saying where it looked
+    res = runner.invoke(app, ["run", "bm25", "missing", "--runs-dir", str(tmp_path)])
+    assert res.exit_code == 2 and "collections/" in res.stderr
+    from cmrkit.evaluation.units import read_annotated_units
+
+    assert read_annotated_units("tiny").mentions == read_annotated_units(coll(ws)).mentions

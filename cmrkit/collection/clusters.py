@@ -83,6 +83,10 @@ class Clustering:
     # chain labels name the same chain in every document (CoNLL numbers, cluster ids); False
     # for e2e-coref document records, whose clusters are numbered per document
     global_chains: bool = True
+    # mention records by id that all carry "unit" and "doc_id", as the gold clusters
+    # build-collection writes beside the qrels; "plain": all are {"cluster", "mention_id"}
+    # alone, as `cmrkit cluster` writes a system's clusters; "" otherwise
+    records: str = ""
 
     @property
     def mentions(self) -> int:
@@ -308,6 +312,7 @@ def read_cluster_jsonl(path: str | os.PathLike) -> Clustering:
     layout: str | None = None
     identity: str | None = None
     first_line: dict[str, int] = {}
+    gold = plain = True  # what every mention record by id carries (see Clustering.records)
 
     def check_identity(kind: str, n: int) -> None:
         nonlocal identity
@@ -368,6 +373,8 @@ def read_cluster_jsonl(path: str | os.PathLike) -> Clustering:
         label = _label(obj["cluster"], "'cluster'", path, where)
         if "mention_id" in obj:
             check_identity(ID, n)
+            gold = gold and "unit" in obj and "doc_id" in obj
+            plain = plain and len(obj) == 2
             doc = _document(documents, CORPUS_DOCUMENT)
             ident: Hashable = _label(obj["mention_id"], "'mention_id'", path, where)
         elif "start" in obj and "end" in obj:
@@ -390,7 +397,10 @@ def read_cluster_jsonl(path: str | os.PathLike) -> Clustering:
         doc.add(ident, doc.chain(label), n)
     if layout is None:
         raise CmrkitError("no cluster records in the file", path=path)
-    return Clustering(str(path), "jsonl", identity or ID, documents, layout == "mention")
+    records = ""
+    if layout == "mention" and identity == ID:
+        records = "gold" if gold else "plain" if plain else ""
+    return Clustering(str(path), "jsonl", identity or ID, documents, layout == "mention", records)
 
 
 def write_clusters_jsonl(out: IO[str], records: Iterable[Mapping[str, Any]]) -> None:

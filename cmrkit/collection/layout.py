@@ -57,19 +57,27 @@ class Topic:
     chain: str | None = None  # words of the mention's within-document coreference chain
 
 
+def bare_name(
+    collection: str | os.PathLike, collections_dir: str | os.PathLike = COLLECTIONS_DIR
+) -> Path:
+    """``collections/NAME`` for a bare NAME that is not a folder here (``sample`` ->
+    ``collections/sample``, as every command takes it), else the path as given."""
+    path = Path(collection)
+    if not path.exists() and len(path.parts) == 1 and path.name not in ("", ".", ".."):
+        return Path(collections_dir) / path
+    return path
+
+
 def collection_dir(
     collection: str | os.PathLike, collections_dir: str | os.PathLike = COLLECTIONS_DIR
 ) -> Path:
-    """The collection folder; a bare name that is no folder here is looked up in
-    ``collections_dir`` (``sample`` -> ``collections/sample``). A clear error when it is missing
-    or not a collection."""
-    path = Path(collection)
-    if not path.exists() and len(path.parts) == 1 and path.name not in (".", ".."):
-        path = Path(collections_dir) / path  # a bare name
+    """The collection folder (a path, or the bare name of one under ``collections_dir``); a
+    clear error when it is missing or not a collection."""
+    path = bare_name(collection, collections_dir)
     if not path.exists():
         raise CmrkitError(
             "no such collection folder; build one with `cmrkit build-collection` or name the "
-            "folder that holds corpus.jsonl.gz",
+            f"folder that holds corpus.jsonl.gz (a bare NAME is looked up in {collections_dir}/)",
             path=path,
         )
     if not path.is_dir():

@@ -158,6 +158,7 @@ def eval_coref_command(
     names = parse_coref_measures(measure)
     key_clusters = read_clustering(key)
     response_clusters = read_clustering(response)
+    _check_order(key, key_clusters, response, response_clusters)
     result = score(
         key_clusters, response_clusters, names, scope=scope.value, singletons=singletons.value
     )
@@ -169,6 +170,36 @@ def eval_coref_command(
         _emit(coref_to_csv(result, per_document))
     for note in result.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
+
+
+def _check_order(key: Path, key_clusters, response: Path, response_clusters) -> None:
+    """Refuse a key and response given the wrong way round when that is certain (the response
+    is build-collection's gold clusters, the key a `cmrkit cluster` output over the same
+    mentions); warn when it is only likely (the response is gold-shaped, the key is not).
+
+    Swapped, every recall is the precision and the reverse, and nothing else shows it."""
+    if response_clusters.records != "gold" or key_clusters.records == "gold":
+        return
+    why = (
+        f"{response} looks like gold clusters (each record carries 'unit' and 'doc_id', as "
+        "build-collection writes them beside the qrels)"
+    )
+    usage = f"the key (gold) comes first: cmrkit eval-coref {response} {key}"
+    same = {i for d in key_clusters.documents.values() for i in d.ids} == {
+        i for d in response_clusters.documents.values() for i in d.ids
+    }
+    if key_clusters.records == "plain" and same:
+        raise CmrkitError(
+            f"key and response are swapped: {why} and {key} like a system's clusters of the "
+            f"same mentions (as `cmrkit cluster` writes them); {usage}",
+            path=key,
+        )
+    console.print(
+        f"warning: key and response may be swapped: {why} but the key does not; if so, "
+        f"recall and precision are exchanged; {usage}",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _first_line_of(path: Path, qid: str) -> str | None:
@@ -231,7 +262,9 @@ def cluster_command(
     output: Path = typer.Option(
         None, "--output", "-o", help="Clusters JSONL (default: RUN with .clusters.jsonl)."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an output that differs from what this would write."
+    ),
 ) -> None:
     """Turn a run into coreference clusters of the collection's annotated mentions.
 
@@ -244,14 +277,12 @@ def cluster_command(
     from cmrkit.collection.clusters import ID, read_clustering, write_clusters_jsonl
     from cmrkit.evaluation.clusters import ClusterOptions, cluster_links, run_links
     from cmrkit.evaluation.units import gold_clusters_path, read_annotated_units
-    from cmrkit.fileio import StagedOutputs
+    from cmrkit.fileio import RepeatableOutputs
     from cmrkit.trec import read_run
 
     opts = ClusterOptions(threshold, top, method.value, missing_score)
     opts.check()
     target = output or run.with_name(run.name.removesuffix(".trec") + ".clusters.jsonl")
-    if target.exists() and not force:
-        raise CmrkitError("already exists; pass --force to overwrite it", path=target)
     units = read_annotated_units(collection)
     run_data = read_run(run)
     mention_of = units.mention_of_qid()
@@ -272,7 +303,8 @@ def cluster_command(
     unit_mentions = {u: [m.mention_id for m in ms] for u, ms in units.mentions.items()}
     links = run_links(run_data, mention_of, unit_mentions, items, opts)
     clusters = cluster_links(links, opts)
-    with StagedOutputs([target], force=force) as staged:
+    # the same run, key and options give the same bytes: a rerun is up to date (exit 0)
+    with RepeatableOutputs([target], force=force) as staged:
         with open(staged.path(target), "w", encoding="utf-8", newline="\n") as f:
             write_clusters_jsonl(
                 f,
@@ -283,8 +315,9 @@ def cluster_command(
                 ),
             )
     linked = sum(1 for c in clusters if len(c) > 1)
+    done = f"{target} is up to date" if staged.up_to_date else f"wrote {target}"
     console.print(
-        f"wrote {target}: {len(links.items)} mentions, {len(links.pairs)} links, "
+        f"{done}: {len(links.items)} mentions, {len(links.pairs)} links, "
         f"{len(clusters)} clusters ({linked} with two or more mentions)",
         markup=False,
         soft_wrap=True,

@@ -262,7 +262,9 @@ def compare_command(
     plot_measure: str = typer.Option(
         None, "--plot-measure", help="Measure to plot (default: the first)."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing --plot file."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace a --plot file that differs from this comparison's."
+    ),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
 ) -> None:
     """Compare runs against a baseline with significance tests.
@@ -276,7 +278,7 @@ def compare_command(
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
-    from cmrkit.fileio import StagedOutputs
+    from cmrkit.fileio import RepeatableOutputs
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
     measures = parse_measures(measure)
@@ -285,8 +287,6 @@ def compare_command(
         measures.append(plot_m)
     if plot is not None and plot.suffix.lower() != ".png":
         raise CmrkitError("the plot is written as PNG; name it FILE.png", path=plot)
-    if plot is not None and plot.exists() and not force:
-        raise CmrkitError("already exists; pass --force to overwrite it", path=plot)
     names = evaluation.run_names(runs)
     base_name = None
     if baseline is not None:
@@ -316,9 +316,11 @@ def compare_command(
         permutations=permutations,
         seed=seed,
     )
-    if plot is not None:
-        with StagedOutputs([plot], force=force) as staged:
+    up_to_date = False
+    if plot is not None:  # the same comparison draws the same bytes: a rerun is up to date
+        with RepeatableOutputs([plot], force=force) as staged:
             evaluation.plot_differences(comp, plot_m, staged.path(plot))
+        up_to_date = staged.up_to_date
     if fmt is Format.table:
         _compare_table(comp, evaluation.format_p)
     elif fmt is Format.json:
@@ -333,4 +335,5 @@ def compare_command(
     for name, result in comp.results.items():
         console.print(_coverage(result, f"{name} alone: "), markup=False, soft_wrap=True)
     if plot is not None:
-        console.print(f"wrote {plot}", markup=False)
+        done = f"{plot} is up to date; --force rewrites it" if up_to_date else f"wrote {plot}"
+        console.print(done, markup=False, soft_wrap=True)

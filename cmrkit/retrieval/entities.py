@@ -58,8 +58,19 @@ def _spans(doc: Any) -> list[Span]:
     return [(e.start_char, e.end_char, e.label_) for e in doc.ents]
 
 
-def _recognise_here(texts: Sequence[str], model: str) -> list[list[Span]]:
-    return [_spans(doc) for doc in load(model).pipe(texts, batch_size=BATCH)]
+def _recognise_here(
+    texts: Sequence[str], model: str, progress: Callable[[int], None] | None = None
+) -> list[list[Span]]:
+    """Entities of each text; ``progress`` is told each spaCy batch of texts done (nlp.pipe
+    hands its documents back a batch at a time)."""
+    found = []
+    for doc in load(model).pipe(texts, batch_size=BATCH):
+        found.append(_spans(doc))
+        if progress and len(found) % BATCH == 0:
+            progress(BATCH)
+    if progress and len(found) % BATCH:
+        progress(len(found) % BATCH)
+    return found
 
 
 def _worker_recognise(task: tuple[str, list[str]]) -> list[list[Span]]:
@@ -87,27 +98,45 @@ class Recogniser:
         self.recognised = 0  # texts that went through spaCy
         self.cached = 0  # texts answered by the cache
 
-    def block(self, texts: list[str]) -> list[list[Span]]:
-        """(start, end, label) of every entity of each text, in order."""
+    def block(
+        self, texts: list[str], progress: Callable[[int], None] | None = None
+    ) -> list[list[Span]]:
+        """(start, end, label) of every entity of each text, in order.
+
+        ``progress`` is told how many of the block's texts are done as they are: those the
+        cache answers at once, then each batch spaCy finishes (a worker task over processes),
+        and last the repeats of texts recognised once; the counts add up to ``len(texts)``.
+        """
         found = self.cache.get_many(texts) if self.cache else [None] * len(texts)
         missing = [i for i, f in enumerate(found) if f is None]
         distinct = list(dict.fromkeys(texts[i] for i in missing))
+        if progress and len(texts) > len(missing):
+            progress(len(texts) - len(missing))
         if distinct:
-            fresh = dict(zip(distinct, self._recognise(distinct), strict=True))
+            fresh = dict(zip(distinct, self._recognise(distinct, progress), strict=True))
             for i in missing:
                 found[i] = fresh[texts[i]]
             if self.cache:
                 self.cache.put_many(distinct, [fresh[t] for t in distinct])
+        if progress and len(missing) > len(distinct):
+            progress(len(missing) - len(distinct))
         self.recognised += len(distinct)
         self.cached += len(texts) - len(missing)
         return found  # type: ignore[return-value]
 
-    def _recognise(self, texts: list[str]) -> list[list[Span]]:
+    def _recognise(
+        self, texts: list[str], progress: Callable[[int], None] | None = None
+    ) -> list[list[Span]]:
         if self.processes == 1 or sum(map(len, texts)) < POOL_MIN_CHARS:
-            return _recognise_here(texts, self.model)
+            return _recognise_here(texts, self.model, progress)
         pool = self._workers()
         tasks = [(self.model, texts[i : i + TASK]) for i in range(0, len(texts), TASK)]
-        return [spans for part in pool.map(_worker_recognise, tasks) for spans in part]
+        found: list[list[Span]] = []
+        for part in pool.map(_worker_recognise, tasks):  # in order, each as it is done
+            found.extend(part)
+            if progress:
+                progress(len(part))
+        return found
 
     def _workers(self) -> Any:
         if self._pool is None:
@@ -142,14 +171,12 @@ def iter_entities(
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[list[tuple[str, int, int]]]:
     """(text, start, end) of every named entity of each text, in order; ``progress`` is told
-    how many texts each block finished."""
+    how many texts are done, batch by batch (see :meth:`Recogniser.block`)."""
     with Recogniser(model, processes=processes, cache=cache) as rec:
         it = iter(texts)
         while block := list(itertools.islice(it, BLOCK)):
-            for text, spans in zip(block, rec.block(block), strict=True):
+            for text, spans in zip(block, rec.block(block, progress), strict=True):
                 yield [(text[s:e], s, e) for s, e, _ in spans]
-            if progress:
-                progress(len(block))
 
 
 def analyse(

@@ -178,7 +178,14 @@ def _write_shards(
             records = iter_corpus(collection)
             while block := list(itertools.islice(records, ner.BLOCK)):
                 if recogniser is not None:
-                    found = recogniser.block([r["contents"] for _, r in block])
+                    done = i  # the bar moves as each spaCy batch of the block is done
+
+                    def advance(n: int) -> None:
+                        nonlocal done
+                        done += n
+                        bar.update(task, completed=done, total=max(total, done))
+
+                    found = recogniser.block([r["contents"] for _, r in block], advance)
                 else:
                     found = [[] for _ in block]
                 for (n, record), spans in zip(block, found, strict=True):
