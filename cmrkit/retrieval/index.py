@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import cmrkit.retrieval.entities as ner
+import cmrkit.retrieval.stored as stored
 from cmrkit._version import __version__
 from cmrkit.collection.layout import (
     INDEX_DIR,
@@ -43,6 +44,7 @@ from cmrkit.collection.layout import (
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, reading, sha256_file
 from cmrkit.retrieval.options import MAX_THREADS
+from cmrkit.retrieval.stored import StoredIndex, corpus_sha256
 
 MANIFEST = "cmrkit-index.json"
 FIELDS = ("contents", "title", "entities", "document")
@@ -52,38 +54,8 @@ FEATURE_FIELDS = ("chain", "acronyms", "trigrams")
 FORMAT = "cmrkit-index/1"
 
 
-@dataclass(frozen=True)
-class IndexInfo:
-    """An index that matches its collection's corpus."""
-
-    collection: Path
-    path: Path
-    manifest: dict[str, Any]
-    up_to_date: bool = False  # build_index found this index current and kept it
-
-    @property
-    def index_id(self) -> str:
-        return str(self.manifest["index_id"])
-
-    @property
-    def corpus_sha256(self) -> str:
-        return str(self.manifest["corpus_sha256"])
-
-
-_HASHED: dict[tuple[str, int, int, int, int], str] = {}
-
-
-def corpus_sha256(coll: Path) -> str:
-    """The sha256 of the collection's corpus, hashed once per process while the file stays the
-    same one (inode, size, modification and change times to the nanosecond): a command that
-    checks the index twice (`run` builds a missing index, then opens it) reads it once."""
-    path = corpus_path(coll)
-    st = path.stat()
-    key = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key not in _HASHED:
-        _HASHED.clear()
-        _HASHED[key] = sha256_file(path)
-    return _HASHED[key]
+class IndexInfo(StoredIndex):
+    """A Lucene index that matches its collection's corpus."""
 
 
 def index_path(collection: str | Path) -> Path:
@@ -527,14 +499,7 @@ def opening(info: IndexInfo) -> Iterator[None]:
 
 
 def _read_manifest(target: Path) -> dict[str, Any] | None:
-    path = target / MANIFEST
-    if not path.exists():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return None
-    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
+    return stored.read_manifest(target / MANIFEST, FORMAT)
 
 
 def kept_index(
@@ -575,15 +540,7 @@ def kept_index(
 def index_state(collection: str | Path) -> str:
     """``missing``, ``foreign`` (not built by cmrkit), ``stale`` (another corpus) or ``current``."""
     coll = collection_dir(collection)
-    target = index_path(coll)
-    if not target.exists():
-        return "missing"
-    manifest = _read_manifest(target)
-    if manifest is None:
-        return "foreign"
-    if manifest.get("corpus_sha256") != corpus_sha256(coll):
-        return "stale"
-    return "current"
+    return stored.state(coll, index_path(coll), MANIFEST, FORMAT)
 
 
 def ensure_index(

@@ -17,18 +17,19 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import cmrkit.retrieval.stored as stored
 from cmrkit._version import __version__
 from cmrkit.collection.layout import collection_dir, corpus_path, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file
 from cmrkit.retrieval.dense.models import ModelRef
 from cmrkit.retrieval.dense.options import DenseOptions
+from cmrkit.retrieval.stored import StoredIndex
 
 DENSE_DIR = "dense"
 MANIFEST = "cmrkit-dense.json"
@@ -37,22 +38,8 @@ IDS = "ids.txt"
 FORMAT = "cmrkit-dense/1"
 
 
-@dataclass(frozen=True)
-class DenseIndex:
+class DenseIndex(StoredIndex):
     """An encoded corpus that matches its collection's corpus."""
-
-    collection: Path
-    path: Path
-    manifest: dict[str, Any]
-    up_to_date: bool = False  # found current and kept
-
-    @property
-    def index_id(self) -> str:
-        return str(self.manifest["index_id"])
-
-    @property
-    def corpus_sha256(self) -> str:
-        return str(self.manifest["corpus_sha256"])
 
     def ids(self) -> list[str]:
         return (self.path / IDS).read_text(encoding="utf-8").split("\n")[:-1]
@@ -101,14 +88,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def state(collection: Path, ref: ModelRef, passage_max_length: int) -> str:
     """``missing``, ``foreign`` (not cmrkit's), ``stale`` (another corpus) or ``current``."""
     target = dense_path(collection, ref, passage_max_length)
-    if not target.exists():
-        return "missing"
-    manifest = _read_json(target / MANIFEST)
-    if manifest is None or manifest.get("format") != FORMAT:
-        return "foreign"
-    if manifest.get("corpus_sha256") != sha256_file(corpus_path(collection)):
-        return "stale"
-    return "current"
+    return stored.state(collection, target, MANIFEST, FORMAT)
 
 
 def open_dense(collection: str | Path, ref: ModelRef, passage_max_length: int) -> DenseIndex:
