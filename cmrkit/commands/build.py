@@ -308,24 +308,9 @@ def register(app: typer.Typer) -> None:
 
 @contextlib.contextmanager
 def _progress():
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from cmrkit.console import progress_bar
 
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    ) as p:
+    with progress_bar(transient=True, spinner=True) as p:
 
         def start(description: str, total: int | None):
             task = p.add_task(description, total=total)

@@ -411,15 +411,9 @@ def plan_cmd(
     targets = [p for p in (json_out, plot) if p is not None]
     staging = RepeatableOutputs(targets, force=force) if targets else contextlib.nullcontext()
     with staging as staged:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from cmrkit.console import progress_bar
 
-        with Progress(
-            TextColumn("simulating strategies"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
+        with progress_bar(True, "simulating strategies", transient=True, eta=False) as bar:
             task = bar.add_task("plan", total=None)
             result = plan_pool(
                 runs,

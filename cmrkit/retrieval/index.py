@@ -133,6 +133,8 @@ def _write_shards(
     """
     import itertools
 
+    from cmrkit.console import progress_bar
+
     path = corpus_path(collection)
     seen: dict[str, int] = {}
     groups: Counter[str] = Counter()
@@ -459,29 +461,6 @@ def _write_docnos(index_dir: Path, index_id: str, *, verbose: bool) -> None:
             write_table(index_dir, index_id, helper)
         finally:
             helper.close()
-
-
-def progress_bar(enabled: bool, description: str) -> Any:
-    """A rich progress bar on stderr (disabled when ``enabled`` is false)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    from cmrkit.console import console
-
-    return Progress(
-        TextColumn(description),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not enabled,
-        transient=False,
-    )
 
 
 @contextlib.contextmanager

@@ -44,7 +44,6 @@ from cmrkit.retrieval.index import (
     IndexInfo,
     ensure_index,
     opening,
-    progress_bar,
 )
 from cmrkit.retrieval.java import first_line
 from cmrkit.retrieval.options import MAX_K, RunOptions
@@ -502,6 +501,8 @@ def _execute(
     )
 
     def compute() -> Computed:
+        from cmrkit.console import progress_bar
+
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         queries = formulate(topics, plan.formulation, opts.spacy_model)

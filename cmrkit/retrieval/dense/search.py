@@ -173,7 +173,7 @@ def run_dense(
             f"the queries use {markers[0]!r} {markers[1]!r}"
         )
         warnings.append({"qid": "*", "warning": note})
-        console.print(f"[yellow]warning: {note}[/]")
+        console.print(f"warning: {note}", style="yellow")  # markup is off: data, not tags
     loaded: list[Any] = []
 
     def loader() -> Any:
@@ -215,8 +215,8 @@ def run_dense(
     spec.index_id = encoded.index_id
 
     def compute() -> Computed:
+        from cmrkit.console import progress_bar
         from cmrkit.retrieval.dense.encode import decode, encode_ids, query_ids
-        from cmrkit.retrieval.index import progress_bar
 
         timings: dict[str, float] = {}
         t0 = time.perf_counter()

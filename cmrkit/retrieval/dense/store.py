@@ -139,9 +139,8 @@ def encode_corpus(
     work to do) returning it. An existing current encoding with the same settings is kept; a
     stale or different one is refused unless ``force``.
     """
-    from cmrkit.console import console
+    from cmrkit.console import console, progress_bar
     from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
-    from cmrkit.retrieval.index import progress_bar
 
     coll = collection_dir(collection)
     target = dense_path(coll, ref, passage_max_length)

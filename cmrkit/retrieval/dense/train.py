@@ -269,9 +269,8 @@ def train_dense(
 
     import torch
 
-    from cmrkit.console import console
+    from cmrkit.console import console, progress_bar
     from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
-    from cmrkit.retrieval.index import progress_bar
 
     quiet_hub()
     started = time.perf_counter()

@@ -49,7 +49,6 @@ from cmrkit.retrieval.index import (
     index_corpus,
     index_path,
     kept_index,
-    progress_bar,
 )
 
 SHARD_UNITS = 250_000  # units per shard at most (about 10 minutes of NER on one core)
@@ -70,6 +69,8 @@ def split_corpus(
     Returns the non-empty slices with their unit counts, whether any passage or document
     holds more than one unit (then every shard indexes ``document``), and the number of units.
     """
+    from cmrkit.console import progress_bar
+
     path = corpus_path(coll)
     seen: dict[str, int] = {}
     groups: set[str] | None = set()  # None once a group of two units is found
@@ -191,7 +192,7 @@ def build_sharded(
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` on a Ray cluster; the index
     (equal in content to :func:`cmrkit.retrieval.index.build_index`'s)."""
-    from cmrkit.console import console
+    from cmrkit.console import console, progress_bar
 
     coll = collection_dir(collection)
     target = index_path(coll)
