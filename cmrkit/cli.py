@@ -13,6 +13,7 @@ from cmrkit.commands import (
     export,
     pooling,
     retrieval,
+    runs,
     status,
     tac,
 )
@@ -65,6 +66,7 @@ def _root(
 
 for _module in (build, retrieval, dense, tac, pooling, evaluate, coref, export, status):
     _module.register(app)
+app.add_typer(runs.run_app, name="run")  # the group the system commands added themselves to
 
 
 def main() -> None:

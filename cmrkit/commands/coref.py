@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.evaluate import Format, _coverage, _emit, _with_warnings
+from cmrkit.commands.output import Format, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -165,9 +165,9 @@ def eval_coref_command(
     if fmt is CorefFormat.table:
         _coref_table(result, f"{key} vs {response}", per_document)
     elif fmt is CorefFormat.json:
-        _emit(coref_to_json(result, per_document, {"key": str(key), "response": str(response)}))
+        emit(coref_to_json(result, per_document, {"key": str(key), "response": str(response)}))
     else:
-        _emit(coref_to_csv(result, per_document))
+        emit(coref_to_csv(result, per_document))
     for note in result.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
 
@@ -336,7 +336,7 @@ def cluster_command(
 def _spans_table(result, per_query: bool, title: str) -> None:
     from rich.table import Table
 
-    table = Table(title=title, caption=_coverage(result))
+    table = Table(title=title, caption=coverage(result))
     table.add_column("qid" if per_query else "measure")
     if per_query:
         for m in result.measures:
@@ -392,16 +392,16 @@ def eval_spans_command(
 
     measures = span_measures(k or [1, 10])
     units = read_annotated_units(collection)
-    qrels_data = _with_warnings(lambda: read_qrels(qrels))
+    qrels_data = with_warnings(lambda: read_qrels(qrels))
     run = read_span_run(spans, units)
     result = evaluate_spans(run, qrels_data, units, measures, all_queries=all_queries)
     if fmt is Format.table:
         _spans_table(result, per_query, title=f"{spans} vs {qrels}")
         return
     if fmt is Format.json:
-        _emit(evaluation.result_to_json(result, None, {"spans": str(spans), "qrels": str(qrels)}))
+        emit(evaluation.result_to_json(result, None, {"spans": str(spans), "qrels": str(qrels)}))
     elif fmt is Format.csv:
-        _emit(evaluation.result_to_csv(result, None))
+        emit(evaluation.result_to_csv(result, None))
     else:
-        _emit(evaluation.result_to_trec(result, None))
-    console.print(_coverage(result), markup=False, soft_wrap=True)
+        emit(evaluation.result_to_trec(result, None))
+    console.print(coverage(result), markup=False, soft_wrap=True)

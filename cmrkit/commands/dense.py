@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from cmrkit.commands.group import group
-from cmrkit.commands.retrieval import (
+from cmrkit.commands.runs import (
     AUTO_INDEX,
     COLLECTION_ARG,
     FORCE,
@@ -20,10 +20,10 @@ from cmrkit.commands.retrieval import (
     THREADS,
     VERBOSE,
     K,
-    _argv,
-    _options,
-    _report,
+    report_run,
+    rerun_argv,
     run_app,
+    run_options,
 )
 from cmrkit.console import out, user_errors
 
@@ -81,18 +81,13 @@ def _markers(text: str | None) -> tuple[str, str] | None:
 
 def _dense(ctx: typer.Context) -> DenseOptions:
     """The dense options of a command, as one record: each field of DenseOptions the command
-    has as an option, read from its parsed parameters (``--max-length`` is the passage
-    length)."""
+    has as an option, read from its parsed parameters."""
     import dataclasses
 
     from cmrkit.retrieval.dense.options import DenseOptions
 
     names = {f.name for f in dataclasses.fields(DenseOptions)}
-    values = {
-        ("passage_max_length" if key == "max_length" else key): value
-        for key, value in ctx.params.items()
-    }
-    values = {key: value for key, value in values.items() if key in names}
+    values = {key: value for key, value in ctx.params.items() if key in names}
     if "markers" in values:
         values["markers"] = _markers(values["markers"])
     return DenseOptions(**values)
@@ -109,7 +104,7 @@ def register(app: typer.Typer) -> None:
         model: str = MODEL,
         device: str = DEVICE,
         batch_size: int = BATCH,
-        max_length: int | None = MAX_LENGTH,
+        passage_max_length: int | None = MAX_LENGTH,
         shard_size: int = SHARD,
         download: bool = DOWNLOAD,
         force: bool = typer.Option(False, "--force", help="Re-encode an existing encoding."),
@@ -146,7 +141,7 @@ def register(app: typer.Typer) -> None:
         k: int = K,
         device: str = DEVICE,
         batch_size: int = BATCH,
-        max_length: int | None = MAX_LENGTH,
+        passage_max_length: int | None = MAX_LENGTH,
         query_max_length: int | None = QUERY_LENGTH,
         markers: str | None = MARKERS,
         shard_size: int = SHARD,
@@ -172,11 +167,11 @@ def register(app: typer.Typer) -> None:
         from cmrkit.retrieval.dense.search import run_dense
 
         options = _dense(ctx)
-        _report(
+        report_run(
             run_dense(
                 collection,
                 dense=options,
-                options=_options(ctx),
+                options=run_options(ctx),
             )
         )
 
@@ -228,9 +223,9 @@ def register(app: typer.Typer) -> None:
             name=name,
             runs_dir=runs_dir,
             force=force,
-            argv=_argv(ctx),
+            argv=rerun_argv(ctx),
         )
-        _report(result)
+        report_run(result)
 
     @train_app.command("dense")
     @user_errors
@@ -272,7 +267,7 @@ def register(app: typer.Typer) -> None:
         max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
         seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
         query_max_length: int | None = QUERY_LENGTH,
-        max_length: int | None = typer.Option(
+        passage_max_length: int | None = typer.Option(
             128, "--max-length", help="Passage tokens kept during training (and later runs)."
         ),
         markers: str | None = MARKERS,
@@ -321,12 +316,12 @@ def register(app: typer.Typer) -> None:
             output,
             dense=dense,
             train=train,
-            run_options=_options(ctx, force=False),  # --force replaces the model folder only
+            run_options=run_options(ctx, force=False),  # --force replaces the model folder only
             qrels_dir=qrels_dir,
             plot=plot,
             force=force,
             progress=not quiet,
-            argv=_argv(ctx),
+            argv=rerun_argv(ctx),
         )
         last = result.log["epochs"][-1] if result.log["epochs"] else {}
         dev = last.get("dev")

@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _register_coref() -> None:
-    from cmrkit.commands import retrieval as r
+    import cmrkit.commands.runs as r
 
     @r.run_app.command("coref")
     @user_errors
@@ -184,13 +184,13 @@ def _register_coref() -> None:
         """
         from cmrkit.retrieval import run_fields
 
-        r._report(
+        r.report_run(
             run_fields(
                 collection,
                 weights={"chain": 1.0},
                 query="chain",
                 k1=k1,
                 b=b,
-                options=r._options(ctx, name=name or "coref"),
+                options=r.run_options(ctx, name=name or "coref"),
             )
         )
