@@ -1,6 +1,7 @@
 """Time `cmrkit eval` (default measures) against the trec_eval C binary on the same files.
 
 Usage: python bench/bench_eval.py [--queries 1000] [--docs 1000] [--repeat 5] [--trec-eval PATH]
+       python bench/bench_eval.py --all-trec --trec-eval PATH/10.0/trec_eval [--repeat 3]
 
 Writes a seeded run (queries x docs lines, with ties) and qrels (300 judgments per query, grades
 -1..2) to a temporary folder, then runs, interleaved, `cmrkit eval RUN QRELS` (default measures,
@@ -8,6 +9,10 @@ table output) and `trec_eval` computing the trec_eval counterparts of the same m
 call (RR@10 -> recip_rank; Judged@10 has none), each as a subprocess. Prints the minimum and
 median wall time of each and the ratio, and checks that the shared measures agree.
 By default trec_eval is the linux-amd64 binary shipped in the Anserini jar inside Pyserini.
+
+With --all-trec: `trec_eval -q -m all_trec QRELS RUN` (give a 10.0 binary built from
+../shared/tools/trec_eval/10.0 with `make`) against `cmrkit eval RUN QRELS -q -m all_trec -f trec
+--trec-eval 10`, after checking that the two outputs are byte-identical.
 """
 
 from __future__ import annotations
@@ -73,7 +78,11 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--trec-eval", type=Path, default=None)
+    parser.add_argument("--all-trec", action="store_true")
     args = parser.parse_args()
+    if args.all_trec:
+        all_trec(args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         run, qrels = write_files(folder, args.queries, args.docs)
@@ -104,6 +113,33 @@ def main() -> None:
     print(f"run: {lines:,} lines ({args.queries:,} queries x {args.docs:,} docs); "
           f"qrels: {judgments:,} lines; {args.repeat} interleaved repeats")  # fmt: skip
     print(f"shared measures identical to trec_eval (4 decimals): {'yes' if same else 'NO'}")
+    print()
+    print(f"| {'command':<12} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} |")
+    print(f"|{'-' * 14}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|")
+    for name, values in times.items():
+        print(f"| {name:<12} | {min(values):6.2f} | {statistics.median(values):8.2f} | "
+              f"{min(values) / base:15.2f} |")  # fmt: skip
+
+
+def all_trec(args) -> None:
+    if args.trec_eval is None:
+        sys.exit("--all-trec needs --trec-eval PATH (trec_eval 10.0 built from source)")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        run, qrels = write_files(folder, args.queries, args.docs)
+        trec = [str(args.trec_eval), "-q", "-m", "all_trec", str(qrels), str(run)]
+        cmrkit = [sys.executable, "-m", "cmrkit", "eval", str(run), str(qrels), "-q", "-m",
+                  "all_trec", "-f", "trec", "--trec-eval", "10"]  # fmt: skip
+        ours = subprocess.run(cmrkit, check=True, capture_output=True, text=True).stdout
+        theirs = subprocess.run(trec, check=True, capture_output=True, text=True).stdout
+        times: dict[str, list[float]] = {"trec_eval": [], "cmrkit eval": []}
+        for _ in range(args.repeat):
+            times["trec_eval"].append(timed(trec))
+            times["cmrkit eval"].append(timed(cmrkit))
+    base = min(times["trec_eval"])
+    print(f"-q -m all_trec; {args.queries:,} queries x {args.docs:,} docs; "
+          f"{args.repeat} interleaved repeats")  # fmt: skip
+    print(f"output byte-identical to trec_eval 10.0: {'yes' if ours == theirs else 'NO'}")
     print()
     print(f"| {'command':<12} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} |")
     print(f"|{'-' * 14}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|")

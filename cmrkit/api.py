@@ -296,8 +296,11 @@ def evaluate(
     dedupe: bool = False,
     topics: str | os.PathLike | None = None,
     by: str | None = None,
+    trec_eval: str = "10",
 ) -> pd.DataFrame:
-    """Score a run: a DataFrame ``qid, measure, value`` with one row per query and measure,
+    """Score a run: a DataFrame ``qid, measure, value, trec_eval`` with one row per query and
+    measure (``trec_eval`` names the version whose numbers these are: "10.0" or "9.0.8",
+    chosen by ``trec_eval="10"`` or ``"9"``),
     then the aggregates (qid ``all``), as ``cmrkit eval -f csv`` writes them. With ``topics``
     and ``by`` (a topics field such as ``type``) a ``group`` column comes first and each
     group's aggregate rows follow the queries. Measures in ir_measures syntax (default: the
@@ -310,9 +313,24 @@ def evaluate(
     pd = _pandas()
     if (topics is None) != (by is None):
         raise CmrkitError("by and topics go together: give the topics file and the field")
-    ms = evaluation.parse_measures([measures] if isinstance(measures, str) else measures)
+    from cmrkit.evaluation.measures.trec import VERSION_NAMES
+
+    texts = [measures] if isinstance(measures, str) else measures
+    try:
+        ms = evaluation.parse_measures(texts)
+    except CmrkitError:
+        if topics is not None:
+            raise
+        return _evaluate_trec(
+            pd, run, qrels, list(texts or ()), all_queries, depth, dedupe, trec_eval
+        )
     result = evaluation.evaluate(
-        _run_dict(run, dedupe=dedupe), _qrels_dict(qrels), ms, all_queries=all_queries, depth=depth
+        _run_dict(run, dedupe=dedupe),
+        _qrels_dict(qrels),
+        ms,
+        all_queries=all_queries,
+        depth=depth,
+        version=trec_eval,
     )
     groups = None
     if topics is not None:
@@ -327,7 +345,42 @@ def evaluate(
     everyone = ("all",) if groups is not None else ()
     rows.extend((*everyone, "all", m.name, result.aggregate[m.name]) for m in result.measures)
     columns = (["group"] if groups is not None else []) + ["qid", "measure", "value"]
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["trec_eval"] = VERSION_NAMES[trec_eval]
+    return frame
+
+
+def _evaluate_trec(pd, run, qrels, texts, all_queries, depth, dedupe, version):
+    """:func:`evaluate` for trec_eval's own names (``P.5,10``, ``all_trec``, ``set_F.0.5``):
+    the trec_eval port, rows named as trec_eval prints them."""
+    from cmrkit.evaluation import trec_eval as te
+    from cmrkit.evaluation.measures import trec as defs
+
+    request = defs.parse_request(texts, version)
+    opts = te.Options(version=version, complete=all_queries)
+    if depth is not None:
+        opts.max_docs = depth
+    run_dict = _run_dict(run, dedupe=dedupe)
+    results = te.Results({q: list(docs.items()) for q, docs in run_dict.items()}, "")
+    if version == "9":
+        from array import array
+
+        for qid, docs in results.queries.items():
+            singles = array("f", [sc for _, sc in docs]).tolist()
+            results.queries[qid] = [(d, sc) for (d, _), sc in zip(docs, singles, strict=True)]
+    rel_info = te.RelInfo("qrels", qrels={q: dict(d) for q, d in _qrels_dict(qrels).items()})
+    result = te.evaluate(results, rel_info, request, opts)
+    rows = [
+        (qid, name, value)
+        for qid in result.queries
+        for name, value in zip(result.names, result.per_query[qid], strict=True)
+    ]
+    for name, value, col in zip(result.names, result.summary, te._flat(result), strict=True):
+        if col.family.summary != defs.NO_SUMMARY:
+            rows.append(("all", name, value))
+    frame = pd.DataFrame(rows, columns=["qid", "measure", "value"])
+    frame["trec_eval"] = defs.VERSION_NAMES[version]
+    return frame
 
 
 def compare(

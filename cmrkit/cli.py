@@ -6,6 +6,7 @@ import typer
 
 from cmrkit._version import __version__
 from cmrkit.commands import (
+    assess,
     build,
     coref,
     dense,
@@ -34,6 +35,7 @@ PIPELINE = (
     "eval-spans",
     "pool",
     "judgments",
+    "assess",
     "status",
     "export",
     "tac",
@@ -64,7 +66,7 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, dense, tac, pooling, evaluate, coref, export, status):
+for _module in (build, retrieval, dense, tac, pooling, assess, evaluate, coref, export, status):
     _module.register(app)
 app.add_typer(runs.run_app, name="run")  # the group the system commands added themselves to
 

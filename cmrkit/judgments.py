@@ -30,11 +30,13 @@ from cmrkit.errors import CmrkitError
 from cmrkit.escaping import csv_value, csv_writer
 from cmrkit.fileio import iter_lines, read_text
 from cmrkit.pooling import Pool, natural_key
-from cmrkit.pooling.assessors import (
+from cmrkit.pooling.assessors import (  # noqa: F401 - the kappas are read from here too
     MAX_ASSESSORS,
     answers,
     binarize,
     check_assessors,
+    cohen_kappa,
+    fleiss_kappa,
     majority,
 )
 from cmrkit.trec import Qrels, read_qrels
@@ -282,24 +284,6 @@ def read_feedback(
 
 
 # --- agreement -----------------------------------------------------------------------------
-
-
-def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
-    """Fleiss' kappa of items x categories counts (items with fewer than 2 ratings ignored;
-    item sizes may differ). None when undefined (no item, or a single category used)."""
-    rows = [r for r in table if sum(r) >= 2]
-    if not rows:
-        return None
-    k = len(rows[0])
-    total = sum(sum(r) for r in rows)
-    p_j = [sum(r[j] for r in rows) / total for j in range(k)]
-    p_e = sum(p * p for p in p_j)
-    p_bar = sum((sum(c * c for c in r) - sum(r)) / (sum(r) * (sum(r) - 1)) for r in rows) / len(
-        rows
-    )
-    if p_e >= 1.0:
-        return None
-    return (p_bar - p_e) / (1.0 - p_e)
 
 
 def decide(n_rel: int, n_non: int, min_agree: int, min_unanimous: int) -> int:

@@ -120,17 +120,40 @@ def collection_runs(name: str, runs_dir: str | os.PathLike = "runs") -> list[Run
 
 @dataclass
 class Headline:
-    """One measure of a run against its split's qrels, over the queries in both."""
+    """One measure of a run against its split's qrels, averaged over every qrels query (0 where
+    the run has no ranking, as ``trec_eval -c``), so runs of one split share their queries."""
 
     measure: str
     value: float | None
-    queries: int
+    queries: int  # the qrels queries averaged over
     note: str = ""
+    answered: int = 0  # of those, the queries the run ranks documents for
+    cached: bool = False  # read from the run's sidecar, not computed
 
 
-def headline(run: RunInfo, qrels: Qrels | None, measure: str | None = None) -> Headline:
+HEADLINE = "headline"  # the sidecar field where status keeps its figures
+
+
+def _run_stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def headline(
+    run: RunInfo,
+    qrels: Qrels | None,
+    measure: str | None = None,
+    *,
+    qrels_sha256: str | None = None,
+) -> Headline:
     """``measure`` (default: AP, or infAP when the qrels hold pooled but unjudged grades) of
-    the run, averaged over the queries in both run and qrels, as ``cmrkit eval`` does."""
+    the run over every query of the qrels, as ``cmrkit eval --all-queries`` computes it.
+
+    With ``qrels_sha256``, the figures are kept in the run's sidecar (field ``headline``: the
+    qrels' sha256, the run file's size and modification time, and each measure's value,
+    queries and queries answered) and read back while the qrels and the run file are those
+    they were computed from; a sidecar that cannot be written just is not cached into.
+    """
     from cmrkit.evaluation import evaluate, parse_measure
     from cmrkit.trec import read_run_columns
 
@@ -140,12 +163,67 @@ def headline(run: RunInfo, qrels: Qrels | None, measure: str | None = None) -> H
         pooled = any(rel < 0 for docs in qrels.values() for rel in docs.values())
         measure = "infAP" if pooled else "AP"
     m = parse_measure(measure)
+    stamp = _run_stamp(run.path)
+    kept = run.sidecar.get(HEADLINE)
+    if (
+        qrels_sha256 is not None
+        and isinstance(kept, dict)
+        and kept.get("qrels_sha256") == qrels_sha256
+        and kept.get("run_file") == stamp
+        and isinstance(kept.get("scores"), dict)
+    ):
+        figures = kept["scores"].get(m.name)
+        if isinstance(figures, list) and len(figures) == 3:
+            value, queries, answered = figures
+            return Headline(m.name, value, queries, "", answered, cached=True)
     try:
-        result = evaluate(read_run_columns(run.path), qrels, [m])
+        result = evaluate(read_run_columns(run.path), qrels, [m], all_queries=True)
     except CmrkitError as e:
         why = "no query in the qrels" if "no query in common" in str(e) else "unreadable"
         return Headline(m.name, None, 0, why)
-    return Headline(m.name, result.aggregate[m.name], result.queries)
+    answered = result.queries - len(result.missing_from_run)
+    h = Headline(m.name, result.aggregate[m.name], result.queries, "", answered)
+    if qrels_sha256 is not None:
+        _keep_headline(run, qrels_sha256, stamp, h)
+    return h
+
+
+def _keep_headline(run: RunInfo, qrels_sha256: str, stamp: list[int], h: Headline) -> None:
+    """Add ``h`` to the run's sidecar (staged and renamed; skipped when the run has no
+    sidecar of cmrkit's, or it cannot be written now)."""
+    from cmrkit.fileio import StagedOutputs
+
+    sidecar_path = run.path.with_suffix(".json")
+    if "identity" not in run.sidecar or not sidecar_path.is_file():
+        return
+    kept = run.sidecar.get(HEADLINE)
+    same = (
+        isinstance(kept, dict)
+        and kept.get("qrels_sha256") == qrels_sha256
+        and kept.get("run_file") == stamp
+        and isinstance(kept.get("scores"), dict)
+    )
+    scores = dict(kept["scores"]) if same else {}  # type: ignore[index]
+    scores[h.measure] = [h.value, h.queries, h.answered]
+    updated = {
+        **run.sidecar,
+        HEADLINE: {"qrels_sha256": qrels_sha256, "run_file": stamp, "scores": scores},
+    }
+    try:
+        with StagedOutputs([sidecar_path], force=True) as staged:  # locked from here
+            # a run written again since it was read is not overwritten with the old sidecar
+            current = json.loads(sidecar_path.read_text(encoding="utf-8"))
+            if current != run.sidecar or _run_stamp(run.path) != stamp:
+                raise _Changed
+            with open(staged.path(sidecar_path), "w", encoding="utf-8") as f:
+                f.write(json.dumps(updated, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    except (_Changed, CmrkitError, OSError, ValueError):
+        return  # changed, busy (a run being written), read-only: the figures are not kept
+    run.sidecar = updated
+
+
+class _Changed(Exception):
+    """The run or its sidecar changed while status read it."""
 
 
 @dataclass

@@ -75,7 +75,7 @@ def test_evaluate_equals_the_cli_byte_for_byte(files):
     cli = _cli_csv("eval", str(run), str(qrels), "-m", ",".join(MEASURES))
     df = cmrkit.evaluate(str(run), qrels, MEASURES)
     assert _as_text(df) == cli
-    assert list(df.columns) == ["qid", "measure", "value"]
+    assert list(df.columns) == ["qid", "measure", "value", "trec_eval"]
     assert df.iloc[-1]["qid"] == "all"
 
 

@@ -109,8 +109,10 @@ def _per_query(binary, qrels, run, measure):
 def test_compare_json_against_trec_eval_and_scipy(systems):
     binary, qrels, runs = systems
     result = CliRunner().invoke(
-        app, ["compare", str(qrels), *map(str, runs), "-m", "AP", "-m", "P@10", "-f", "json"]
-    )
+        app,
+        ["compare", str(qrels), *map(str, runs), "-m", "AP", "-m", "P@10", "-f", "json",
+         "--trec-eval", "9"],
+    )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     assert obj["baseline"] == "base" and obj["test"] == "t" and obj["correction"] == "holm"
@@ -185,11 +187,32 @@ def test_plot_rerun_is_up_to_date_and_another_plot_needs_force(systems, tmp_path
     assert png.read_bytes() != first
 
 
+def test_plot_as_pdf_svg_and_300_dpi_png(systems, tmp_path):
+    """Plots for papers: `--plot x.pdf` was refused and PNGs were 100 dpi."""
+    from PIL import Image
+
+    _, qrels, runs = systems
+    base = ["compare", str(qrels), *map(str, runs), "-m", "AP"]
+    for name, magic in (("d.pdf", b"%PDF-"), ("d.svg", b"<?xml"), ("d.png", b"\x89PNG")):
+        path = tmp_path / name
+        r = CliRunner().invoke(app, [*base, "--plot", str(path)])
+        assert r.exit_code == 0, r.stderr
+        data = path.read_bytes()
+        assert data.startswith(magic)
+        # no date or version inside: the same comparison gives the same bytes
+        r = CliRunner().invoke(app, [*base, "--plot", str(path)])
+        assert r.exit_code == 0 and "up to date" in r.stderr and path.read_bytes() == data
+    assert b"<svg" in (tmp_path / "d.svg").read_bytes()
+    assert b"CreationDate" not in (tmp_path / "d.pdf").read_bytes()
+    with Image.open(tmp_path / "d.png") as png:
+        assert [round(v) for v in png.info["dpi"]] == [300, 300]
+
+
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
         (["--baseline", "nope"], "--baseline 'nope' is none of the runs"),
-        (["--plot", "x.pdf"], "PNG"),
+        (["--plot", "x.jpg"], "FILE.png, FILE.pdf or FILE.svg"),
         (["-m", "AP@ten"], "cutoff"),
     ],
 )
@@ -227,8 +250,10 @@ def uneven(systems, tmp_path_factory):
 def test_means_and_delta_over_the_same_queries(uneven):
     qrels, base, short, dropped = uneven
     result = CliRunner().invoke(
-        app, ["compare", str(qrels), str(base), str(short), "-m", "AP", "-f", "json"]
-    )
+        app,
+        ["compare", str(qrels), str(base), str(short), "-m", "AP", "-f", "json",
+         "--trec-eval", "9"],
+    )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     judged = read_qrels(qrels)

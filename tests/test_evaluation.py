@@ -77,7 +77,7 @@ def test_every_measure_equals_trec_eval(env, options):
     if options.get("depth"):
         args += ["-M", str(options["depth"])]
     expected = parse_trec_eval(run_trec_eval(binary, qrels, run, *args))
-    result = evaluate(read_run(run), read_qrels(qrels), TREC_MEASURES, **options)
+    result = evaluate(read_run(run), read_qrels(qrels), TREC_MEASURES, **options, version="9")
     assert _check_equal(result, expected, TREC_MEASURES) > 500
     assert result.missing_from_run and result.missing_from_qrels
     n_qrels = len(read_qrels(qrels))
@@ -89,7 +89,7 @@ def test_every_measure_equals_trec_eval(env, options):
 def test_rr_at_k_is_recip_rank_on_the_top_k(env, k):
     binary, qrels, run, _, _ = env
     expected = parse_trec_eval(run_trec_eval(binary, qrels, run, "-M", str(k), "-m", "recip_rank"))
-    result = evaluate(read_run(run), read_qrels(qrels), [f"RR@{k}"])
+    result = evaluate(read_run(run), read_qrels(qrels), [f"RR@{k}"], version="9")
     for (_, qid), value in expected.items():
         ours = result.aggregate[f"RR@{k}"] if qid == "all" else result.per_query[qid][f"RR@{k}"]
         assert f"{ours:.4f}" == value, (qid, ours, value)
@@ -107,7 +107,7 @@ def test_judged_at_k_counts_any_judgment_in_the_top_k(env, tmp_path):
     printed = parse_trec_eval(
         run_trec_eval(binary, all_judged, run, "-M", str(k), "-m", "num_rel_ret", "-m", "num_ret")
     )
-    result = evaluate(read_run(run), read_qrels(qrels), ["Judged@10"])
+    result = evaluate(read_run(run), read_qrels(qrels), ["Judged@10"], version="9")
     expected = {}
     for qid in result.per_query:
         expected[qid] = int(printed[("num_rel_ret", qid)]) / int(printed[("num_ret", qid)])
@@ -125,7 +125,8 @@ def test_trec_format_is_byte_identical_to_trec_eval_q(env, complete):
                 "P@10", "R@10", "infAP", "nDCG", "nDCG@10", "AP@10", "Success@1"]  # fmt: skip
     args = _binary_args(measures) + (["-c"] if complete else [])
     expected = run_trec_eval(binary, qrels, run, *args)
-    cli_args = ["eval", str(run), str(qrels), "--format", "trec"]
+    # trec_eval -q: the per-query lines; the 9.0.x binary: scores as C floats
+    cli_args = ["eval", str(run), str(qrels), "--format", "trec", "-q", "--trec-eval", "9"]
     cli_args += [a for m in measures for a in ("-m", m)] + (["--all-queries"] if complete else [])
     result = CliRunner().invoke(app, cli_args)
     assert result.exit_code == 0, result.stderr
@@ -158,7 +159,8 @@ def test_json_and_csv_formats(env):
     out = CliRunner().invoke(app, ["eval", str(run), str(qrels), "-m", "AP,RR@10", "-f", "csv"])
     assert out.exit_code == 0, out.stderr
     rows = out.stdout.splitlines()
-    assert rows[0] == "qid,measure,value"
+    assert rows[0] == "qid,measure,value,trec_eval"
+    assert obj["trec_eval"] == "10.0" and rows[1].endswith(",10.0")
     assert len(rows) == 1 + 2 * expected.queries + 2
     assert rows[-2].startswith("all,AP,") and float(rows[-2].split(",")[2]) == pytest.approx(
         expected.aggregate["AP"]
@@ -184,7 +186,7 @@ def test_groups_from_topics_jsonl_and_cmr_queries_file(env, tmp_path):
     )
     assert load_groups(topics, "type") == types == load_groups(cmr_queries, "type")
     printed = parse_trec_eval(run_trec_eval(binary, qrels, run, "-m", "infAP"))
-    result = evaluate(read_run(run), read_qrels(qrels), ["infAP"])
+    result = evaluate(read_run(run), read_qrels(qrels), ["infAP"], version="9")
     groups = by_group(result, types)
     assert [g.group for g in groups] == ["GPE", "ORG", "PER"]
     for g in groups:
@@ -197,7 +199,7 @@ def test_groups_from_topics_jsonl_and_cmr_queries_file(env, tmp_path):
     out = CliRunner().invoke(
         app,
         ["eval", str(run), str(qrels), "-m", "infAP", "--topics", str(topics), "--by", "type",
-         "-f", "json"],
+         "-f", "json", "--trec-eval", "9"],
     )  # fmt: skip
     assert out.exit_code == 0, out.stderr
     obj = json.loads(out.stdout)
@@ -292,7 +294,7 @@ def test_dedupe_keeps_the_best_score(env, tmp_path):
     deduped = _write(tmp_path / "deduped.trec", "q1 Q0 b 1 3.0 t\nq1 Q0 a 3 5.0 t\n")
     qrels = _write(tmp_path / "qrels.txt", "q1 0 a 1\nq1 0 b 0\n")
     result = CliRunner().invoke(app, ["eval", str(run), str(qrels), "--dedupe", "-m", "RR",
-                                      "-f", "trec"])  # fmt: skip
+                                      "-f", "trec", "-q"])  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert result.stdout == run_trec_eval(binary, qrels, deduped, "-m", "recip_rank")
 
@@ -372,7 +374,7 @@ def test_file_path_equals_trec_eval_on_odd_score_texts(env, tmp_path, depth):
     measures = [m for m in TREC_MEASURES if m not in ("NumQ",)]
     args = _binary_args(measures) + ["-c"] + (["-M", str(depth)] if depth else [])
     expected = parse_trec_eval(run_trec_eval(binary, qrels, run, *args))
-    result = evaluate_files(run, qrels, measures, all_queries=True, depth=depth)
+    result = evaluate_files(run, qrels, measures, all_queries=True, depth=depth, version="9")
     assert _check_equal(result, expected, measures) > 100
 
 

@@ -122,3 +122,73 @@ def test_status_errors(workdir, tmp_path):
     assert empty.exit_code == 0 and "no collections under collections/" in empty.stdout
     bad = _cli(workdir, "status", "-m", "AP@x")
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+
+
+def _copy(workdir: Path, to: Path) -> Path:
+    import shutil
+
+    shutil.copytree(workdir, to, symlinks=True)
+    return to
+
+
+def _runs_rows(stdout: str) -> dict[str, list[str]]:
+    rows = [line.split("│") for line in stdout.splitlines() if line.startswith("│ bm25")]
+    return {cells[1].strip(): [c.strip() for c in cells[1:-1]] for cells in rows}
+
+
+def test_headline_over_the_qrels_queries_and_cached_in_the_sidecar(workdir, tmp_path):
+    """status averaged each run over the queries it shares with the qrels (runs of one split
+    over different sets, unsaid) and read every run again each time, silently."""
+    import hashlib
+
+    root = _copy(workdir, tmp_path / "w")
+    # a run that lacks query e2: averaged over the 5 qrels queries (0 for e2), and said so
+    lines = (root / "runs/w/bm25-b.test.trec").read_text().splitlines(keepends=True)
+    (root / "runs/w/bm25-b.test.trec").write_text("".join(x for x in lines if x[:3] != "e2 "))
+    r = _cli(root, "status", "w")
+    assert r.exit_code == 0, r.output
+    rows = _runs_rows(r.stdout)
+    for name, answered in (("bm25", 5), ("bm25-b", 4)):
+        ev = _cli(root, "eval", f"runs/w/{name}.test.trec", "qrels/w.test.txt", "-m", "AP",
+                  "--all-queries", "-f", "json")  # fmt: skip
+        assert rows[name][4:7] == [
+            "AP",
+            f"{json.loads(ev.stdout)['measures']['AP']:.4f}",
+            "5" if answered == 5 else "5*",
+        ]
+    assert "bm25-b ranks 4 of 5" in r.stdout and "bm25 ranks" not in r.stdout
+    # the figures are kept in the sidecar, keyed by the qrels' sha256 and the run file
+    sidecar = root / "runs/w/bm25.test.json"
+    kept = json.loads(sidecar.read_text())["headline"]
+    digest = hashlib.sha256((root / "qrels/w.test.txt").read_bytes()).hexdigest()
+    assert kept["qrels_sha256"] == digest
+    assert kept["scores"]["AP"][1:] == [5, 5]
+    assert json.loads(sidecar.read_text())["identity"]  # the rest of the sidecar is kept
+    # read back, not computed: a planted figure shows (nothing else could produce it)
+    planted = json.loads(sidecar.read_text())
+    planted["headline"]["scores"]["AP"][0] = 0.123456
+    sidecar.write_text(json.dumps(planted))
+    assert _runs_rows(_cli(root, "status", "w").stdout)["bm25"][5] == "0.1235"
+    # other measures join the cache; other qrels, or a run file written again, recompute
+    assert _cli(root, "status", "w", "-m", "RR@10").exit_code == 0
+    assert set(json.loads(sidecar.read_text())["headline"]["scores"]) == {"AP", "RR@10"}
+    run = root / "runs/w/bm25.test.trec"
+    run.write_bytes(run.read_bytes())
+    os.utime(run, ns=(run.stat().st_atime_ns, run.stat().st_mtime_ns + 10**9))
+    assert _runs_rows(_cli(root, "status", "w").stdout)["bm25"][5] == rows["bm25"][5]
+    with open(root / "qrels/w.test.txt", "a") as f:
+        f.write("h1 0 D:none 0\n")
+    _cli(root, "status", "w")
+    assert json.loads(sidecar.read_text())["headline"]["qrels_sha256"] != digest
+
+
+def test_status_shows_progress_while_scoring_runs(workdir, tmp_path):
+    root = _copy(workdir, tmp_path / "w")
+    env = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "100"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cmrkit", "status", "w"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "scoring runs" in done.stderr and "runs/w/bm25-b.test.trec" in done.stderr
+    assert "bm25-b" in done.stdout

@@ -411,6 +411,53 @@ def test_plan_table_plot_and_errors(three, cli):
     assert r.exit_code == 2 and "--budgets" in r.stderr
 
 
+def test_plan_plot_for_papers(three, cli):
+    """pool plan's plot was a 100 dpi PNG whose tau panel hid every tied line under the last,
+    with fractional budget ticks, tab10 colours and one marker, and "AP" for strata rows."""
+    from matplotlib.colors import to_hex
+    from PIL import Image
+
+    from cmrkit.figures import PALETTE
+    from cmrkit.pooling.plan import PlanOptions, plan_figure, plan_pool
+
+    tmp, coll, runs, truth = three
+    plan = plan_pool(runs, coll, truth, PlanOptions(budgets=(2, 3, 5), per_query=True))
+    fig = plan_figure(plan)
+    tau, found, bias = fig.axes[:3]
+    lines = tau.get_lines()
+    assert len(lines) == 6
+    ys = [tuple(line.get_ydata()) for line in lines]
+    assert len(set(ys)) < len(ys)  # some strategies tie here: the case the plot must show
+    looks = {(line.get_marker(), str(line.get_linestyle()), line.get_color()) for line in lines}
+    assert len(looks) == len(lines)
+    assert len({line.get_marker() for line in lines}) == len(lines)
+    assert len({tuple(line.get_xdata()) for line in lines}) == len(lines)  # offset sideways
+    assert {to_hex(line.get_color()) for line in lines} <= {c.lower() for c in PALETTE}
+    for ax in (tau, found, bias):
+        assert list(ax.get_xticks()) == [2, 3, 5]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "3", "5"]
+    labels = [line.get_label() for line in found.get_lines()]
+    assert "strata (xinfAP)" in labels and "depth" in labels
+    assert "xinfAP" in bias.get_ylabel()
+    # PDF and SVG by extension, PNG at 300 dpi; each rerun finds its plot up to date
+    args = ["pool", "plan", *runs, "--collection", coll, "--qrels", truth, "--budgets", "2,3"]
+    for name, magic in (("plan.pdf", b"%PDF"), ("plan.svg", b"<?xml"), ("plan.png", b"\x89PNG")):
+        r = cli(*args, "--plot", tmp / name)
+        assert r.exit_code == 0, r.output
+        first = (tmp / name).read_bytes()
+        assert first.startswith(magic)
+        r = cli(*args, "--plot", tmp / name)
+        assert r.exit_code == 0 and "up to date" in r.stdout, r.output
+        assert (tmp / name).read_bytes() == first
+    assert b"<svg" in (tmp / "plan.svg").read_bytes()
+    with Image.open(tmp / "plan.png") as png:
+        assert [round(v) for v in png.info["dpi"]] == [300, 300]
+        assert png.size[0] >= 13 * 300 * 0.9  # 13 inches wide
+    r = cli(*args, "--plot", tmp / "plan.jpg")
+    assert r.exit_code == 2 and "FILE.pdf or FILE.svg" in r.stderr
+    assert not (tmp / "plan.jpg").exists()
+
+
 def test_next_reads_blind_answers_through_the_export_key(three, cli):
     tmp = three[0]
     pool = create(cli, three, "--strategy", "mtf", "--budget", "3", "--per-query")

@@ -67,6 +67,13 @@ def _parts(s: Shown, css: str) -> dict[str, str]:
     }
 
 
+def shown_parts(s: Shown, css: str) -> dict[str, str]:
+    """Escaped HTML of a shown text in three parts, ``before`` the window, the window (``main``)
+    and ``after`` it, its spans in ``<mark class=css>``: what the offline page and the assessment
+    server insert as HTML (nothing else from the data is ever inserted as HTML)."""
+    return _parts(s, css)
+
+
 def _windowed(s: Shown, css: str) -> str:
     """The window alone, with an ellipsis where text was cut (MTurk fragments)."""
     p = _parts(s, css)

@@ -25,9 +25,11 @@ class Correction(StrEnum):
 
 
 MEASURE_HELP = (
-    "Measure in ir_measures syntax (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, xinfAP, "
-    "infNDCG, Judged@10, NumRel, ...); repeat or separate with commas. Default: infAP, AP, AP@10, "
-    "AP@50, RR@10, R@10, R@50, R@100, R@500, P@10, nDCG@10, Judged@10."
+    "Measure: ir_measures names (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, SetF, "
+    "xinfAP, infNDCG, Judged@10, NumRel, ...) or trec_eval's (map_cut.10, P.5,10, ndcg.1=3,2=9, "
+    "iprec_at_recall..10,.20, all_trec, official, all_prefs, qrels_jg); repeat or separate "
+    "ir_measures names with commas. Default: infAP, AP, AP@10, AP@50, RR@10, R@10, R@50, R@100, "
+    "R@500, P@10, nDCG@10, Judged@10 (with -f trec: trec_eval's official set)."
 )
 
 
@@ -66,17 +68,101 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare_command)
 
 
+class TrecVersion(StrEnum):
+    v9 = "9"
+    v10 = "10"
+
+
+class RelFormat(StrEnum):
+    qrels = "qrels"
+    prefs = "prefs"
+    qrels_prefs = "qrels_prefs"
+    qrels_jg = "qrels_jg"
+
+
+class Convention(StrEnum):
+    trec = "trec"
+    coresearch = "coresearch"
+
+
+USAGE = "usage: cmrkit eval RUN QRELS [-m MEASURE ...] (the run first, then the qrels)"
+
+
+def _first_fields(path: Path) -> int | None:
+    """Number of fields on the first line that is not blank or a comment (None: unreadable)."""
+    if str(path) == "-":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            for _, line in zip(range(1000), fh, strict=False):
+                fields = line.split()
+                if fields and not fields[0].startswith(b"#"):
+                    return len(fields)
+    except OSError:
+        return None
+    return None
+
+
+def _check_order(run: Path, qrels: Path) -> None:
+    """`eval QRELS RUN` (swapped): say so with the usage, before any other error."""
+    first, second = _first_fields(run), _first_fields(qrels)
+    if first in (4, 5) and second is not None and second >= 6:
+        raise CmrkitError(
+            f"{run} looks like qrels ({first} fields) and {qrels} like a run ({second} fields): "
+            f"the arguments are swapped; {USAGE}"
+        )
+
+
+def _trec_eval_needed(
+    fmt, measures: list[str] | None, run: Path, version: str, options: list[bool]
+) -> bool:
+    """Whether `eval` goes through the trec_eval port (every trec_eval measure and option,
+    trec_eval's exact output) rather than the ir_measures path (cmrkit's own measures such as
+    RR@k, Judged@k and xinfAP, groups with --by)."""
+    from cmrkit.evaluation.measures import parse_measures
+    from cmrkit.evaluation.measures.trec import parse_request
+
+    try:
+        parse_measures(measures)
+        legacy = None
+    except CmrkitError as e:
+        legacy = e
+    try:
+        parse_request(list(measures) if measures else ["official"], version)
+        trec = None
+    except CmrkitError as e:
+        trec = e
+    if legacy is not None and trec is not None:
+        if " only, not in " in str(trec):  # a trec_eval measure of the other version
+            raise trec
+        # neither: name both vocabularies
+        raise CmrkitError(f"{legacy}; or trec_eval's names (map_cut.10, P.5,10, "
+                          f"all_trec; see docs/evaluation.md)") from None  # fmt: skip
+    if legacy is not None:
+        return True
+    if trec is not None:
+        if any(options) or str(run) == "-":
+            raise trec
+        return False  # cmrkit's own measures: printed by the ir_measures path, -f trec too
+    return fmt is Format.trec or str(run) == "-" or any(options)
+
+
 @user_errors
 def eval_command(
-    run: Path = typer.Argument(..., help="TREC run: qid Q0 docno rank score tag."),
+    run: Path = typer.Argument(
+        ..., help="TREC run: qid Q0 docno rank score tag (more columns are ignored); - for stdin."
+    ),
     qrels: Path = typer.Argument(
         ...,
         help="TREC qrels: qid iter docno rel (or sample_eval's qid iter docno stratum rel, "
-        "for xinfAP and infNDCG).",
+        "for xinfAP and infNDCG; see -R for prefs and qrels_jg).",
     ),
     measure: list[str] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
     per_query: bool = typer.Option(
-        False, "--per-query", "-q", help="Table format: one row per query."
+        False,
+        "--per-query",
+        "-q",
+        help="Per-query values too (trec_eval -q; the table format: one row per query).",
     ),
     all_queries: bool = typer.Option(
         False,
@@ -91,6 +177,38 @@ def eval_command(
         "-M",
         min=1,
         help="Score only the top N documents per query (trec_eval -M).",
+    ),
+    level: int = typer.Option(
+        None, "--level", "-l", help="Lowest grade that counts as relevant (trec_eval -l; 1)."
+    ),
+    num_docs: int = typer.Option(
+        None, "--num-docs", "-N", min=0, help="Documents in the collection (trec_eval -N)."
+    ),
+    no_summary: bool = typer.Option(
+        False, "--no-summary", "-n", help="No 'all' lines, per-query only (trec_eval -n)."
+    ),
+    judged_only: bool = typer.Option(
+        False,
+        "--judged-only",
+        "-J",
+        help="Drop retrieved documents that are not judged (trec_eval -J).",
+    ),
+    rel_format: RelFormat = typer.Option(
+        None,
+        "--rel-format",
+        "-R",
+        help="Judgments format (trec_eval -R): qrels, prefs, qrels_prefs or qrels_jg.",
+    ),
+    zscores: Path = typer.Option(
+        None,
+        "--zscores",
+        "-Z",
+        help="qid measure mean stddev file: print z-scores (trec_eval -Z).",
+    ),
+    trec_version: TrecVersion = typer.Option(
+        TrecVersion.v10,
+        "--trec-eval",
+        help="The trec_eval version to equal: 10 (10.0, the current release) or 9 (9.0.8).",
     ),
     dedupe: bool = typer.Option(
         False,
@@ -108,26 +226,53 @@ def eval_command(
     ),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
 ) -> None:
-    """Score a run against qrels with trec_eval's numbers.
+    """Score a run against qrels with trec_eval's numbers (9.0.8 or 10.0, every measure).
 
     Ranking is trec_eval's: score descending, ties by docno descending (the rank column is
     ignored). Qrels grades >= 1 are relevant, 0 non-relevant, negative pooled but unjudged.
+    Measures by ir_measures names (AP@10, nDCG@10, SetF) or trec_eval's own (map_cut.10,
+    P.5,10, ndcg.1=3,2=9, iprec_at_recall..10,.20, all_trec); `-f trec` prints exactly what
+    trec_eval prints with the same options.
 
     Example: cmrkit eval runs/sample/bm25.test.trec qrels/sample.test.txt -m infAP -m AP@10
     -m RR@10
     """
     from cmrkit import evaluation
-    from cmrkit.evaluation.measures import parse_measures
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
-    measures = parse_measures(measure)
+    _check_order(run, qrels)
+    version = trec_version.value
+    trec_options = [
+        level is not None,
+        num_docs is not None,
+        no_summary,
+        judged_only,
+        rel_format is not None,
+        zscores is not None,
+    ]
+    if _trec_eval_needed(fmt, measure, run, version, trec_options):
+        if by is not None:
+            raise CmrkitError("--by works with the ir_measures path only (not with -f trec or "
+                              "trec_eval's own options and measures)")  # fmt: skip
+        _eval_trec(
+            run, qrels, measure, fmt, version, per_query, all_queries, depth, level, num_docs,
+            no_summary, judged_only, rel_format, zscores, dedupe,
+        )  # fmt: skip
+        return
+    measures = evaluation.parse_measures(measure)
     qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels))
     run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
-        run_data, qrels_data, measures, all_queries=all_queries, depth=depth, strata=strata
+        run_data,
+        qrels_data,
+        measures,
+        all_queries=all_queries,
+        depth=depth,
+        strata=strata,
+        version=version,
     )
     groups = evaluation.by_group(result, groups_map) if groups_map is not None else None
     if fmt is Format.table:
@@ -144,6 +289,80 @@ def eval_command(
     else:
         emit(evaluation.result_to_trec(result, groups))
     console.print(coverage(result), markup=False, soft_wrap=True)
+
+
+def _eval_trec(
+    run, qrels, measure, fmt, version, per_query, all_queries, depth, level, num_docs,
+    no_summary, judged_only, rel_format, zscores, dedupe,
+) -> None:  # fmt: skip
+    """`eval` through the trec_eval port (evaluation/trec_eval.py)."""
+    from cmrkit.evaluation import trec_eval as te
+    from cmrkit.evaluation.measures import trec as defs
+
+    texts = list(measure) if measure else ["official"]
+    request = defs.parse_request(texts, version)
+    opts = te.Options(
+        version=version,
+        query=per_query,
+        complete=all_queries,
+        level=1 if level is None else level,
+        max_docs=depth if depth is not None else te.Options.max_docs,
+        num_docs_in_coll=num_docs or 0,
+        summary=not no_summary,
+        judged_only=judged_only,
+        rel_format=rel_format.value if rel_format is not None else "qrels",
+    )
+    rel_info = te.read_rel_info(qrels, opts.rel_format, version)
+    results = te.read_results(run, version)
+    if dedupe:
+        results.queries = te.dedupe(results.queries)
+    table = te.read_zscores(zscores) if zscores is not None else None
+    result = te.evaluate(results, rel_info, request, opts, table, run_path=run)
+    if fmt is Format.trec:
+        emit(result.to_trec())
+    elif fmt is Format.json:
+        emit(te.result_to_json(result, {"run": str(run), "qrels": str(qrels)}))
+    elif fmt is Format.csv:
+        emit(te.result_to_csv(result))
+    else:
+        _trec_table(result, f"{run} vs {qrels}")
+    for odd, path in ((rel_info.odd, qrels), (results.odd, run)):
+        if odd.duplicates:
+            console.print(
+                f"warning: {path}: {odd.duplicates:,} identical duplicate judgments kept once",
+                markup=False,
+                soft_wrap=True,
+            )
+            odd.duplicates = 0
+        note = odd.describe(str(path))
+        if note:
+            console.print(note, markup=False, soft_wrap=True)
+    console.print(te.coverage(result), markup=False, soft_wrap=True)
+
+
+def _trec_table(result, title: str) -> None:
+    from cmrkit.tables import Table, render
+
+    version = result.version
+    if result.options.query:
+        table = Table(title, ["measure", "qid", "value"], keys=2, caption=f"trec_eval {version}")
+        for qid in result.printed_queries:
+            for name, v in zip(result.names, result.per_query[qid], strict=True):
+                table.add_row(name, qid, v if isinstance(v, str) else f"{v:.4f}")
+        render(table, out)
+        return
+    table = Table(title, ["measure", "all"], keys=1, caption=f"trec_eval {version}")
+    if any(c.family.name == "runid" for c in result.columns):
+        table.add_row("runid", result.runid)
+    for name, v, col in zip(result.names, result.summary, _cols(result), strict=True):
+        if col.family.name == "relstring":
+            continue
+        table.add_row(name, str(int(v)) if col.family.integer else f"{v:.4f}")
+    render(table, out)
+
+
+def _cols(result):
+    return [c for c in result.columns for _ in c.names]
 
 
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
@@ -219,12 +438,21 @@ def compare_command(
     dedupe: bool = typer.Option(
         False, "--dedupe", help="Keep the best score of a document retrieved twice."
     ),
-    plot: Path = typer.Option(None, "--plot", help="Write a PNG of per-query differences."),
+    plot: Path = typer.Option(
+        None,
+        "--plot",
+        help="Write the per-query differences as FILE.png (300 dpi), FILE.pdf or FILE.svg.",
+    ),
     plot_measure: str = typer.Option(
         None, "--plot-measure", help="Measure to plot (default: the first)."
     ),
     force: bool = typer.Option(
         False, "--force", help="Replace a --plot file that differs from this comparison's."
+    ),
+    trec_version: TrecVersion = typer.Option(
+        TrecVersion.v10,
+        "--trec-eval",
+        help="The trec_eval version to equal: 10 (10.0) or 9 (9.0.8; scores as C floats).",
     ),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
 ) -> None:
@@ -239,6 +467,7 @@ def compare_command(
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
+    from cmrkit.figures import figure_format
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
@@ -246,8 +475,8 @@ def compare_command(
     plot_m = parse_measure(plot_measure) if plot_measure else measures[0]
     if plot_measure and plot_m not in measures:
         measures.append(plot_m)
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise CmrkitError("the plot is written as PNG; name it FILE.png", path=plot)
+    if plot is not None:
+        figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
     names = evaluation.run_names(runs)
     base_name = None
     if baseline is not None:
@@ -276,6 +505,7 @@ def compare_command(
         strata=strata,
         permutations=permutations,
         seed=seed,
+        version=trec_version.value,
     )
     up_to_date = False
     if plot is not None:  # the same comparison draws the same bytes: a rerun is up to date

@@ -376,7 +376,11 @@ def plan_cmd(
     strata: str | None = typer.Option(None, help="strata: strata and rates (scaled to budgets)."),
     per_run: bool = typer.Option(False, "--per-run", help="Also a table of each run's bias."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the full results as JSON."),
-    plot: Path | None = typer.Option(None, help="Write a PNG: tau and relevant found by budget."),
+    plot: Path | None = typer.Option(
+        None,
+        help="Write tau, relevant found and bias by budget as FILE.png (300 dpi), FILE.pdf or "
+        "FILE.svg.",
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
     """Simulate pooling strategies x budgets with noisy assessors against complete qrels.
@@ -387,13 +391,13 @@ def plan_cmd(
     Example: cmrkit pool plan runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --qrels qrels/sample.test.txt --budgets 5,10,20,30,50 --per-query --plot plan.png
     """
-    from cmrkit.errors import CmrkitError
+    from cmrkit.figures import figure_format
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import infer_collection
     from cmrkit.pooling.plan import PlanOptions, plan_pool, plot_plan
 
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise CmrkitError("the plot is written as PNG; name it FILE.png", path=plot)
+    if plot is not None:
+        figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
     options = PlanOptions(
         budgets=_int_list(budgets, "--budgets"),
         strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),

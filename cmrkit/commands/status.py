@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import typer
@@ -44,7 +46,9 @@ def status_command(
     """Show the collections (splits, counts, index), runs, pools and judgments found here.
 
     Reads only what the commands wrote: no JVM, no spaCy. Each run's headline measure is
-    computed against its split's qrels over the queries in both (their number shown).
+    computed against its split's qrels over every qrels query (0 where the run has none, as
+    eval -c; the number shown), and kept in the run's sidecar for the next time (keyed by the
+    qrels' sha256 and the run file).
 
     Example: cmrkit status collections/sample
     """
@@ -52,7 +56,6 @@ def status_command(
     import cmrkit.workspace as ws
     from cmrkit.evaluation import parse_measure
     from cmrkit.tables import render
-    from cmrkit.trec import read_qrels
 
     if measure is not None:
         parse_measure(measure)  # a typo fails here, before any work
@@ -86,34 +89,22 @@ def status_command(
             )
     render(table, out)
 
-    qrels_cache: dict[Path, dict] = {}
-    for info in infos:
-        runs = ws.collection_runs(info.name, runs_dir)
-        if not runs:
+    qrels_cache: dict[Path, tuple[dict, str]] = {}
+    every = {info.name: ws.collection_runs(info.name, runs_dir) for info in infos}
+    with _reading_runs(sum(map(len, every.values()))) as advance:
+        tables = [_runs_table(info, every[info.name], runs_dir, measure, qrels_cache, advance)
+                  for info in infos]  # fmt: skip
+    for info, (table, partial) in zip(infos, tables, strict=True):
+        if table is None:
             out.print(f"no runs under {runs_dir / info.name}/")
             continue
-        qrels_of = {s.split: s.qrels for s in info.splits}
-        table = _table(
-            f"runs in {runs_dir / info.name}/",
-            [("run", "left"), ("system", "left"), ("split", "left"), ("written", "left"),
-             ("measure", "left"), ("value", "right"), ("queries", "right")],
-        )  # fmt: skip
-        for run in runs:
-            path = qrels_of.get(run.split)
-            if path is not None and path not in qrels_cache:
-                qrels_cache[path] = read_qrels(path)
-            h = ws.headline(run, qrels_cache.get(path) if path else None, measure)
-            value = h.note if h.value is None else parse_measure(h.measure).format(h.value)
-            table.add_row(
-                run.name,
-                run.system,
-                run.split,
-                run.date.strftime("%Y-%m-%d %H:%M"),
-                h.measure,
-                value,
-                f"{h.queries:,}" if h.queries else "",
-            )
         render(table, out)
+        if partial:
+            out.print(
+                "* scored over every qrels query of its split, 0 where the run has none (as "
+                "eval -c): " + "; ".join(partial),
+                markup=False,
+            )
 
     names = {info.name for info in infos}
     pools = [p for p in ws.find_pools(pools_dir) if p.collection in names]
@@ -146,3 +137,71 @@ def status_command(
     ]
     if extra:
         out.print("other qrels: " + ", ".join(str(p) for p in extra))
+
+
+@contextlib.contextmanager
+def _reading_runs(total: int) -> Iterator[Callable[..., None]]:
+    """A bar on stderr while the runs are scored (a big working folder takes seconds the
+    first time); ``at(path)`` names the run being read, ``at(path, done=True)`` counts it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from cmrkit.console import console
+
+    with Progress(
+        TextColumn("scoring runs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+        disable=total == 0 or not console.is_terminal,
+    ) as bar:
+        task = bar.add_task("", total=total)
+
+        def at(name: str, done: bool = False) -> None:
+            bar.update(task, advance=1 if done else 0, description="" if done else name)
+            bar.refresh()  # shown now: a big run takes seconds, the next may take none
+
+        yield at
+
+
+def _runs_table(info, runs, runs_dir: Path, measure, qrels_cache, advance):
+    """The table of a collection's runs (None when it has none) and the runs that answer
+    fewer queries than their qrels hold."""
+    from cmrkit import workspace as ws
+    from cmrkit.evaluation import parse_measure
+    from cmrkit.fileio import sha256_file
+    from cmrkit.trec import read_qrels
+
+    if not runs:
+        return None, []
+    qrels_of = {s.split: s.qrels for s in info.splits}
+    table = _table(
+        f"runs in {runs_dir / info.name}/",
+        [("run", "left"), ("system", "left"), ("split", "left"), ("written", "left"),
+         ("measure", "left"), ("value", "right"), ("qrels queries", "right")],
+    )  # fmt: skip
+    partial = []
+    for run in runs:
+        path = qrels_of.get(run.split)
+        if path is not None and path not in qrels_cache:
+            qrels_cache[path] = (read_qrels(path), sha256_file(path))
+        qrels, digest = qrels_cache[path] if path is not None else (None, None)
+        advance(str(run.path))
+        h = ws.headline(run, qrels, measure, qrels_sha256=digest)
+        advance(str(run.path), done=True)
+        value = h.note if h.value is None else parse_measure(h.measure).format(h.value)
+        queries = f"{h.queries:,}" if h.queries else ""
+        if h.queries and h.answered < h.queries:
+            queries += "*"
+            partial.append(f"{run.name} ranks {h.answered:,} of {h.queries:,}")
+        table.add_row(
+            run.name,
+            run.system,
+            run.split,
+            run.date.strftime("%Y-%m-%d %H:%M"),
+            h.measure,
+            value,
+            queries,
+        )
+    return table, partial

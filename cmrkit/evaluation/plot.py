@@ -20,13 +20,14 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def plot_differences(comp: Comparison, measure: Measure, path: str | os.PathLike) -> None:
-    """Write :func:`difference_figure` as a PNG."""
-    import matplotlib.pyplot as plt
+def plot_differences(
+    comp: Comparison, measure: Measure, path: str | os.PathLike, fmt: str | None = None
+) -> None:
+    """Write :func:`difference_figure` as PNG (300 dpi), PDF or SVG (``fmt``, default: from
+    the file's extension)."""
+    from cmrkit.figures import save_figure
 
-    fig = difference_figure(comp, measure)
-    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    save_figure(difference_figure(comp, measure), path, fmt)
 
 
 def difference_figure(comp: Comparison, measure: Measure):

@@ -1,12 +1,12 @@
 """Scoring runs against qrels with trec_eval's numbers, per query, per group, and compared.
 
-Ranking follows trec_eval 9.0.x: score descending (scores compared as single-precision floats,
-as trec_eval stores them), ties broken by docno descending; the rank column is ignored. A
+Ranking follows trec_eval: score descending (as doubles in trec_eval 10.0, as single-precision
+floats in 9.0.8: ``version``), ties broken by docno descending; the rank column is ignored. A
 qrels grade >= 1 is relevant, 0 non-relevant, < 0 pooled but unjudged (used by infAP, never
 relevant). AP, infAP, RR, P, R, Success, nDCG@k and the counts are computed here with numpy,
 following trec_eval's C code operation for operation (same doubles, sums added in trec_eval's
-order), so the values are bit-identical; the other measures (Bpref, Rprec, nDCG) go to
-trec_eval's own code (pytrec_eval). RR@k and Judged@k, which trec_eval lacks, are computed on
+order), so the values are bit-identical; the other measures (Bpref, Rprec, nDCG) go to the
+trec_eval port (``trec_eval.py``). RR@k and Judged@k, which trec_eval lacks, are computed on
 the same ranking; xinfAP and infNDCG as TREC's sample_eval.pl computes them (``sampled.py``,
 from the qrels' strata when given).
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import SAMPLED_KINDS, Measure, parse_measures
+from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSIONS
 from cmrkit.trec import (
     Qrels,
     Run,
@@ -46,6 +47,7 @@ class Result:
     missing_from_qrels: list[str]
     all_queries: bool = False
     depth: int | None = None
+    version: str | None = None  # the trec_eval followed ("9" or "10"); None: not trec_eval's
 
     @property
     def queries(self) -> int:
@@ -128,7 +130,9 @@ def _prefix_sums(values, counts, picks):
     return out
 
 
-def _ranking(cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | None):
+def _ranking(
+    cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | None, version: str = "10"
+):
     """Per-query sizes and, in trec_eval's order (cut at ``depth``), the rows and grades."""
     import itertools
 
@@ -150,7 +154,8 @@ def _ranking(cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | Non
     nq = len(blocks)
     starts = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(lens, out=starts[1:])
-    single = scores.astype(np.float32)  # trec_eval keeps scores as C floats
+    # trec_eval 9.0.8 keeps scores as C floats, 10.0 as doubles
+    single = scores.astype(np.float32 if version == "9" else np.float64)
     gid = np.repeat(np.arange(nq), lens)
     descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
     order = np.arange(len(single)) if descending.all() else np.lexsort((-single, gid))
@@ -282,13 +287,18 @@ def evaluate(
     all_queries: bool = False,
     depth: int | None = None,
     strata: Strata | None = None,
+    version: str = DEFAULT_VERSION,
 ) -> Result:
     """Score a run: per-query values and their trec_eval aggregate for each measure.
 
     ``run`` is {qid: {docno: score}} or :class:`~cmrkit.trec.RunColumns`. ``depth`` keeps
     only the top ``depth`` documents of each ranking (trec_eval ``-M``). ``strata`` gives the
     stratum of every qrels document for xinfAP and infNDCG (default: one stratum).
+    ``version`` is the trec_eval whose ranking is followed: "10" (10.0, scores as doubles) or
+    "9" (9.0.8, scores as C floats); the measures computed here agree in both otherwise.
     """
+    if version not in VERSIONS:
+        raise CmrkitError(f"trec_eval version {version!r}: choose 9 (9.0.8) or 10 (10.0)")
     ms = _measures(measures)
     if depth is not None and depth < 1:
         raise CmrkitError(f"depth {depth} must be a positive number of documents")
@@ -305,14 +315,14 @@ def evaluate(
         )
     scored = sorted(common + missing_from_run) if all_queries else common
     blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
-    lens, starts, order, rel, docnos, scores = _ranking(cols, blocks, qrels, depth)
+    lens, starts, order, rel, docnos, scores = _ranking(cols, blocks, qrels, depth, version)
     qids = [cols.qids[i] for i in blocks]
     rows = [qrels[q] for q in qids]
     num_rel = [sum(g >= 1 for g in judged.values()) for judged in rows]
     native = [m for m in ms if _native(m) and m.kind not in SAMPLED_KINDS]
     values = _native_values(native, lens, starts, rel, num_rel, rows) if native else {}
     if any(m.kind in SAMPLED_KINDS for m in ms):
-        from cmrkit.evaluation import sampled
+        import cmrkit.evaluation.sampled as sampled
 
         if strata is not None:
             _check_strata({q: qrels[q] for q in qids}, strata)
@@ -324,21 +334,17 @@ def evaluate(
     others = [m for m in ms if not _native(m)]
     computed: dict[str, dict[str, float]] = {}
     if others:
-        import pytrec_eval
+        import cmrkit.evaluation.trec_eval as te
 
-        evaluated: Run = {}
+        opts = te.Options(version=version)
         for k, qid in enumerate(qids):
             at = order[int(starts[k]) : int(starts[k + 1])].tolist()
             names = [docnos[i] for i in at]
             if names and isinstance(names[0], bytes):
                 names = [d.decode() for d in names]
-            evaluated[qid] = dict(zip(names, scores[at].tolist(), strict=True))
-        if all_queries:
-            for qid in missing_from_run:
-                evaluated[qid] = {}
-        requests = {m.pytrec_request for m in others}
-        evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in scored}, requests)
-        computed = evaluator.evaluate(evaluated)
+            rr = te.form_res_rels(names, qrels[qid], opts)
+            computed[qid] = {m.trec_name: te.QRELS_MEASURES[m.trec_name](rr, None, opts)[0]
+                             for m in others}  # fmt: skip
     for qid in scored:
         row = per_query[qid]
         k = where.get(qid)
@@ -352,7 +358,9 @@ def evaluate(
             else:
                 row[m.name] = 1.0 if m.kind == "NumQ" else 0.0
     agg = {m.name: aggregate(m, [per_query[q][m.name] for q in scored]) for m in ms}
-    return Result(ms, per_query, agg, missing_from_run, missing_from_qrels, all_queries, depth)
+    return Result(
+        ms, per_query, agg, missing_from_run, missing_from_qrels, all_queries, depth, version
+    )
 
 
 def evaluate_files(
@@ -363,10 +371,13 @@ def evaluate_files(
     all_queries: bool = False,
     depth: int | None = None,
     dedupe: bool = False,
+    version: str = DEFAULT_VERSION,
 ) -> Result:
     """:func:`evaluate` on a run file and a qrels file (four columns, or sample_eval's five
     with the stratum of each document)."""
     ms = _measures(measures)
     qrels, strata = read_qrels_with_strata(qrels_path)
     run = read_run_columns(run_path, dedupe=dedupe)
-    return evaluate(run, qrels, ms, all_queries=all_queries, depth=depth, strata=strata)
+    return evaluate(
+        run, qrels, ms, all_queries=all_queries, depth=depth, strata=strata, version=version
+    )

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from cmrkit.evaluation.groups import GroupResult
+from cmrkit.evaluation.measures.trec import VERSION_NAMES
 from cmrkit.evaluation.ranking import Result
 from cmrkit.evaluation.significance import Comparison
 
@@ -20,6 +21,8 @@ def result_to_json(
 ) -> str:
     """``{"measures": {...}, "per_query": {...}, "queries": n, ...}`` as indented JSON."""
     obj: dict = dict(extra or {})
+    if result.version is not None:
+        obj["trec_eval"] = VERSION_NAMES[result.version]
     obj["measures"] = result.aggregate
     obj["trec_names"] = {m.name: m.trec_name for m in result.measures}
     obj["queries"] = result.queries
@@ -36,7 +39,8 @@ def result_to_json(
 
 
 def result_to_csv(result: Result, groups: Sequence[GroupResult] | None = None) -> str:
-    """One row per query and measure, then the aggregate rows (qid ``all``)."""
+    """One row per query and measure, then the aggregate rows (qid ``all``); a last column
+    ``trec_eval`` names the version whose numbers these are."""
     import io
 
     from cmrkit.escaping import csv_writer
@@ -44,18 +48,20 @@ def result_to_csv(result: Result, groups: Sequence[GroupResult] | None = None) -
     buf = io.StringIO()
     w = csv_writer(buf)
     with_groups = groups is not None
-    w.writerow((["group"] if with_groups else []) + ["qid", "measure", "value"])
+    tail = [] if result.version is None else [VERSION_NAMES[result.version]]
+    head = [] if result.version is None else ["trec_eval"]
+    w.writerow((["group"] if with_groups else []) + ["qid", "measure", "value"] + head)
     member = {q: g.group for g in groups or [] for q in g.queries}
     for qid, row in result.per_query.items():
         for m in result.measures:
-            w.writerow(([member[qid]] if with_groups else []) + [qid, m.name, repr(row[m.name])])
+            lead = [member[qid]] if with_groups else []
+            w.writerow(lead + [qid, m.name, repr(row[m.name])] + tail)
     for g in groups or []:
         for m in result.measures:
-            w.writerow([g.group, "all", m.name, repr(g.aggregate[m.name])])
+            w.writerow([g.group, "all", m.name, repr(g.aggregate[m.name])] + tail)
     for m in result.measures:
-        w.writerow(
-            (["all"] if with_groups else []) + ["all", m.name, repr(result.aggregate[m.name])]
-        )
+        lead = ["all"] if with_groups else []
+        w.writerow(lead + ["all", m.name, repr(result.aggregate[m.name])] + tail)
     return buf.getvalue()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from cmrkit.evaluation import sampled
+import cmrkit.evaluation.sampled as sampled
 from cmrkit.trec import Qrels, Run, RunColumns, Strata, ranked
 
 

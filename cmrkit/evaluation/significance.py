@@ -166,6 +166,7 @@ def compare(
     strata: Strata | None = None,
     permutations: int = 10000,
     seed: int = 0,
+    version: str = "10",
 ) -> Comparison:
     """Evaluate every run and test each against the baseline (the first run by default).
 
@@ -187,7 +188,15 @@ def compare(
         raise CmrkitError(f"baseline {base!r} is not one of the runs ({', '.join(names)})")
     ms = _measures(measures)
     results = {
-        name: evaluate(runs[name], qrels, ms, all_queries=all_queries, depth=depth, strata=strata)
+        name: evaluate(
+            runs[name],
+            qrels,
+            ms,
+            all_queries=all_queries,
+            depth=depth,
+            strata=strata,
+            version=version,
+        )
         for name in names
     }
     b = results[base]

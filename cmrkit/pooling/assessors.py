@@ -94,3 +94,38 @@ class SimulatedAssessors:
             "noise": self.noise,
             "seed": self.seed,
         }
+
+
+# --- agreement between assessors (judgments aggregate, the assessment server) ----------------
+
+
+def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' kappa of items x categories counts (items with fewer than 2 ratings ignored;
+    item sizes may differ). None when undefined (no item, or a single category used)."""
+    rows = [r for r in table if sum(r) >= 2]
+    if not rows:
+        return None
+    k = len(rows[0])
+    total = sum(sum(r) for r in rows)
+    p_j = [sum(r[j] for r in rows) / total for j in range(k)]
+    p_e = sum(p * p for p in p_j)
+    p_bar = sum((sum(c * c for c in r) - sum(r)) / (sum(r) * (sum(r) - 1)) for r in rows) / len(
+        rows
+    )
+    if p_e >= 1.0:
+        return None
+    return (p_bar - p_e) / (1.0 - p_e)
+
+
+def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
+    """Cohen's kappa of two raters' labels of the same items (``a[i]`` and ``b[i]`` rate item
+    ``i``). None when undefined (no item, or chance agreement is certain)."""
+    n = len(a)
+    if n == 0 or n != len(b):
+        return None
+    cats = sorted(set(a) | set(b))
+    p_o = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
+    p_e = sum((a.count(c) / n) * (b.count(c) / n) for c in cats)
+    if p_e >= 1.0:
+        return None
+    return (p_o - p_e) / (1.0 - p_e)

@@ -324,29 +324,67 @@ def _label_counts(labels: Mapping[tuple[str, str], int]) -> dict[str, int]:
     }
 
 
-def plot_plan(plan: Plan, path: str | os.PathLike) -> None:
-    """Budget on x; Kendall's tau and the share of relevant found on y; one line per strategy."""
+def plot_plan(plan: Plan, path: str | os.PathLike, fmt: str | None = None) -> None:
+    """Write :func:`plan_figure` as PNG (300 dpi), PDF or SVG (``fmt``, default: from the
+    file's extension)."""
+    from cmrkit.figures import save_figure
+
+    save_figure(plan_figure(plan), path, fmt)
+
+
+def plan_figure(plan: Plan):
+    """Budget on x; Kendall's tau, the share of relevant found and the largest score bias on
+    y; one line per strategy. Returns the matplotlib Figure.
+
+    Strategies often tie (tau 1.0 at every budget), so each has its own colour (Okabe-Ito),
+    marker, line style and a small sideways offset: a line under another still shows. The
+    budget ticks are the budgets simulated; strata rows are scored with xinfAP (or infNDCG),
+    and their legend entry says so.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for name in plan.options.strategies:
+    from cmrkit.figures import LINESTYLES, MARKERS, PALETTE
+
+    names = list(plan.options.strategies)
+    budgets = sorted({r["budget"] for r in plan.rows})
+    gaps = [b - a for a, b in zip(budgets, budgets[1:], strict=False)]
+    spacing = min(gaps) if gaps else max(budgets[:1] + [1])
+    step = 0.06 * spacing  # the sideways offset between two strategies' points
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    for i, name in enumerate(names):
         rows = [r for r in plan.rows if r["strategy"] == name]
-        x = [r["budget"] for r in rows]
+        shift = (i - (len(names) - 1) / 2) * step
+        x = [r["budget"] + shift for r in rows]
+        measure = rows[0]["measure"] if rows else plan.options.measure
+        label = name if measure == plan.options.measure else f"{name} ({measure})"
+        style = {
+            "color": PALETTE[i % len(PALETTE)],
+            "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": LINESTYLES[i % len(LINESTYLES)],
+            "markersize": 8 - 3 * i / max(len(names) - 1, 1),  # larger ones drawn first
+            "markerfacecolor": "none" if i % 2 else PALETTE[i % len(PALETTE)],
+            "linewidth": 1.4,
+            "label": label,
+            "zorder": 2 + i,
+        }
         tau = [r["tau"] if r["tau"] is not None else float("nan") for r in rows]
-        axes[0].plot(x, tau, marker="o", label=name)
-        axes[1].plot(x, [100 * r["found"] for r in rows], marker="o", label=name)
-        axes[2].plot(x, [r["max_abs_bias"] for r in rows], marker="o", label=name)
+        axes[0].plot(x, tau, **style)
+        axes[1].plot(x, [100 * r["found"] for r in rows], **style)
+        axes[2].plot(x, [r["max_abs_bias"] for r in rows], **style)
     unit = "pairs per query" if plan.options.per_query else "pairs in total"
     axes[0].set_ylabel("Kendall's tau vs complete qrels")
     axes[0].set_ylim(-1.05, 1.05)
     axes[1].set_ylabel("relevant found (%)")
     axes[1].set_ylim(0, 100)
-    axes[2].set_ylabel(f"largest |bias| of a run's {plan.options.measure}")
+    estimated = sorted({r["measure"] for r in plan.rows} - {plan.options.measure})
+    also = f" ({', '.join(estimated)} for strata)" if estimated else ""
+    axes[2].set_ylabel(f"largest |bias| of a run's {plan.options.measure}{also}")
     for ax in axes:
         ax.set_xlabel(f"budget ({unit})")
+        ax.set_xticks(budgets, [f"{b:,}" for b in budgets])
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=9)
     fig.suptitle(
@@ -355,5 +393,4 @@ def plot_plan(plan: Plan, path: str | os.PathLike) -> None:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    return fig

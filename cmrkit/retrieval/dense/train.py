@@ -532,5 +532,6 @@ def _plot(log: dict[str, Any], path: Path) -> None:
         axes[1].set_ylabel("dev")
         axes[1].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    from cmrkit.figures import save_figure
+
+    save_figure(fig, path, "png")

@@ -1,0 +1,204 @@
+"""The Starlette application: routes, pages, sessions, CSRF, security headers; and ``serve``.
+
+- Sessions: Starlette's ``SessionMiddleware`` (a cookie signed with itsdangerous, HttpOnly,
+  SameSite=Lax; ``Secure`` with ``--secure-cookies`` behind TLS). The cookie expires after
+  ``session_seconds`` without a request, and a session ends ``session_seconds`` after its login
+  whatever happens; disabling a user ends their sessions at once.
+- CSRF: ``asgi-csrf`` (double-submit cookie, signed): every POST/PUT/DELETE that carries cookies,
+  and every login, must send the ``csrftoken`` cookie's value in the ``X-CSRFToken`` header.
+- Pages allow scripts and styles from the server only (Content-Security-Policy), are never framed,
+  and insert as HTML only the texts that cmrkit escaped (:func:`cmrkit.assess.render.shown_parts`).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from asgi_csrf import asgi_csrf
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.engine import Engine
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from cmrkit.assess.server import api, auth, work
+from cmrkit.assess.server.work import ApiError
+
+SESSION_COOKIE = "cmrkit_session"
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+def _assets() -> Path:
+    return Path(str(resources.files("cmrkit").joinpath("data", "assess", "server")))
+
+
+class SecurityHeaders:
+    """Adds the CSP and friends to every response."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def wrapped(event):
+            if event["type"] == "http.response.start":
+                headers = list(event.get("headers") or [])
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"referrer-policy", b"same-origin"),
+                    (b"cache-control", b"no-store"),
+                ]
+                event = {**event, "headers": headers}
+            await send(event)
+
+        await self.app(scope, receive, wrapped)
+
+
+async def _csrf_failed(scope, send, message_id):
+    body = json.dumps(
+        {
+            "error": "CSRF check failed: send the value of the csrftoken cookie in the "
+            "X-CSRFToken header (GET /healthz or any page sets the cookie)"
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 403,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _page(request: Request, name: str, **context) -> HTMLResponse:
+    env: Environment = request.app.state.templates
+    html = env.get_template(name).render(csrf_token=api.csrf_token(request), **context)
+    return HTMLResponse(html)
+
+
+async def home(request: Request) -> Response:
+    try:
+        user = await api.current_user(request)
+    except ApiError:
+        return RedirectResponse("/login", status_code=303)
+    return RedirectResponse("/progress" if user.role == "organizer" else "/assess", 303)
+
+
+async def login_page(request: Request) -> Response:
+    return _page(request, "login.html", title=request.app.state.title)
+
+
+async def assess_page(request: Request) -> Response:
+    try:
+        user = await api.current_user(request)
+    except ApiError:
+        return RedirectResponse("/login", status_code=303)
+    return _page(request, "assess.html", title=request.app.state.title, user=user)
+
+
+async def progress_page(request: Request) -> Response:
+    try:
+        user = await api.current_user(request)
+    except ApiError:
+        return RedirectResponse("/login", status_code=303)
+    if user.role != "organizer":
+        return api.error(403, "the progress page is for organizers")
+    from starlette.concurrency import run_in_threadpool
+
+    data = await run_in_threadpool(work.progress, request.app.state.engine)
+    return _page(
+        request, "progress.html", title=request.app.state.title, user=user, p=data, fmt=_fmt
+    )
+
+
+def _fmt(x: float | None) -> str:
+    return "\u2013" if x is None else f"{x:.2f}"
+
+
+def create_app(
+    engine: Engine,
+    *,
+    secret: str,
+    session_seconds: float = 8 * 3600,
+    secure_cookies: bool = False,
+    title: str = "Coreference search assessment",
+    limiter: auth.LoginLimiter | None = None,
+):
+    """The ASGI application serving the pool loaded in ``engine``'s database."""
+    routes = [
+        Route("/", home),
+        Route("/login", login_page),
+        Route("/assess", assess_page),
+        Route("/progress", progress_page),
+        Route("/healthz", api.healthz),
+        Route("/api/login", api.login, methods=["POST"]),
+        Route("/api/logout", api.logout, methods=["POST"]),
+        Route("/api/me", api.me),
+        Route("/api/next", api.next_pair),
+        Route("/api/judgments", api.post_judgment, methods=["POST"]),
+        Route("/api/judgments", api.my_judgments, methods=["GET"]),
+        Route("/api/judgments/{pair_id}", api.put_judgment, methods=["PUT"]),
+        Route("/api/progress", api.progress),
+        Route("/api/close", api.close, methods=["POST"]),
+        Route("/api/export.csv", api.export_csv),
+        Mount("/static", StaticFiles(directory=str(_assets() / "static")), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(
+                SessionMiddleware,
+                secret_key=secret,
+                session_cookie=SESSION_COOKIE,
+                max_age=int(session_seconds),
+                same_site="lax",
+                https_only=secure_cookies,
+            ),
+        ],
+    )
+    app.state.engine = engine
+    app.state.session_seconds = session_seconds
+    app.state.title = title
+    app.state.limiter = limiter or auth.LoginLimiter()
+    app.state.templates = Environment(
+        loader=FileSystemLoader(str(_assets() / "templates")),
+        autoescape=select_autoescape(default=True),
+    )
+    return asgi_csrf(
+        app,
+        signing_secret=secret,
+        always_set_cookie=True,
+        always_protect={"/api/login"},
+        cookie_secure=secure_cookies,
+        send_csrf_failed=_csrf_failed,
+    )
+
+
+def serve(app, host: str, port: int, *, access_log: bool = False) -> None:
+    """Run the application with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=access_log,
+        timeout_graceful_shutdown=5,
+    )

@@ -1,0 +1,230 @@
+"""The assessment database: tables, engines (SQLite or PostgreSQL) and migrations.
+
+Times are seconds since the epoch (floats) so that both databases store them alike. The schema
+is created and changed by Alembic (``migrations/``); :func:`migrate` brings any database to the
+newest revision and is run by every ``cmrkit assess`` command before it touches the data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import weakref
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from cmrkit.errors import CmrkitError, EnvironmentFault
+
+metadata = sa.MetaData()
+
+settings = sa.Table(
+    "settings",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(100), nullable=False, unique=True),
+    sa.Column("role", sa.String(20), nullable=False),
+    sa.Column("password_hash", sa.String(255), nullable=False),
+    sa.Column("disabled", sa.Boolean, nullable=False, default=False),
+    sa.Column("paused", sa.Boolean, nullable=False, default=False),
+    sa.Column("flag", sa.Text, nullable=True),
+    sa.Column("handed", sa.Integer, nullable=False, default=0),
+    sa.Column("epoch", sa.Integer, nullable=False, default=0),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+pairs = sa.Table(
+    "pairs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("pair_id", sa.String(32), nullable=False, unique=True),
+    sa.Column("qid", sa.Text, nullable=False),
+    sa.Column("docno", sa.Text, nullable=False),
+    sa.Column("is_gold", sa.Boolean, nullable=False, default=False),
+    sa.Column("gold", sa.Integer, nullable=True),
+    sa.Column("active", sa.Boolean, nullable=False, default=True),
+    sa.Column("round", sa.Integer, nullable=False, default=1),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("taken", sa.Integer, nullable=False, default=0),
+    sa.Column("judged", sa.Integer, nullable=False, default=0),
+    sa.Column("display", sa.Text, nullable=False),
+    sa.Index("ix_pairs_queue", "is_gold", "active", "taken", "seq"),
+)
+
+assignments = sa.Table(
+    "assignments",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("pair_ref", sa.Integer, sa.ForeignKey("pairs.id"), nullable=False),
+    sa.Column("user_id", sa.Integer, sa.ForeignKey("users.id"), nullable=False),
+    sa.Column("leased_at", sa.Float, nullable=False),
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("label", sa.Integer, nullable=True),
+    sa.Column("judged_at", sa.Float, nullable=True),
+    sa.Column("changed_at", sa.Float, nullable=True),
+    sa.UniqueConstraint("pair_ref", "user_id", name="uq_assignment_pair_user"),
+    sa.Index("ix_assignments_user", "user_id", "judged_at"),
+    sa.Index("ix_assignments_open", "judged_at", "lease_until"),
+)
+
+MIGRATIONS = "cmrkit.assess.server:migrations"
+ENGINES: weakref.WeakSet = weakref.WeakSet()  # made in this process (tests dispose of them)
+
+
+def default_db_url(pool_file: str | os.PathLike) -> str:
+    """The SQLite file beside a pool: ``pools/x.pool.jsonl`` -> ``pools/x.assess.sqlite``."""
+    p = Path(pool_file)
+    name = p.name
+    for suffix in (".pool.jsonl", ".jsonl"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return "sqlite:///" + str(p.with_name(name + ".assess.sqlite").resolve())
+
+
+def _normalise(url: str) -> str:
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``sqlite:///PATH`` or ``postgresql://...``; SQLite in WAL mode with full
+    sync (an acknowledged judgment survives a crash) and a busy wait, PostgreSQL pooled."""
+    url = _normalise(url)
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if not path or path == ":memory:":
+            raise CmrkitError("--db sqlite needs a file (sqlite:///PATH); memory is lost on exit")
+        if not Path(path).parent.is_dir():
+            raise CmrkitError("the folder of the --db file does not exist", path=path)
+        engine = sa.create_engine(
+            url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=20
+        )
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # pragma: no cover - run by SQLAlchemy
+            # pysqlite's own transaction handling is off: SQLAlchemy's BEGIN below is the only one
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn):  # pragma: no cover - run by SQLAlchemy
+            # writers take the write lock at the start: no deadlock between two readers turning
+            # writers; readers take a snapshot (WAL: they never wait)
+            read_only = conn.get_execution_options().get("cmrkit_read", False)
+            conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+        ENGINES.add(engine)
+        return engine
+    if url.startswith("postgresql"):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise EnvironmentFault(
+                "PostgreSQL needs psycopg: pip install 'cmrkit[assess]'"
+            ) from None
+        engine = sa.create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+        ENGINES.add(engine)
+        return engine
+    raise CmrkitError(f"--db {url!r} is neither sqlite:///PATH nor postgresql://USER@HOST/DB")
+
+
+_write_locks: dict[int, threading.Lock] = {}
+
+
+@contextmanager
+def write(engine: Engine):
+    """A write transaction; on SQLite the threads of this process take turns (one writer at a
+    time is all SQLite allows, and waiting here is cheaper than its busy loop)."""
+    if is_sqlite(engine):
+        lock = _write_locks.setdefault(id(engine), threading.Lock())
+        with lock, engine.begin() as conn:
+            yield conn
+    else:
+        with engine.begin() as conn:
+            yield conn
+
+
+@contextmanager
+def read(engine: Engine):
+    """A read-only connection (SQLite: a deferred transaction, readers never wait in WAL)."""
+    with engine.connect().execution_options(cmrkit_read=True) as conn:
+        try:
+            yield conn
+        finally:
+            conn.rollback()
+
+
+def alembic_config(conn: Connection):
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", MIGRATIONS)
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+def migrate(engine: Engine) -> None:
+    """Create the schema or bring it to the newest revision (Alembic ``upgrade head``)."""
+    from alembic import command
+
+    try:
+        with write(engine) as conn:
+            command.upgrade(alembic_config(conn), "head")
+    except sa.exc.OperationalError as e:
+        raise EnvironmentFault(f"cannot reach the database: {e.orig}") from None
+
+
+def head_revision() -> str:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", MIGRATIONS)
+    return ScriptDirectory.from_config(cfg).get_current_head() or ""
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def get_setting(conn: Connection, key: str, default: Any = None) -> Any:
+    row = conn.execute(sa.select(settings.c.value).where(settings.c.key == key)).first()
+    return default if row is None else json.loads(row[0])
+
+
+def put_setting(conn: Connection, key: str, value: Any) -> None:
+    text = json.dumps(value, sort_keys=True)
+    done = conn.execute(settings.update().where(settings.c.key == key).values(value=text))
+    if done.rowcount == 0:
+        conn.execute(settings.insert().values(key=key, value=text))
+
+
+def migrations_folder() -> Path:
+    return Path(str(resources.files("cmrkit.assess.server").joinpath("migrations")))

@@ -1,0 +1,1 @@
+"""Alembic migrations of the assessment database (run by ``db.migrate``)."""

@@ -1,0 +1,1 @@
+"""Alembic revisions, oldest first (``down_revision`` chains them)."""

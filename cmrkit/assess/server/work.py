@@ -1,0 +1,892 @@
+"""The work of the assessment server: a pool loaded into the database, pairs handed out, judgments
+saved, adaptive rounds chosen, progress and the export.
+
+- Each pool pair goes to ``assessors`` different people: ``pairs.taken`` counts the live
+  assignments of a pair (judged, or handed out and not expired) and is only ever raised by a
+  conditional update (``taken < N``), so two servers or threads racing for the last place cannot
+  both get it; ``(pair, user)`` is unique, so nobody gets a pair twice.
+- A pair handed out is leased for ``lease_seconds``; an assessor has at most one open pair (asking
+  again returns it). An expired lease that was never judged goes back to the queue the next time
+  anyone asks for work; a judgment that arrives before that is still taken.
+- Gold pairs (known answers outside the pool) are interleaved at ``gold_rate``: the k-th pair
+  handed to an assessor is gold when ``floor(k * rate)`` steps up. Once an assessor has judged
+  ``gold_after`` gold pairs, accuracy below ``min_gold_accuracy`` pauses and flags them.
+- A judgment is written once: a second submission of the same pair is refused (409) and changes
+  nothing; an assessor changes one of their last ``CHANGEABLE`` judgments explicitly.
+- mtf/maxmean pools advance by rounds as judgments arrive (:func:`advance`): when every pair of the
+  current round has its N judgments, the majority labels go to the strategy
+  (:func:`cmrkit.pooling.next_round`) and the pairs it chooses join the queue.
+
+Nothing here knows about HTTP: a refusal is an :class:`ApiError` with its status code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import random
+import secrets
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from cmrkit.assess.server.auth import User
+from cmrkit.assess.server.db import (
+    assignments,
+    get_setting,
+    pairs,
+    put_setting,
+    read,
+    users,
+    write,
+)
+from cmrkit.errors import CmrkitError
+
+ADAPTIVE = ("mtf", "maxmean")
+CHANGEABLE = 20  # an assessor may change their last this many judgments
+SCALE = (1, 2, 3, 4, 5)
+
+
+class ApiError(Exception):
+    """A refused request: the HTTP status and one line saying why and what to do."""
+
+    def __init__(self, status: int, message: str, **extra: Any):
+        super().__init__(message)
+        self.status, self.message, self.extra = status, message, extra
+
+
+@dataclass(frozen=True)
+class Options:
+    """How the server hands out work (kept in the database; ``serve`` may change them)."""
+
+    assessors: int = 3
+    gold_rate: float = 0.0
+    min_gold_accuracy: float = 0.6
+    gold_after: int = 5
+    lease_seconds: float = 600.0
+
+    def check(self) -> None:
+        if not 1 <= self.assessors <= 1000:
+            raise CmrkitError(f"--assessors must lie in 1..1000, not {self.assessors}")
+        if not 0.0 <= self.gold_rate < 1.0:
+            raise CmrkitError(f"--gold-rate must lie in 0..1 (below 1), not {self.gold_rate}")
+        if not 0.0 <= self.min_gold_accuracy <= 1.0:
+            raise CmrkitError(f"--min-gold-accuracy must lie in 0..1, not {self.min_gold_accuracy}")
+        if self.gold_after < 1:
+            raise CmrkitError(f"--gold-after must be at least 1, not {self.gold_after}")
+        if not 1.0 <= self.lease_seconds <= 7 * 86400:
+            raise CmrkitError(f"--lease must lie in 1..604800 seconds, not {self.lease_seconds}")
+
+
+def options(conn: Connection) -> Options:
+    return Options(**get_setting(conn, "options", {}))
+
+
+# --- loading a pool ------------------------------------------------------------------------
+
+
+def pool_text(pool) -> str:
+    """A pool as the JSONL text :func:`cmrkit.pooling.write_pool` writes."""
+    from cmrkit.pooling import write_pool
+
+    with tempfile.TemporaryDirectory(prefix="cmrkit-assess-") as tmp:
+        path = Path(tmp) / "pool.jsonl"
+        write_pool(pool, path)
+        return path.read_text(encoding="utf-8")
+
+
+def stored_pool(conn: Connection):
+    """The pool the database serves, as it is now (adaptive pools gain rounds)."""
+    from cmrkit.pooling import read_pool
+
+    text = get_setting(conn, "pool")
+    if text is None:
+        raise CmrkitError("the database serves no pool yet; start `cmrkit assess serve POOL`")
+    with tempfile.TemporaryDirectory(prefix="cmrkit-assess-") as tmp:
+        path = Path(tmp) / "pool.jsonl"
+        path.write_text(text, encoding="utf-8")
+        return read_pool(path)
+
+
+def _display(described: Mapping[tuple[str, str], dict[str, Any]], show_titles: bool):
+    from cmrkit.assess.render import shown_parts
+
+    out = {}
+    for key, d in described.items():
+        out[key] = json.dumps(
+            {
+                "query": shown_parts(d["query"], "q"),
+                "unit": {
+                    "title": _escape(d["title"]) if show_titles else "",
+                    "first": _escape(d["first"]),
+                    "next": _escape(d["next"]),
+                    **shown_parts(d["candidate"], "c"),
+                },
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+    return out
+
+
+def _escape(text: str | None) -> str:
+    import html
+
+    return html.escape(text or "")
+
+
+def _gold_pairs(pool, collection: Path, gold: Mapping[tuple[str, str], int]) -> list:
+    """Usable pairs of known answer: outside the pool, of a known query, not its own unit."""
+    from cmrkit.collection.layout import topics_by_qid
+    from cmrkit.pooling import natural_key
+
+    pooled = {(p.qid, p.docno) for p in pool.pairs}
+    topics = topics_by_qid(collection)
+    keep = [
+        k for k in gold if k not in pooled and k[0] in topics and topics[k[0]].get("unit") != k[1]
+    ]
+    return sorted(keep, key=lambda k: (natural_key(k[0]), k[1]))
+
+
+def _shuffled(keys: Sequence[tuple[str, str]], seed: int, salt: str) -> list[tuple[str, str]]:
+    out = sorted(keys)
+    random.Random(f"{seed}:{salt}").shuffle(out)
+    return out
+
+
+def load_pool(
+    engine: Engine,
+    pool_file: Path,
+    collection: Path | None,
+    opts: Options,
+    *,
+    strategy=None,
+    gold_file: Path | None = None,
+    seed: int = 0,
+    context_chars: int = 600,
+) -> dict[str, Any]:
+    """Load the pool into an empty database, or check that the database serves this pool; store
+    the options. ``strategy`` (StrategyOptions) chooses the pairs first (mtf, maxmean: the first
+    round; strata: the sample). Returns what the database serves."""
+    from cmrkit.assess.key import pair_id
+    from cmrkit.assess.tasks import describe_pairs, read_gold, titles_reveal
+    from cmrkit.fileio import sha256_file
+    from cmrkit.pooling import apply_strategy, check_collection, read_pool
+
+    opts.check()
+    source_sha = sha256_file(pool_file)
+    identity = {
+        "pool_sha256": source_sha,
+        "strategy": strategy.to_json() if strategy is not None else None,
+        "gold_sha256": sha256_file(gold_file) if gold_file else None,
+        "seed": seed,
+        "context_chars": context_chars,
+    }
+    with read(engine) as conn:
+        known = get_setting(conn, "identity")
+    if known is not None:
+        if known != identity:
+            differ = sorted(k for k in identity if identity[k] != known.get(k))
+            raise CmrkitError(
+                f"the database serves another pool or other choices ({', '.join(differ)} "
+                "differ); start with the same POOL and options, or give another --db"
+            )
+        with write(engine) as conn:
+            put_setting(conn, "options", asdict(opts))
+        return summary(engine)
+
+    pool = read_pool(pool_file)
+    where = collection or Path(pool.header["collection"]["path"])
+    check_collection(pool, where, pool_file)
+    if strategy is not None:
+        apply_strategy(pool, strategy)
+    name = (pool.header.get("strategy") or {}).get("name", "depth")
+    chosen = [(p.qid, p.docno) for p in pool.pairs if p.sampled]
+    if not chosen:
+        raise CmrkitError("the pool has no pairs to judge (none is sampled)", path=pool_file)
+    gold = read_gold(gold_file) if gold_file else {}
+    golds = _gold_pairs(pool, where, gold) if gold else []
+    if opts.gold_rate > 0 and not golds:
+        raise CmrkitError(
+            "--gold-rate needs --gold QRELS with pairs of known answer outside the pool"
+        )
+    described = describe_pairs(chosen + golds, where, blind=True, max_chars=context_chars)
+    why = titles_reveal([d["title"] for d in described.values()])
+    show_titles = why is None
+    display = _display(described, show_titles)
+    salt = f"{pool.header['collection']['corpus_sha256']}:{seed}"
+    rounds = {(p.qid, p.docno): (p.round or 1) for p in pool.pairs if p.sampled}
+    rows = []
+    seq = 0
+    order = _shuffled(chosen, seed, "pool")
+    if name in ADAPTIVE:
+        order.sort(key=lambda k: rounds[k])
+    for k in order:
+        seq += 1
+        rows.append(_pair_row(pair_id(salt, *k), k, None, rounds[k], seq, display[k]))
+    for k in _shuffled(golds, seed, "gold"):
+        seq += 1
+        rows.append(_pair_row(pair_id(salt, *k), k, gold[k], 0, seq, display[k]))
+    ids = Counter(r["pair_id"] for r in rows)
+    if any(n > 1 for n in ids.values()):
+        raise CmrkitError("two pairs got the same pair id; pass another --seed")
+    with write(engine) as conn:
+        if get_setting(conn, "identity") is not None:
+            raise CmrkitError("another process loaded a pool into this database meanwhile")
+        conn.execute(pairs.insert(), rows)
+        put_setting(conn, "identity", identity)
+        put_setting(conn, "options", asdict(opts))
+        put_setting(conn, "pool", pool_text(pool))
+        put_setting(conn, "pool_file", str(pool_file))
+        put_setting(conn, "collection", str(Path(where).resolve()))
+        put_setting(conn, "salt", salt)
+        put_setting(conn, "show_titles", show_titles)
+        put_setting(conn, "titles_note", why)
+        put_setting(conn, "round", 1)
+        put_setting(conn, "closed", False)
+        put_setting(conn, "finished", name not in ADAPTIVE)
+        put_setting(conn, "seq", seq)
+    return summary(engine)
+
+
+def _pair_row(pid, key, gold, rnd, seq, display) -> dict[str, Any]:
+    return {
+        "pair_id": pid,
+        "qid": key[0],
+        "docno": key[1],
+        "is_gold": gold is not None,
+        "gold": gold,
+        "active": True,
+        "round": rnd,
+        "seq": seq,
+        "taken": 0,
+        "judged": 0,
+        "display": display,
+    }
+
+
+def summary(engine: Engine) -> dict[str, Any]:
+    with read(engine) as conn:
+        n = dict(
+            conn.execute(
+                sa.select(pairs.c.is_gold, sa.func.count()).group_by(pairs.c.is_gold)
+            ).all()
+        )
+        pool = get_setting(conn, "pool") or ""
+        header = json.loads(pool.split("\n", 1)[0]) if pool else {}
+        return {
+            "pairs": int(n.get(False, 0)),
+            "gold_pairs": int(n.get(True, 0)),
+            "strategy": (header.get("strategy") or {}).get("name", "depth"),
+            "round": get_setting(conn, "round", 1),
+            "closed": get_setting(conn, "closed", False),
+            "options": get_setting(conn, "options", {}),
+            "titles_note": get_setting(conn, "titles_note"),
+        }
+
+
+def secret(engine: Engine) -> str:
+    """The key that signs sessions and CSRF tokens (made once, kept in the database, so that
+    sessions survive a restart)."""
+    with write(engine) as conn:
+        value = get_setting(conn, "secret")
+        if value is None:
+            value = secrets.token_urlsafe(48)
+            put_setting(conn, "secret", value)
+        return value
+
+
+# --- handing out pairs ---------------------------------------------------------------------
+
+
+def _task(row, lease_until: float, opts: Options, stats: dict[str, int]) -> dict[str, Any]:
+    return {
+        "pair_id": row.pair_id,
+        "lease_until": lease_until,
+        "scale": [
+            [1, "very unlikely"],
+            [2, "unlikely"],
+            [3, "not sure"],
+            [4, "likely"],
+            [5, "very likely"],
+        ],
+        **json.loads(row.display),
+        "done": stats,
+    }
+
+
+def _check_open(conn: Connection, user: User) -> None:
+    if get_setting(conn, "closed", False):
+        raise ApiError(409, "the pool is closed; no more judgments are taken")
+    row = conn.execute(
+        sa.select(users.c.paused, users.c.flag, users.c.disabled).where(users.c.id == user.id)
+    ).first()
+    if row is None or row.disabled:
+        raise ApiError(401, "this account is disabled; ask an organizer")
+    if row.paused:
+        raise ApiError(
+            403,
+            f"paused: {row.flag or 'by an organizer'}; an organizer must review and resume",
+            paused=True,
+        )
+
+
+def _reclaim(conn: Connection, now: float, limit: int = 100) -> int:
+    """Return expired, unjudged leases to the queue."""
+    expired = conn.execute(
+        sa.select(assignments.c.id, assignments.c.pair_ref)
+        .where(assignments.c.judged_at.is_(None), assignments.c.lease_until < now)
+        .limit(limit)
+    ).all()
+    n = 0
+    for aid, ref in expired:
+        gone = conn.execute(
+            assignments.delete().where(
+                assignments.c.id == aid,
+                assignments.c.judged_at.is_(None),
+                assignments.c.lease_until < now,
+            )
+        )
+        if gone.rowcount:
+            conn.execute(pairs.update().where(pairs.c.id == ref).values(taken=pairs.c.taken - 1))
+            n += 1
+    return n
+
+
+def _stats(conn: Connection, user: User) -> dict[str, int]:
+    judged = conn.execute(
+        sa.select(sa.func.count())
+        .select_from(assignments)
+        .where(assignments.c.user_id == user.id, assignments.c.judged_at.is_not(None))
+    ).scalar_one()
+    return {"judged": int(judged)}
+
+
+def _gold_due(handed: int, rate: float) -> bool:
+    """Is the (handed + 1)-th pair given to an assessor a gold one?"""
+    return rate > 0 and math.floor((handed + 1) * rate + 1e-9) > math.floor(handed * rate + 1e-9)
+
+
+def _not_mine(user: User):
+    return ~sa.exists().where(
+        assignments.c.pair_ref == pairs.c.id, assignments.c.user_id == user.id
+    )
+
+
+def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str, Any] | None:
+    """The assessor's open pair, or a new one (gold when due), or None when nothing is left for
+    them now."""
+    now = time.time() if now is None else now
+    with write(engine) as conn:
+        _check_open(conn, user)
+        opts = options(conn)
+        until = now + opts.lease_seconds
+        open_row = conn.execute(
+            sa.select(assignments.c.id.label("aid"), pairs)
+            .join(pairs, pairs.c.id == assignments.c.pair_ref)
+            .where(assignments.c.user_id == user.id, assignments.c.judged_at.is_(None))
+            .order_by(assignments.c.id)
+            .limit(1)
+        ).first()
+        if open_row is not None:
+            conn.execute(
+                assignments.update()
+                .where(assignments.c.id == open_row.aid)
+                .values(lease_until=until)
+            )
+            return _task(open_row, until, opts, _stats(conn, user))
+        _reclaim(conn, now)
+        handed = conn.execute(sa.select(users.c.handed).where(users.c.id == user.id)).scalar_one()
+        row = None
+        if _gold_due(handed, opts.gold_rate):
+            golds = conn.execute(
+                sa.select(pairs)
+                .where(pairs.c.is_gold.is_(True), _not_mine(user))
+                .order_by(pairs.c.seq)
+            ).all()
+            if golds:
+                h = hashlib.sha256(f"{user.name}:{handed}".encode()).digest()
+                row = golds[int.from_bytes(h[:4], "big") % len(golds)]
+                conn.execute(
+                    pairs.update().where(pairs.c.id == row.id).values(taken=pairs.c.taken + 1)
+                )
+        if row is None:
+            for _ in range(20):  # bounded: each round trip loses only to another assessor
+                cands = conn.execute(
+                    sa.select(pairs)
+                    .where(
+                        pairs.c.is_gold.is_(False),
+                        pairs.c.active.is_(True),
+                        pairs.c.taken < opts.assessors,
+                        _not_mine(user),
+                    )
+                    .order_by(pairs.c.seq)
+                    .limit(8)
+                ).all()
+                if not cands:
+                    break
+                for c in cands:
+                    got = conn.execute(
+                        pairs.update()
+                        .where(pairs.c.id == c.id, pairs.c.taken < opts.assessors)
+                        .values(taken=pairs.c.taken + 1)
+                    )
+                    if got.rowcount:
+                        row = c
+                        break
+                if row is not None:
+                    break
+        if row is None:
+            return None
+        conn.execute(
+            assignments.insert().values(
+                pair_ref=row.id, user_id=user.id, leased_at=now, lease_until=until
+            )
+        )
+        conn.execute(users.update().where(users.c.id == user.id).values(handed=users.c.handed + 1))
+        return _task(row, until, opts, _stats(conn, user))
+
+
+def _label(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in SCALE:
+        raise ApiError(422, f"label {value!r} is not one of 1..5 (very unlikely .. very likely)")
+    return value
+
+
+def _mine(conn: Connection, user: User, pid: Any):
+    if not isinstance(pid, str) or not pid:
+        raise ApiError(422, "pair_id must be the string GET /api/next gave")
+    row = conn.execute(
+        sa.select(
+            assignments.c.id,
+            assignments.c.label,
+            assignments.c.judged_at,
+            pairs.c.id.label("ref"),
+            pairs.c.is_gold,
+            pairs.c.gold,
+            pairs.c.round,
+        )
+        .join(pairs, pairs.c.id == assignments.c.pair_ref)
+        .where(pairs.c.pair_id == pid, assignments.c.user_id == user.id)
+    ).first()
+    if row is None:
+        # the same answer for unknown ids and others' pairs: ids cannot be probed
+        raise ApiError(
+            404,
+            f"no pair {pid} is assigned to you (unknown, not yours, or its lease ran out and it "
+            "went back to the queue); GET /api/next for your pair",
+        )
+    return row
+
+
+def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = None):
+    """Save a judgment of the assessor's pair. Returns (answer, round_may_be_complete)."""
+    now = time.time() if now is None else now
+    label = _label(label)
+    with write(engine) as conn:
+        _check_open(conn, user)
+        row = _mine(conn, user, pid)
+        if row.judged_at is not None:
+            raise ApiError(
+                409,
+                f"pair {pid} is already judged ({row.label}); nothing changed. To change it: "
+                f"PUT /api/judgments/{pid}",
+                label=row.label,
+            )
+        done = conn.execute(
+            assignments.update()
+            .where(assignments.c.id == row.id, assignments.c.judged_at.is_(None))
+            .values(label=label, judged_at=now)
+        )
+        if not done.rowcount:
+            raise ApiError(409, f"pair {pid} is already judged; nothing changed")
+        conn.execute(pairs.update().where(pairs.c.id == row.ref).values(judged=pairs.c.judged + 1))
+        opts = options(conn)
+        paused = False
+        if row.is_gold:
+            paused = _gold_check(conn, user, opts, now)
+        judged = conn.execute(sa.select(pairs.c.judged).where(pairs.c.id == row.ref)).scalar_one()
+        complete = (not row.is_gold) and judged >= opts.assessors
+        answer = {"pair_id": pid, "label": label, "judged_at": now, **_stats(conn, user)}
+        if paused:
+            answer["paused"] = True
+        return answer, complete
+
+
+def _gold_check(conn: Connection, user: User, opts: Options, now: float) -> bool:
+    from cmrkit.pooling.assessors import binarize
+
+    rows = conn.execute(
+        sa.select(assignments.c.label, pairs.c.gold)
+        .join(pairs, pairs.c.id == assignments.c.pair_ref)
+        .where(
+            assignments.c.user_id == user.id,
+            assignments.c.judged_at.is_not(None),
+            pairs.c.is_gold.is_(True),
+        )
+    ).all()
+    right = sum(1 for label, gold in rows if binarize(label) == gold)
+    if len(rows) < opts.gold_after:
+        return False
+    acc = right / len(rows)
+    if acc >= opts.min_gold_accuracy:
+        return False
+    flag = (
+        f"gold accuracy {right}/{len(rows)} = {acc:.2f} below {opts.min_gold_accuracy:.2f} "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(now))})"
+    )
+    conn.execute(users.update().where(users.c.id == user.id).values(paused=True, flag=flag))
+    return True
+
+
+def change(engine: Engine, user: User, pid: Any, label: Any, now: float | None = None):
+    """Change one of the assessor's last CHANGEABLE judgments."""
+    now = time.time() if now is None else now
+    label = _label(label)
+    with write(engine) as conn:
+        _check_open(conn, user)
+        row = _mine(conn, user, pid)
+        if row.judged_at is None:
+            raise ApiError(409, f"pair {pid} is not judged yet; POST /api/judgments first")
+        recent = conn.execute(
+            sa.select(assignments.c.id)
+            .where(assignments.c.user_id == user.id, assignments.c.judged_at.is_not(None))
+            .order_by(assignments.c.judged_at.desc(), assignments.c.id.desc())
+            .limit(CHANGEABLE)
+        ).scalars()
+        if row.id not in set(recent):
+            raise ApiError(
+                409, f"only your last {CHANGEABLE} judgments can be changed; {pid} is older"
+            )
+        if row.label != label:
+            conn.execute(
+                assignments.update()
+                .where(assignments.c.id == row.id)
+                .values(label=label, changed_at=now)
+            )
+        return {"pair_id": pid, "label": label, "previous": row.label}
+
+
+def recent(engine: Engine, user: User, limit: int = CHANGEABLE) -> list[dict[str, Any]]:
+    """The assessor's last judgments, newest first, with what they showed (for changing)."""
+    with read(engine) as conn:
+        rows = conn.execute(
+            sa.select(
+                assignments.c.label, assignments.c.judged_at, pairs.c.pair_id, pairs.c.display
+            )
+            .join(pairs, pairs.c.id == assignments.c.pair_ref)
+            .where(assignments.c.user_id == user.id, assignments.c.judged_at.is_not(None))
+            .order_by(assignments.c.judged_at.desc(), assignments.c.id.desc())
+            .limit(max(1, min(limit, CHANGEABLE)))
+        ).all()
+    return [
+        {"pair_id": r.pair_id, "label": r.label, "judged_at": r.judged_at, **json.loads(r.display)}
+        for r in rows
+    ]
+
+
+def close(engine: Engine) -> int:
+    """Close the pool: no more work is handed out or taken; open leases are released."""
+    with write(engine) as conn:
+        put_setting(conn, "closed", True)
+        return _reclaim(conn, float("inf"), limit=10**9)
+
+
+# --- adaptive rounds -----------------------------------------------------------------------
+
+_advancing = threading.Lock()
+
+
+def _feedback(conn: Connection) -> dict[tuple[str, str], int]:
+    """The majority of binarized labels of every judged pool pair (-1 for a tie)."""
+    from cmrkit.pooling.assessors import binarize, majority
+
+    votes: dict[tuple[str, str], list[int]] = {}
+    for qid, docno, label in conn.execute(
+        sa.select(pairs.c.qid, pairs.c.docno, assignments.c.label)
+        .join(pairs, pairs.c.id == assignments.c.pair_ref)
+        .where(pairs.c.is_gold.is_(False), assignments.c.judged_at.is_not(None))
+    ):
+        votes.setdefault((qid, docno), []).append(binarize(label))
+    return {k: majority(sum(v), len(v) - sum(v)) for k, v in votes.items()}
+
+
+def advance(engine: Engine) -> bool:
+    """Choose the next round of an mtf/maxmean pool when every pair of the current one has its
+    judgments; True when a round was added. Safe to call at any time, from any thread or
+    process (the round number is moved on by a conditional update)."""
+    from cmrkit.assess.key import pair_id
+    from cmrkit.assess.tasks import describe_pairs
+    from cmrkit.pooling import next_round
+
+    with _advancing:
+        with read(engine) as conn:
+            if get_setting(conn, "finished", True) or get_setting(conn, "closed", False):
+                return False
+            opts = options(conn)
+            rnd = get_setting(conn, "round", 1)
+            left = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(pairs)
+                .where(
+                    pairs.c.is_gold.is_(False),
+                    pairs.c.round == rnd,
+                    pairs.c.judged < opts.assessors,
+                )
+            ).scalar_one()
+            if left:
+                return False
+            pool = stored_pool(conn)
+            feedback = _feedback(conn)
+            collection = Path(get_setting(conn, "collection"))
+            salt = get_setting(conn, "salt")
+            show_titles = get_setting(conn, "show_titles", False)
+            seq = get_setting(conn, "seq", 0)
+            identity = get_setting(conn, "identity")
+            batch = ((identity.get("strategy") or {}) or {}).get("batch")
+            batch = batch if batch is not None else (pool.header.get("strategy") or {}).get("batch")
+        try:
+            new = next_round(pool, feedback, n=batch)
+        except CmrkitError:  # the budget is spent
+            with write(engine) as conn:
+                put_setting(conn, "finished", True)
+                put_setting(conn, "pool", pool_text(_with_labels(pool, feedback)))
+            return False
+        chosen = [(p.qid, p.docno) for p in new.pairs if p.sampled]
+        described = describe_pairs(chosen, collection, blind=True)
+        display = _display(described, show_titles)
+        rows = []
+        for k in _shuffled(chosen, seq, "round"):
+            seq += 1
+            rows.append(_pair_row(pair_id(salt, *k), k, None, rnd + 1, seq, display[k]))
+        with write(engine) as conn:
+            moved = conn.execute(
+                sa.update(_settings_table())
+                .where(
+                    _settings_table().c.key == "round",
+                    _settings_table().c.value == json.dumps(rnd),
+                )
+                .values(value=json.dumps(rnd + 1))
+            )
+            if not moved.rowcount:
+                return False
+            if rows:
+                conn.execute(pairs.insert(), rows)
+            put_setting(conn, "pool", pool_text(new))
+            put_setting(conn, "seq", seq)
+        return True
+
+
+def _settings_table():
+    from cmrkit.assess.server.db import settings
+
+    return settings
+
+
+def _with_labels(pool, feedback: Mapping[tuple[str, str], int]):
+    for p in pool.pairs:
+        if p.order is not None and (p.qid, p.docno) in feedback:
+            p.label = feedback[(p.qid, p.docno)]
+    return pool
+
+
+# --- progress ------------------------------------------------------------------------------
+
+
+def progress(engine: Engine, now: float | None = None, window: float = 600.0) -> dict[str, Any]:
+    """Pairs done per query and per assessor, throughput, gold accuracy and agreement (Fleiss'
+    kappa as `judgments aggregate` computes it, Cohen's kappa for each pair of assessors)."""
+    from cmrkit.pooling import natural_key
+    from cmrkit.pooling.assessors import binarize, cohen_kappa, fleiss_kappa
+
+    now = time.time() if now is None else now
+    with read(engine) as conn:
+        opts = options(conn)
+        n = opts.assessors
+        prs = conn.execute(
+            sa.select(
+                pairs.c.id,
+                pairs.c.qid,
+                pairs.c.is_gold,
+                pairs.c.gold,
+                pairs.c.judged,
+                pairs.c.taken,
+            )
+        ).all()
+        rows = conn.execute(
+            sa.select(
+                assignments.c.pair_ref,
+                assignments.c.user_id,
+                assignments.c.label,
+                assignments.c.judged_at,
+            )
+        ).all()
+        people = conn.execute(sa.select(users).order_by(users.c.name)).all()
+        settings_now = {
+            "round": get_setting(conn, "round", 1),
+            "closed": get_setting(conn, "closed", False),
+            "finished": get_setting(conn, "finished", True),
+        }
+        pool_head = (get_setting(conn, "pool") or "{}").split("\n", 1)[0]
+    header = json.loads(pool_head) if pool_head else {}
+    pair_of = {p.id: p for p in prs}
+    queries: dict[str, dict[str, int]] = {}
+    for p in prs:
+        if p.is_gold:
+            continue
+        q = queries.setdefault(p.qid, {"pairs": 0, "complete": 0, "judgments": 0})
+        q["pairs"] += 1
+        q["complete"] += int(p.judged >= n)
+        q["judgments"] += p.judged
+    per_user: dict[int, dict[str, Any]] = {
+        u.id: {
+            "name": u.name,
+            "role": u.role,
+            "disabled": u.disabled,
+            "paused": u.paused,
+            "flag": u.flag,
+            "judged": 0,
+            "gold": 0,
+            "gold_right": 0,
+            "open": 0,
+            "recent": 0,
+            "last": None,
+        }
+        for u in people
+    }
+    labels: dict[int, dict[int, int]] = {}
+    for ref, uid, label, at in rows:
+        u = per_user[uid]
+        p = pair_of[ref]
+        if at is None:
+            u["open"] += 1
+            continue
+        u["judged"] += 1
+        u["recent"] += int(at >= now - window)
+        u["last"] = max(u["last"] or 0.0, at)
+        if p.is_gold:
+            u["gold"] += 1
+            u["gold_right"] += int(binarize(label) == p.gold)
+        else:
+            labels.setdefault(ref, {})[uid] = label
+    assessors_out = []
+    for u in per_user.values():
+        if u["role"] != "assessor" and not u["judged"]:
+            continue
+        u["gold_accuracy"] = u["gold_right"] / u["gold"] if u["gold"] else None
+        u["per_hour"] = u.pop("recent") * 3600.0 / window
+        assessors_out.append(u)
+    multi = [v for v in labels.values() if len(v) >= 2]
+    binary = [
+        [
+            sum(1 for x in v.values() if binarize(x) == 0),
+            sum(1 for x in v.values() if binarize(x) == 1),
+        ]
+        for v in multi
+    ]
+    likert = [[list(v.values()).count(c) for c in SCALE] for v in multi]
+    names = {u.id: u.name for u in people}
+    cohen = []
+    raters = sorted({uid for v in labels.values() for uid in v}, key=lambda i: names[i])
+    for i, a in enumerate(raters):
+        for b in raters[i + 1 :]:
+            both = [v for v in labels.values() if a in v and b in v]
+            if len(both) < 2:
+                continue
+            k = cohen_kappa([binarize(v[a]) for v in both], [binarize(v[b]) for v in both])
+            cohen.append({"a": names[a], "b": names[b], "pairs": len(both), "kappa": k})
+    defined = [c["kappa"] for c in cohen if c["kappa"] is not None]
+    recent_all = sum(1 for r in rows if r.judged_at is not None and r.judged_at >= now - window)
+    pool_pairs = [p for p in prs if not p.is_gold]
+    return {
+        "pool": {
+            "collection": (header.get("collection") or {}).get("name"),
+            "strategy": (header.get("strategy") or {}).get("name", "depth"),
+            **settings_now,
+            "assessors_per_pair": n,
+            "gold_rate": opts.gold_rate,
+            "pairs": len(pool_pairs),
+            "complete": sum(1 for p in pool_pairs if p.judged >= n),
+            "judgments": sum(p.judged for p in pool_pairs),
+            "gold_judgments": sum(p.judged for p in prs if p.is_gold),
+            "open_leases": sum(1 for r in rows if r.judged_at is None),
+        },
+        "throughput": {"window_seconds": window, "per_hour": recent_all * 3600.0 / window},
+        "queries": [{"qid": q, **queries[q]} for q in sorted(queries, key=natural_key)],
+        "assessors": assessors_out,
+        "agreement": {
+            "pairs": len(multi),
+            "fleiss_kappa": fleiss_kappa(binary),
+            "fleiss_kappa_likert": fleiss_kappa(likert),
+            "cohen_kappa_mean": sum(defined) / len(defined) if defined else None,
+            "cohen": cohen,
+        },
+    }
+
+
+# --- export --------------------------------------------------------------------------------
+
+
+@dataclass
+class Export:
+    rows: list[tuple[str, str, int]]  # pair_id, worker_id, label
+    key: list  # KeyEntry
+    pool: Any
+
+
+def export(engine: Engine) -> Export:
+    """Every judgment (one per pair and assessor) as the offline page's CSV rows, sorted; the
+    answer key of every pair id; the pool as it stands (with the rounds chosen so far)."""
+    from cmrkit.assess.key import KeyEntry
+    from cmrkit.pooling import natural_key
+
+    with read(engine) as conn:
+        rows = conn.execute(
+            sa.select(pairs.c.pair_id, users.c.name, assignments.c.label)
+            .join(pairs, pairs.c.id == assignments.c.pair_ref)
+            .join(users, users.c.id == assignments.c.user_id)
+            .where(assignments.c.judged_at.is_not(None))
+        ).all()
+        prs = conn.execute(
+            sa.select(
+                pairs.c.pair_id,
+                pairs.c.qid,
+                pairs.c.docno,
+                pairs.c.round,
+                pairs.c.seq,
+                pairs.c.gold,
+            )
+        ).all()
+        pool = stored_pool(conn)
+        feedback = _feedback(conn)
+    if any(p.round for p in prs) and (pool.header.get("strategy") or {}).get("name") in ADAPTIVE:
+        _with_labels(pool, feedback)
+    out = sorted((r.pair_id, r.name, int(r.label)) for r in rows)
+    key = [
+        KeyEntry(p.pair_id, p.qid, p.docno, f"R{p.round}" if p.round else "gold", p.seq, p.gold)
+        for p in sorted(prs, key=lambda p: (natural_key(p.qid), p.docno))
+    ]
+    return Export(out, key, pool)
+
+
+def write_judgments_csv(rows: Sequence[tuple[str, str, int]], path: str | os.PathLike) -> None:
+    """The offline page's CSV: ``pair_id,worker_id,label`` (cells spreadsheet-safe)."""
+    from cmrkit.escaping import csv_writer
+
+    buf = io.StringIO(newline="")
+    w = csv_writer(buf)
+    w.writerow(("pair_id", "worker_id", "label"))
+    w.writerows(rows)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(buf.getvalue())

@@ -1,0 +1,418 @@
+"""`cmrkit assess`: the assessment server for a lab's own annotators (docs/assess.md).
+
+Self-contained: the web framework, SQLAlchemy and argon2 (the ``assess`` extra) are imported
+inside the commands only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from cmrkit.commands.group import group
+from cmrkit.console import console, out, user_errors
+
+assess_app = group(
+    order=("serve", "users", "export", "close", "migrate"),
+    help="Judge a pool with your own assessors: a web server with accounts, N assessors per "
+    "pair, gold checks, adaptive rounds and a JSON API (pip install 'cmrkit[assess]').",
+)
+users_app = group(
+    order=("add", "list", "disable", "enable", "resume"),
+    help="Accounts of the assessment server.",
+)
+assess_app.add_typer(users_app, name="users")
+
+DB_HELP = "Database: sqlite:///PATH or postgresql://USER@HOST[:PORT]/DB."
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `assess` group."""
+    app.add_typer(assess_app, name="assess")
+
+
+def _engine(url: str):
+    """An engine on a migrated database (the extra's libraries imported here)."""
+    from cmrkit.errors import EnvironmentFault
+
+    try:
+        from cmrkit.assess.server import db
+    except ImportError as e:
+        raise EnvironmentFault(
+            f"the assessment server needs the 'assess' extra ({e.name} is missing): "
+            "pip install 'cmrkit[assess]'"
+        ) from None
+    engine = db.make_engine(url)
+    db.migrate(engine)
+    return engine
+
+
+def _shown_url(url: str) -> str:
+    """The URL without a password."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - only for display
+        return url.split("@")[-1]
+
+
+@assess_app.command("serve")
+@user_errors
+def serve(
+    pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
+    db_url: str | None = typer.Option(
+        None, "--db", help=DB_HELP + " [default: an SQLite file beside the pool]"
+    ),
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to listen on (loopback only unless told; see docs/assess.md)."
+    ),
+    port: int = typer.Option(8350, help="Port to listen on."),
+    collection: Path | None = typer.Option(
+        None, "--collection", help="The pool's collection folder [default: as recorded]."
+    ),
+    assessors: int = typer.Option(3, help="Different assessors per pair."),
+    gold: Path | None = typer.Option(
+        None, help="Qrels of known answers (rel > 0 relevant) for gold pairs outside the pool."
+    ),
+    gold_rate: float = typer.Option(
+        0.0, help="Share of the pairs handed to each assessor that are gold (e.g. 0.1)."
+    ),
+    min_gold_accuracy: float = typer.Option(
+        0.6, help="Pause and flag an assessor whose gold accuracy falls below this."
+    ),
+    gold_after: int = typer.Option(5, help="Gold judgments before the accuracy check applies."),
+    lease: float = typer.Option(
+        600.0, help="Seconds a handed-out pair stays with its assessor before it goes back."
+    ),
+    strategy: str | None = typer.Option(
+        None,
+        help="Choose the pairs first: mtf or maxmean (adaptive rounds as judgments arrive, "
+        "with --budget), strata (a sample for xinfAP), or any `pool create` strategy "
+        "[default: the pool's sampled pairs].",
+    ),
+    budget: int | None = typer.Option(None, help="Pairs to judge, in total or --per-query."),
+    per_query: bool = typer.Option(False, "--per-query", help="The budget is per query."),
+    batch: int | None = typer.Option(
+        None, help="mtf/maxmean: pairs per round (default one per query)."
+    ),
+    strata: str | None = typer.Option(None, help="strata: LO-HI:RATE,... (as `pool create`)."),
+    seed: int = typer.Option(0, help="Seed for the order of pairs and the strata draw."),
+    context_chars: int = typer.Option(600, help="Characters of each unit shown around it."),
+    session_hours: float = typer.Option(8.0, help="Sessions end this long after login."),
+    secure_cookies: bool = typer.Option(
+        False, "--secure-cookies", help="Send cookies over HTTPS only (behind a TLS proxy)."
+    ),
+    title: str = typer.Option("Coreference search assessment", help="Title of the pages."),
+    access_log: bool = typer.Option(False, "--access-log", help="Log every request."),
+) -> None:
+    """Serve the pool's pairs to logged-in assessors until interrupted (Ctrl-C).
+
+    Judgments are saved as they are made; stop and start again at any time with the same POOL
+    and --db. Add accounts with `cmrkit assess users add`.
+
+    Example: cmrkit assess serve pools/sample.pool.jsonl --assessors 3 --gold qrels/sample.test.txt
+    --gold-rate 0.1
+    """
+    from cmrkit.errors import CmrkitError
+
+    if not 1 <= port <= 65535:
+        raise CmrkitError(f"--port must lie in 1..65535, not {port}")
+    if not 0.01 <= session_hours <= 24 * 30:
+        raise CmrkitError(f"--session-hours must lie in 0.01..720, not {session_hours}")
+    if context_chars < 100:
+        raise CmrkitError(f"--context-chars must be at least 100, not {context_chars}")
+    if not pool_file.is_file():
+        raise CmrkitError("pool file not found; make one with `cmrkit pool create`", path=pool_file)
+    from cmrkit.assess.server.db import default_db_url
+
+    url = db_url or default_db_url(pool_file)
+    engine = _engine(url)
+    from cmrkit.assess.server import app as webapp
+    from cmrkit.assess.server import work
+    from cmrkit.pooling import StrategyOptions
+
+    opts = work.Options(
+        assessors=assessors,
+        gold_rate=gold_rate,
+        min_gold_accuracy=min_gold_accuracy,
+        gold_after=gold_after,
+        lease_seconds=lease,
+    )
+    strat = None
+    if strategy is not None:
+        strat = StrategyOptions(
+            name=strategy,
+            budget=budget,
+            per_query=per_query,
+            strata=strata,
+            batch=batch,
+            seed=seed,
+        )
+        strat.check()
+    elif budget is not None or per_query or batch is not None or strata is not None:
+        raise CmrkitError("--budget, --per-query, --batch and --strata go with --strategy")
+    with console.status("loading the pool"):
+        info = work.load_pool(
+            engine,
+            pool_file,
+            collection,
+            opts,
+            strategy=strat,
+            gold_file=gold,
+            seed=seed,
+            context_chars=context_chars,
+        )
+        work.advance(engine)
+    app = webapp.create_app(
+        engine,
+        secret=work.secret(engine),
+        session_seconds=session_hours * 3600,
+        secure_cookies=secure_cookies,
+        title=title,
+    )
+    where = f"http://{host}:{port}/" if ":" not in host else f"http://[{host}]:{port}/"
+    out.print(
+        f"serving {info['pairs']} pairs ({info['gold_pairs']} gold) of strategy "
+        f"{info['strategy']} to {assessors} assessors each at {where} (database "
+        f"{_shown_url(url)}); Ctrl-C stops",
+        markup=False,
+        soft_wrap=True,
+    )
+    if info.get("titles_note"):
+        out.print(f"titles hidden from assessors: {info['titles_note']}", markup=False)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        out.print(
+            f"listening on {host}: put it behind a TLS proxy and pass --secure-cookies "
+            "(docs/assess.md)",
+            markup=False,
+        )
+    webapp.serve(app, host, port, access_log=access_log)
+
+
+@users_app.command("add")
+@user_errors
+def users_add(
+    name: str = typer.Argument(..., help="User name (the worker_id of their judgments)."),
+    role: str = typer.Option(..., "--role", help="assessor or organizer."),
+    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+    password_stdin: bool = typer.Option(
+        False,
+        "--password-stdin",
+        help="Read the password from the first line of stdin [default: generate one and "
+        "print it once].",
+    ),
+) -> None:
+    """Add an account; its password is read from stdin or generated and printed once.
+
+    Example: cmrkit assess users add ann --role assessor --db sqlite:///pools/sample.assess.sqlite
+    """
+    from cmrkit.assess.server import auth
+    from cmrkit.assess.server.db import write
+    from cmrkit.errors import CmrkitError
+
+    engine = _engine(db_url)
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise CmrkitError("--password-stdin: stdin holds no password line")
+    else:
+        password = auth.new_password()
+    with write(engine) as conn:
+        user = auth.add_user(conn, name, role, password)
+    out.print(f"added {user.role} {user.name}", markup=False)
+    if not password_stdin:
+        out.print(f"password (shown once): {password}", markup=False)
+
+
+@users_app.command("list")
+@user_errors
+def users_list(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+    """List the accounts: name, role, state (active, disabled, paused and why).
+
+    Example: cmrkit assess users list --db sqlite:///pools/sample.assess.sqlite
+    """
+    from cmrkit.assess.server import auth
+    from cmrkit.assess.server.db import read
+
+    engine = _engine(db_url)
+    with read(engine) as conn:
+        people = auth.list_users(conn)
+    if not people:
+        out.print("no users yet; add one with `cmrkit assess users add`", markup=False)
+    for u in people:
+        state = "disabled" if u.disabled else (f"paused: {u.flag}" if u.paused else "active")
+        typer.echo(f"{u.name}\t{u.role}\t{state}")  # tab-separated for scripts
+
+
+def _set_state(name: str, db_url: str, what: str) -> None:
+    from cmrkit.assess.server import auth
+    from cmrkit.assess.server.db import write
+
+    engine = _engine(db_url)
+    with write(engine) as conn:
+        if what == "resume":
+            auth.resume(conn, name)
+        else:
+            auth.set_disabled(conn, name, what == "disable")
+    out.print(f"{name}: {what}d", markup=False)
+
+
+@users_app.command("disable")
+@user_errors
+def users_disable(
+    name: str = typer.Argument(..., help="User name."),
+    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+) -> None:
+    """Disable an account: its sessions end now and it cannot log in (judgments are kept).
+
+    Example: cmrkit assess users disable ann --db sqlite:///pools/sample.assess.sqlite
+    """
+    _set_state(name, db_url, "disable")
+
+
+@users_app.command("enable")
+@user_errors
+def users_enable(
+    name: str = typer.Argument(..., help="User name."),
+    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+) -> None:
+    """Enable a disabled account again.
+
+    Example: cmrkit assess users enable ann --db sqlite:///pools/sample.assess.sqlite
+    """
+    _set_state(name, db_url, "enable")
+
+
+@users_app.command("resume")
+@user_errors
+def users_resume(
+    name: str = typer.Argument(..., help="User name."),
+    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+) -> None:
+    """Let an assessor paused for low gold accuracy work again (the flag stays on record).
+
+    Example: cmrkit assess users resume ann --db sqlite:///pools/sample.assess.sqlite
+    """
+    _set_state(name, db_url, "resume")
+
+
+@assess_app.command("export")
+@user_errors
+def export(
+    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+    output: Path = typer.Option(
+        ..., "-o", "--output", help="Judgments CSV to write (pair_id,worker_id,label)."
+    ),
+    key: Path | None = typer.Option(
+        None, "--key", help="Answer key to write [default: OUTPUT with .key.tsv, beside it]."
+    ),
+    pool_out: Path | None = typer.Option(
+        None,
+        "--pool-out",
+        help="The pool as served (adaptive rounds included) [default: OUTPUT with .pool.jsonl].",
+    ),
+    qrels: Path | None = typer.Option(
+        None, "--qrels", help="Also aggregate the judgments into these qrels."
+    ),
+    sample_qrels: Path | None = typer.Option(
+        None, "--sample-qrels", help="strata pools: also write sample_eval's qrels for xinfAP."
+    ),
+    min_agree: int = typer.Option(4, help="--qrels: assessors who must agree for a label."),
+    min_unanimous: int = typer.Option(3, help="--qrels: or this many, all agreeing."),
+    min_relevant: int = typer.Option(5, help="--qrels: drop queries with fewer relevant."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+) -> None:
+    """Write the judgments as the offline page's CSV, with the answer key and the pool, so
+    that `cmrkit judgments aggregate OUTPUT --pool POOL --key KEY` reads them unchanged.
+
+    Example: cmrkit assess export --db sqlite:///pools/sample.assess.sqlite -o judged.csv
+    """
+    from cmrkit.assess.key import default_key_path, write_key
+    from cmrkit.assess.server import work
+    from cmrkit.errors import CmrkitError
+    from cmrkit.fileio import RepeatableOutputs
+    from cmrkit.pooling import write_pool
+
+    if sample_qrels is not None and qrels is None:
+        raise CmrkitError("--sample-qrels needs --qrels (the aggregated judgments)")
+    engine = _engine(db_url)
+    exp = work.export(engine)
+    key = key or Path(default_key_path(output))
+    stem = str(output)[: -len(output.suffix)] if output.suffix else str(output)
+    pool_out = pool_out or Path(stem + ".pool.jsonl")
+    targets = [output, key, pool_out] + [p for p in (qrels, sample_qrels) if p is not None]
+    if len({t.resolve() for t in targets}) != len(targets):
+        raise CmrkitError("the outputs must be different files", path=output)
+    with RepeatableOutputs(targets, force=force, anchor=output.parent) as staged:
+        work.write_judgments_csv(exp.rows, staged.path(output))
+        write_key(exp.key, staged.path(key))
+        write_pool(exp.pool, staged.path(pool_out))
+        if qrels is not None:
+            _aggregate(
+                staged,
+                output,
+                key,
+                exp.pool,
+                qrels,
+                sample_qrels,
+                min_agree=min_agree,
+                min_unanimous=min_unanimous,
+                min_relevant=min_relevant,
+            )
+    if staged.up_to_date:
+        out.print(f"{output} is up to date; --force rewrites it", markup=False)
+        return
+    workers = len({w for _, w, _ in exp.rows})
+    console.print(
+        f"wrote {len(exp.rows)} judgments by {workers} assessors to {output}, the key to {key} "
+        f"and the pool to {pool_out}",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _aggregate(staged, output, key, pool, qrels, sample_qrels, **rules) -> None:
+    from cmrkit.assess.key import read_key
+    from cmrkit.judgments import aggregate, read_judgments
+    from cmrkit.pooling import sample_qrels as make_sample
+    from cmrkit.trec import write_qrels, write_sampled_qrels
+
+    entries = read_key(staged.path(key))
+    gold = {(e.qid, e.docno): e.gold for e in entries.values() if e.gold is not None}
+    judged = read_judgments(staged.path(output), None, entries)
+    agg = aggregate(judged, pool, gold=gold, hard_threshold=None, **rules)
+    with open(staged.path(qrels), "w", encoding="utf-8", newline="\n") as f:
+        write_qrels(f, agg.qrels)
+    if sample_qrels is not None:
+        docs, strata = make_sample(pool, agg.qrels)
+        with open(staged.path(sample_qrels), "w", encoding="utf-8", newline="\n") as f:
+            write_sampled_qrels(f, docs, strata)
+
+
+@assess_app.command("close")
+@user_errors
+def close(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+    """Close the pool: no pair is handed out and no judgment taken any more (export works).
+
+    Example: cmrkit assess close --db sqlite:///pools/sample.assess.sqlite
+    """
+    from cmrkit.assess.server import work
+
+    released = work.close(_engine(db_url))
+    out.print(f"closed; {released} open pairs released", markup=False)
+
+
+@assess_app.command("migrate")
+@user_errors
+def migrate(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+    """Create the database schema or bring it to this version (every command does this too).
+
+    Example: cmrkit assess migrate --db postgresql://cmrkit@127.0.0.1:5432/assess
+    """
+    from cmrkit.assess.server import db
+
+    engine = _engine(db_url)
+    out.print(f"database at revision {db.current_revision(engine)}", markup=False)

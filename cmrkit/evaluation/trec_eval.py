@@ -1,0 +1,1484 @@
+"""trec_eval 9.0.8 and 10.0, computed as the C program computes them.
+
+Every measure of ``-m all_trec``, ``all_prefs`` and ``qrels_jg`` (the definitions are in
+``evaluation/measures/trec.py``), the options ``-q -c -l -M -N -n -J -R -Z``, and output
+byte-identical to trec_eval's stdout. The code follows trec_eval's C files operation for
+operation (same doubles, sums in the same order), so every printed digit agrees.
+
+The differences between the versions (their CHANGELOG, and the sources):
+
+- scores are C floats in 9.0.8 and doubles in 10.0 (ties differ when scores agree only in
+  single precision);
+- iprec_at_recall and 11pt_avg: cutoff = (long)(x * R + 0.9) in 9.0.8, lround(x * R) in 10.0;
+- 10.0 evaluates the qrels queries (a run query without qrels is ignored); with ``-c`` a query
+  missing from the run is scored on a one-document dummy ranking and printed with ``-q``;
+  9.0.8 evaluates the run queries that have qrels and, with ``-c``, only divides by every
+  qrels query. Without ``-c``, 10.0 stops on a qrels query that the run lacks; cmrkit then
+  evaluates as 9.0.8 does and says so (see docs/evaluation.md);
+- ``#`` comment lines in runs and qrels (10.0), the measures rbp, rbp_resid, unj, dcg and
+  ideal_dcg (10.0), non-integer gain names ignored in ndcg-style gains (10.0).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from array import array
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cmp_to_key
+
+from cmrkit.errors import CmrkitError
+from cmrkit.evaluation.measures import trec as defs
+
+NONPOOL = -1  # RELVALUE_NONPOOL: retrieved, not in the qrels
+UNJUDGED = -2  # RELVALUE_UNJUDGED: in the qrels with a negative grade
+MIN_GEO_MEAN = 0.00001
+INFAP_EPSILON = 0.00001
+MISSING_ZSCORE = -1000000.0
+BOGUS_DOCNO = "ceci_nest_pas_un_docno"
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@dataclass
+class Odd:
+    """Lines accepted that a strict reader would refuse, counted for one note line."""
+
+    comments: int = 0
+    blank: int = 0
+    extra_columns: int = 0
+    duplicates: int = 0
+
+    def describe(self, what: str) -> str | None:
+        parts = []
+        if self.comments:
+            parts.append(f"{self.comments:,} '#' comment lines skipped")
+        if self.blank:
+            parts.append(f"{self.blank:,} blank lines skipped")
+        if self.extra_columns:
+            parts.append(f"{self.extra_columns:,} lines with text after the 6th column (ignored)")
+        if self.duplicates:
+            parts.append(f"{self.duplicates:,} identical duplicate judgments kept once")
+        return f"note: {what}: " + "; ".join(parts) if parts else None
+
+
+@dataclass
+class Results:
+    """A run as trec_eval reads it: per query, (docno, score) in file order."""
+
+    queries: dict[str, list[tuple[str, float]]]
+    runid: str
+    odd: Odd = field(default_factory=Odd)
+
+
+def _read_bytes(path: str | os.PathLike) -> bytes:
+    if str(path) == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if data[:2] == b"\x1f\x8b":
+            import gzip
+
+            data = gzip.decompress(data)
+        return data
+    except FileNotFoundError:
+        raise CmrkitError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise CmrkitError("is a folder, not a file", path=path) from None
+
+
+def _lines(raw: bytes, path, version: str, odd: Odd) -> Iterable[tuple[int, list[str]]]:
+    """(line number, fields) of each line, comment and blank lines counted and skipped."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise CmrkitError(
+            f"line {line}: not UTF-8 text; re-encode the file as UTF-8", path=path
+        ) from None
+    for n, line in enumerate(text.split("\n"), 1):
+        fields = line.split()
+        if not fields:
+            if line.strip() or n <= text.count("\n"):
+                odd.blank += 1
+            continue
+        if fields[0].startswith("#") and line[:1] == "#":
+            if version == "9":
+                raise CmrkitError(
+                    f"line {n}: '#' comment lines are read by trec_eval 10.0 only; "
+                    "pass --trec-eval 10 or remove the line",
+                    path=path,
+                )
+            odd.comments += 1
+            continue
+        yield n, fields
+
+
+_FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|infinity|nan)",
+                    re.I)  # fmt: skip
+_LONG = re.compile(r"\s*[+-]?\d+")
+
+
+def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -> Results:
+    """A run file (``-`` for stdin): qid Q0 docno rank score tag [ignored...]."""
+    odd = Odd()
+    raw = _read_bytes(path)
+    queries: dict[str, list[tuple[str, float]]] = {}
+    runid = ""
+    lines = 0
+    for n, fields in _lines(raw, path, version, odd):
+        if len(fields) < 6:
+            raise CmrkitError(
+                f"line {n}: expected 6 fields (qid Q0 docno rank score tag), found {len(fields)}",
+                path=path,
+            )
+        if len(fields) > 6:
+            odd.extra_columns += 1
+        try:
+            score = float(fields[4])
+        except ValueError:
+            raise CmrkitError(f"line {n}: score {fields[4]!r} is not a number", path=path) from None
+        if not math.isfinite(score):
+            raise CmrkitError(f"line {n}: score {fields[4]!r} is not finite", path=path)
+        queries.setdefault(fields[0], []).append((fields[2], score))
+        runid = fields[5]
+        lines += 1
+    if not lines:
+        raise CmrkitError("the run is empty: no result lines", path=path)
+    if version == "9":  # 9.0.8 stores scores as C floats
+        for qid, docs in queries.items():
+            singles = array("f", [s for _, s in docs]).tolist()
+            queries[qid] = [(d, s) for (d, _), s in zip(docs, singles, strict=True)]
+    return Results(queries, runid, odd)
+
+
+@dataclass
+class RelInfo:
+    """Judgments as trec_eval reads them, per query.
+
+    ``qrels``: {qid: {docno: rel}}; ``jg``: {qid: [ {docno: rel} per judgment group ]};
+    ``prefs``: {qid: [(jg, jsg, rel_level, docno)]}.
+    """
+
+    format: str
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    jg: dict[str, list[dict[str, int]]] = field(default_factory=dict)
+    prefs: dict[str, list[tuple[str, str, float, str]]] = field(default_factory=dict)
+    odd: Odd = field(default_factory=Odd)
+
+    @property
+    def qids(self) -> list[str]:
+        data = {"qrels": self.qrels, "qrels_jg": self.jg}.get(self.format, self.prefs)
+        return sorted(data, key=_cbytes)
+
+
+def _cbytes(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _rel(text: str, path, n: int) -> int:
+    """A grade as cmrkit reads them everywhere: whole numbers, also written ``1.0``."""
+    from cmrkit.trec import parse_relevance
+
+    return parse_relevance(text, path, n)
+
+
+def _level(text: str, path, n: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise CmrkitError(f"line {n}: rel_level {text!r} is not a number", path=path) from None
+    if not math.isfinite(value):
+        raise CmrkitError(f"line {n}: rel_level {text!r} is not finite", path=path)
+    return value
+
+
+def _add_judgment(table: dict[str, int], docno: str, rel: int, path, n: int, odd: Odd,
+                  seen: dict) -> None:  # fmt: skip
+    old = table.get(docno)
+    if old is None:
+        table[docno] = rel
+        seen[docno] = n
+    elif old == rel:
+        odd.duplicates += 1
+    else:
+        raise CmrkitError(
+            f"line {n}: document {docno} judged {old} on line {seen[docno]} and {rel} here; "
+            "keep one judgment",
+            path=path,
+        )
+
+
+def read_rel_info(
+    path: str | os.PathLike, rel_format: str = "qrels", version: str = defs.DEFAULT_VERSION
+) -> RelInfo:
+    """A qrels (``qrels``, ``qrels_prefs``), prefs or qrels_jg file (``-R``)."""
+    odd = Odd()
+    raw = _read_bytes(path)
+    info = RelInfo(rel_format, odd=odd)
+    seen: dict[tuple, dict] = {}
+    if rel_format == "qrels":
+        for n, fields in _lines(raw, path, version, odd):
+            if len(fields) != 4:
+                _wrong_format(path, n, fields, rel_format, "qid iter docno rel", 4)
+            qid, _, docno, rel = fields
+            table = info.qrels.setdefault(qid, {})
+            _add_judgment(table, docno, _rel(rel, path, n), path, n, odd, seen.setdefault(qid, {}))
+        data = info.qrels
+    elif rel_format == "qrels_prefs":
+        # qrels read as prefs: the iter column is the judgment group, one subgroup "0"
+        for n, fields in _lines(raw, path, version, odd):
+            if len(fields) != 4:
+                _wrong_format(path, n, fields, rel_format, "qid iter docno rel", 4)
+            qid, jg, docno, rel = fields
+            info.prefs.setdefault(qid, []).append((jg, "0", _level(rel, path, n), docno))
+        data = info.prefs
+    elif rel_format == "prefs":
+        for n, fields in _lines(raw, path, version, odd):
+            if len(fields) != 5:
+                _wrong_format(path, n, fields, rel_format, "qid jg jsg docno rel_level", 5)
+            qid, jg, jsg, docno, level = fields
+            info.prefs.setdefault(qid, []).append((jg, jsg, _level(level, path, n), docno))
+        data = info.prefs
+    elif rel_format == "qrels_jg":
+        groups: dict[str, dict[str, dict[str, int]]] = {}
+        for n, fields in _lines(raw, path, version, odd):
+            if len(fields) != 4:
+                _wrong_format(path, n, fields, rel_format, "qid jg docno rel", 4)
+            qid, jg, docno, rel = fields
+            table = groups.setdefault(qid, {}).setdefault(jg, {})
+            _add_judgment(table, docno, _rel(rel, path, n), path, n, odd,
+                          seen.setdefault((qid, jg), {}))  # fmt: skip
+        for qid, by_jg in groups.items():
+            info.jg[qid] = [by_jg[j] for j in sorted(by_jg, key=_cbytes)]
+        data = info.jg
+    else:
+        raise CmrkitError(
+            f"-R {rel_format!r}: the judgment formats are qrels, prefs, qrels_prefs and qrels_jg"
+        )
+    if not data:
+        raise CmrkitError("no judgments in the file", path=path)
+    return info
+
+
+def _wrong_format(path, n, fields, rel_format, layout, width) -> None:
+    hint = ""
+    if rel_format != "prefs" and len(fields) == 6:
+        hint = "; it looks like a run: give the run first, then the qrels (cmrkit eval RUN QRELS)"
+    elif rel_format != "prefs" and len(fields) == 5:
+        hint = "; a prefs file? pass -R prefs"
+    elif rel_format == "prefs" and len(fields) == 4:
+        hint = "; a qrels file? pass -R qrels_prefs"
+    raise CmrkitError(
+        f"line {n}: expected {width} fields ({layout}) for -R {rel_format}, found "
+        f"{len(fields)}{hint}",
+        path=path,
+    )
+
+
+def read_zscores(path: str | os.PathLike) -> dict[str, dict[str, tuple[float, float]]]:
+    """``-Z`` file: qid measure mean stddev per line -> {qid: {measure: (mean, stddev)}}."""
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for n, fields in _lines(_read_bytes(path), path, "10", Odd()):
+        if len(fields) != 4:
+            raise CmrkitError(
+                f"line {n}: expected 4 fields (qid measure mean stddev), found {len(fields)}",
+                path=path,
+            )
+        try:
+            mean, std = float(fields[2]), float(fields[3])
+        except ValueError:
+            raise CmrkitError(f"line {n}: mean and stddev must be numbers", path=path) from None
+        out.setdefault(fields[0], {})[fields[1]] = (mean, std)
+    return out
+
+
+# ----------------------------------------------------------------------------- options
+
+
+@dataclass
+class Options:
+    """trec_eval's options (its letters in the comments)."""
+
+    version: str = defs.DEFAULT_VERSION
+    query: bool = False  # -q
+    complete: bool = False  # -c
+    level: int = 1  # -l
+    max_docs: int = 2147483647  # -M
+    num_docs_in_coll: int = 0  # -N
+    summary: bool = True  # not -n
+    judged_only: bool = False  # -J
+    rel_format: str = "qrels"  # -R
+    state: dict = field(default_factory=dict, repr=False)  # C statics kept between queries
+
+
+# ----------------------------------------------------------------------------- ranking
+
+
+@dataclass
+class ResRels:
+    """te_form_res_rels: the ranking's grades and counts for one query."""
+
+    rel_list: list[int]
+    num_ret: int
+    num_rel_ret: int
+    num_nonpool: int
+    num_unjudged_in_pool: int
+    num_rel: int
+    rel_levels: list[int]
+    num_rel_levels: int
+
+
+def _ranked(docs: list[tuple[str, float]], opts: Options, prefs: bool = False) -> list[str]:
+    """Docnos by score descending, ties by docno descending (ascending for prefs, as
+    form_prefs_counts.c sorts), cut at -M."""
+    if prefs:
+        order = sorted(docs, key=lambda d: _cbytes(d[0]))
+        order.sort(key=lambda d: d[1], reverse=True)
+    else:
+        order = sorted(docs, key=lambda d: (d[1], _cbytes(d[0])), reverse=True)
+    return [d for d, _ in order[: opts.max_docs]]
+
+
+def _check_duplicates(ranked: list[str], qid: str, path) -> None:
+    if len(set(ranked)) != len(ranked):
+        seen = set()
+        for d in ranked:
+            if d in seen:
+                raise CmrkitError(
+                    f"query {qid}: document {d} is retrieved twice; trec_eval refuses such "
+                    "runs (cmrkit eval --dedupe keeps the best score)",
+                    path=path,
+                )
+            seen.add(d)
+
+
+def form_res_rels(ranked: list[str], judged: dict[str, int], opts: Options) -> ResRels:
+    # rel_levels lives in a buffer kept from query to query (form_res_rels.c's statics): a
+    # query whose grades are all negative sees the previous query's levels, as in C
+    max_rel = max(judged.values()) if judged else 0
+    state = opts.state
+    buf = state.setdefault("levels", [])
+    size = max_rel + 1
+    if size > len(buf):
+        buf.extend([0] * (size - len(buf)))
+    for i in range(max(size, 0)):
+        buf[i] = 0
+    for r in judged.values():
+        if r >= 0:
+            buf[r] += 1
+    level = opts.level
+    num_rel = 0
+    num_rel_levels = state.get("num_rel_levels", 0)
+    for i in range(max(size, 0)):
+        if buf[i]:
+            num_rel_levels = i + 1
+            if i >= level:
+                num_rel += buf[i]
+    state["num_rel_levels"] = num_rel_levels
+    rel_levels = list(buf)
+    rel_list = []
+    append = rel_list.append
+    get = judged.get
+    for d in ranked:
+        r = get(d)
+        append(NONPOOL if r is None else (UNJUDGED if r < 0 else r))
+    if opts.judged_only:
+        rel_list = [r for r in rel_list if r >= 0]
+        nonpool = unjudged = 0
+    else:
+        nonpool = rel_list.count(NONPOOL)
+        unjudged = rel_list.count(UNJUDGED)
+    num_rel_ret = sum(1 for r in rel_list if r >= level)
+    return ResRels(rel_list, len(rel_list), num_rel_ret, nonpool, unjudged, num_rel, rel_levels,
+                   num_rel_levels)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- measures
+
+
+def _div(a: float, b: float) -> float:
+    """C double division: x/0 is inf, 0/0 the x86 default NaN (printed -nan)."""
+    if b == 0:
+        if a == 0 or math.isnan(a):
+            return -math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _f(v: float) -> str:
+    """printf("%6.4f"): NaN as glibc prints it, with its sign."""
+    if math.isnan(v):
+        return f"{'-nan' if math.copysign(1.0, v) < 0 else 'nan':>6}"
+    return f"{v:6.4f}"
+
+
+def _cut_values(rr: ResRels, cutoffs, at: Callable[[int, int], float], count) -> list[float]:
+    """The m_P.c loop: value at each cutoff from the count over the top i documents."""
+    out = [0.0] * len(cutoffs)
+    so_far = 0
+    idx = 0
+    n = len(cutoffs)
+    rel_list = rr.rel_list
+    for i in range(rr.num_ret):
+        if i == cutoffs[idx]:
+            out[idx] = at(so_far, i)
+            idx += 1
+            if idx == n:
+                break
+        if count(rel_list[i]):
+            so_far += 1
+    while idx < n:
+        out[idx] = at(so_far, cutoffs[idx])
+        idx += 1
+    return out
+
+
+def _ap_sum(rr: ResRels, level: int) -> tuple[float, int]:
+    s = 0.0
+    rel_so_far = 0
+    for i, r in enumerate(rr.rel_list):
+        if r >= level:
+            rel_so_far += 1
+            s += rel_so_far / (i + 1)
+    return s, rel_so_far
+
+
+def m_map(rr, p, o):
+    s, found = _ap_sum(rr, o.level)
+    return [s / rr.num_rel if found else 0.0]
+
+
+def m_gm_map(rr, p, o):
+    s, found = _ap_sum(rr, o.level)
+    if found:
+        s = s / rr.num_rel
+    return [math.log(max(s, MIN_GEO_MEAN))]
+
+
+def m_yaap(rr, p, o):
+    s, _ = _ap_sum(rr, o.level)
+    return [math.log((1.0 + s) / (1.0 + rr.num_rel - s))]
+
+
+def m_Rprec(rr, p, o):
+    n = min(rr.num_ret, rr.num_rel)
+    if n == 0:
+        return [0.0]
+    level = o.level
+    found = sum(1 for r in rr.rel_list[:n] if r >= level)
+    return [found / rr.num_rel]
+
+
+def _bpref(rr, o) -> float:
+    level = o.level
+    num_nonrel = sum(rr.rel_levels[:level]) if level > 0 else 0
+    nonrel_so_far = 0
+    bpref = 0.0
+    for r in rr.rel_list:
+        if r == NONPOOL or r == UNJUDGED:
+            continue
+        if 0 <= r < level:
+            nonrel_so_far += 1
+        else:
+            if nonrel_so_far > 0:
+                bpref += 1.0 - _div(min(nonrel_so_far, rr.num_rel), min(num_nonrel, rr.num_rel))
+            else:
+                bpref += 1.0
+    if rr.num_rel:
+        bpref /= rr.num_rel
+    return bpref
+
+
+def m_bpref(rr, p, o):
+    return [_bpref(rr, o)]
+
+
+def m_gm_bpref(rr, p, o):
+    return [math.log(max(_bpref(rr, o), MIN_GEO_MEAN))]
+
+
+def m_recip_rank(rr, p, o):
+    level = o.level
+    for i, r in enumerate(rr.rel_list):
+        if r >= level:
+            return [1.0 / (i + 1)]
+    return [0.0]
+
+
+def _recall_cutoffs(percents, num_rel: int, version: str, *, always_09: bool = False):
+    if version == "9" or always_09:
+        return [int(x * num_rel + 0.9) for x in percents]
+    return [_lround(x * num_rel) for x in percents]
+
+
+def _lround(x: float) -> int:
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def _interpolated(rr, percents, o) -> list[float]:
+    """m_iprec_at_recall.c: interpolated precision at each recall cutoff."""
+    cutoffs = _recall_cutoffs(percents, rr.num_rel, o.version)
+    out = [0.0] * len(cutoffs)
+    cur = len(cutoffs) - 1
+    while cur >= 0 and cutoffs[cur] > rr.num_rel_ret:
+        cur -= 1
+    int_precis = _div(rr.num_rel_ret, rr.num_ret)
+    rel_so_far = rr.num_rel_ret
+    level = o.level
+    rel_list = rr.rel_list
+    i = rr.num_ret
+    while i > 0 and rel_so_far > 0:
+        precis = rel_so_far / i
+        if int_precis < precis:
+            int_precis = precis
+        if rel_list[i - 1] >= level:
+            while cur >= 0 and rel_so_far == cutoffs[cur]:
+                out[cur] = int_precis
+                cur -= 1
+            rel_so_far -= 1
+        i -= 1
+    while cur >= 0:
+        out[cur] = int_precis
+        cur -= 1
+    return out
+
+
+def m_iprec_at_recall(rr, p, o):
+    return _interpolated(rr, p, o)
+
+
+def m_11pt_avg(rr, p, o):
+    if not p:
+        raise CmrkitError("11pt_avg needs at least one recall point")
+    values = _interpolated(rr, p, o)
+    s = 0.0
+    for v in reversed(values):  # summed from the last cutoff down, as m_11pt_avg.c
+        s += v
+    return [s / len(p)]
+
+
+def m_P(rr, p, o):
+    level = o.level
+    return _cut_values(rr, p, lambda k, i: k / i, lambda r: r >= level)
+
+
+def m_recall(rr, p, o):
+    if rr.num_rel == 0:
+        return [0.0] * len(p)
+    level = o.level
+    return _cut_values(rr, p, lambda k, i: k / rr.num_rel, lambda r: r >= level)
+
+
+def m_relative_P(rr, p, o):
+    if rr.num_rel == 0:
+        return [0.0] * len(p)
+    level = o.level
+    return _cut_values(
+        rr, p, lambda k, i: k / (rr.num_rel if i > rr.num_rel else i), lambda r: r >= level
+    )
+
+
+def m_success(rr, p, o):
+    level = o.level
+    return _cut_values(rr, p, lambda k, i: 1.0 if k else 0.0, lambda r: r >= level)
+
+
+def m_unj(rr, p, o):
+    return _cut_values(rr, p, lambda k, i: k / i, lambda r: r == NONPOOL or r == UNJUDGED)
+
+
+def m_map_cut(rr, p, o):
+    if rr.num_rel == 0:
+        return [0.0] * len(p)
+    out = [0.0] * len(p)
+    idx = 0
+    level = o.level
+    rel_so_far = 0
+    s = 0.0
+    n = len(p)
+    for i, r in enumerate(rr.rel_list):
+        if i == p[idx]:
+            out[idx] = s / rr.num_rel
+            idx += 1
+            if idx == n:
+                break
+        if r >= level:
+            rel_so_far += 1
+            s += rel_so_far / (i + 1)
+    while idx < n:
+        out[idx] = s / rr.num_rel
+        idx += 1
+    return out
+
+
+def m_ndcg_cut(rr, p, o):
+    out = [0.0] * len(p)
+    n = len(p)
+    idx = 0
+    s = 0.0
+    for i in range(rr.num_ret):
+        if i == p[idx]:
+            out[idx] = s
+            idx += 1
+            if idx == n:
+                break
+        gain = rr.rel_list[i]
+        if gain > 0:
+            s += gain / math.log2(i + 2)
+    while idx < n:
+        out[idx] = s
+        idx += 1
+    idx = 0
+    cur = rr.num_rel_levels - 1
+    count = 0
+    ideal = 0.0
+    i = 0
+    while True:
+        count += 1
+        while cur > 0 and count > rr.rel_levels[cur]:
+            cur -= 1
+            count = 1
+        if cur <= 0:  # cur_lvl == 0 (or no levels at all)
+            break
+        if i == p[idx]:
+            if ideal > 0.0:
+                out[idx] /= ideal
+            idx += 1
+            if idx == n:
+                break
+        ideal += cur / math.log2(i + 2)
+        i += 1
+    while idx < n:
+        if ideal > 0.0:
+            out[idx] /= ideal
+        idx += 1
+    return out
+
+
+def m_infAP(rr, p, o):
+    level = o.level
+    nonrel = rel = unjudged = 0
+    inf_ap = 0.0
+    for j, r in enumerate(rr.rel_list):
+        if r == NONPOOL:
+            continue
+        if r == UNJUDGED:
+            unjudged += 1
+            continue
+        if 0 <= r < level:
+            nonrel += 1
+        else:
+            rel += 1
+            if j == 0:
+                inf_ap += 1.0
+            else:
+                fj = float(j)
+                inf_ap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
+                    (rel - 1 + nonrel + unjudged) / fj
+                ) * ((rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON))
+    if rr.num_rel:
+        inf_ap /= rr.num_rel
+    return [inf_ap]
+
+
+def m_Rprec_mult(rr, p, o):
+    cutoffs = [int(x * rr.num_rel + 0.9) for x in p]
+    out = [0.0] * len(p)
+    cur = len(p) - 1
+    while cur >= 0 and cutoffs[cur] > rr.num_ret:
+        out[cur] = _div(rr.num_rel_ret, cutoffs[cur])
+        cur -= 1
+    rel_so_far = rr.num_rel_ret
+    level = o.level
+    i = rr.num_ret
+    while i > 0 and rel_so_far > 0:
+        precis = rel_so_far / i
+        while cur >= 0 and i == cutoffs[cur]:
+            out[cur] = precis
+            cur -= 1
+        if rr.rel_list[i - 1] >= level:
+            rel_so_far -= 1
+        i -= 1
+    return out
+
+
+def m_utility(rr, p, o):
+    if len(p) != 4:
+        raise CmrkitError(
+            f"utility takes 4 coefficients (utility.a,b,c,d), not {len(p)}; e.g. utility.1,-1,0,0"
+        )
+    return [
+        p[0] * rr.num_rel_ret
+        + p[1] * (rr.num_ret - rr.num_rel_ret)
+        + p[2] * (rr.num_rel - rr.num_rel_ret)
+        + p[3] * (o.num_docs_in_coll + rr.num_rel_ret - rr.num_ret - rr.num_rel)
+    ]
+
+
+def m_binG(rr, p, o):
+    level = o.level
+    s = 0.0
+    rel_so_far = 0
+    for i, r in enumerate(rr.rel_list):
+        if r >= level:
+            rel_so_far += 1
+            s += 1.0 / math.log2(3 + i - rel_so_far)
+    return [s / rr.num_rel if rel_so_far else 0.0]
+
+
+# --- gains (gain_init.c; per file in 9.0.8)
+
+
+def _valid_int(s: str) -> bool:
+    return re.fullmatch(r"[+-]?\d+", s) is not None
+
+
+def _atol(s: str) -> int:
+    m = _LONG.match(s)
+    return int(m.group(0)) if m else 0
+
+
+def _gains(rr: ResRels, pairs, version: str) -> list[list]:
+    """[rel_level, gain, num_at_level] sorted by gain (as qsort with (int)(g1 - g2))."""
+    gains: list[list] = []
+    for name, value in pairs or ():
+        if version == "10" and not _valid_int(name):
+            continue
+        gains.append([_atol(name), float(value), 0])
+    for i in range(rr.num_rel_levels):
+        for g in gains:
+            if g[0] == i:
+                g[2] = rr.rel_levels[i]
+                break
+        else:
+            gains.append([i, float(i), rr.rel_levels[i]])
+    gains.sort(key=cmp_to_key(lambda a, b: int(a[1] - b[1])))
+    return gains
+
+
+def _get_gain(rel: int, gains) -> float:
+    for g in gains:
+        if g[0] == rel:
+            return g[1]
+    return 0.0
+
+
+def _walk_ideal(gains):
+    """State of the ideal ranking's level walk: (cur_level, num_at_level, ideal_gain)."""
+    cur = len(gains) - 1
+    return cur, 0, (gains[cur][1] if cur >= 0 else 0.0)
+
+
+def _step(gains, cur, count):
+    count += 1
+    while cur >= 0 and count > gains[cur][2]:
+        count = 1
+        cur -= 1
+    return cur, count, (gains[cur][1] if cur >= 0 else 0.0)
+
+
+def _dcgs(rr, gains):
+    """m_ndcg.c: (results_dcg, ideal_dcg)."""
+    results_dcg = ideal_dcg = 0.0
+    cur, count, ideal_gain = _walk_ideal(gains)
+    i = 0
+    rel_list = rr.rel_list
+    while i < rr.num_ret and ideal_gain > 0.0:
+        g = _get_gain(rel_list[i], gains)
+        if g != 0:
+            results_dcg += g / math.log2(i + 2)
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    while i < rr.num_ret:
+        g = _get_gain(rel_list[i], gains)
+        if g != 0:
+            results_dcg += g / math.log2(i + 2)
+        i += 1
+    while ideal_gain > 0.0:
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    return results_dcg, ideal_dcg
+
+
+def m_ndcg(rr, p, o):
+    r, ideal = _dcgs(rr, _gains(rr, p, o.version))
+    return [r / ideal if ideal > 0.0 else 0.0]
+
+
+def m_dcg(rr, p, o):
+    return [_dcgs(rr, _gains(rr, p, o.version))[0]]
+
+
+def m_ideal_dcg(rr, p, o):
+    return [_dcgs(rr, _gains(rr, p, o.version))[1]]
+
+
+def m_ndcg_rel(rr, p, o):
+    gains = _gains(rr, p, o.version)
+    results_dcg = ideal_dcg = s = 0.0
+    num_rel_ret = num_rel = 0
+    cur, count, ideal_gain = _walk_ideal(gains)
+    i = 0
+    rel_list = rr.rel_list
+    while i < rr.num_ret and ideal_gain > 0.0:
+        g = _get_gain(rel_list[i], gains)
+        if g != 0:
+            results_dcg += g / math.log2(i + 2)
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if ideal_gain > 0.0:
+            num_rel += 1
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        if g > 0:
+            s += _div(results_dcg, ideal_dcg)
+            num_rel_ret += 1
+        i += 1
+    while i < rr.num_ret:
+        g = _get_gain(rel_list[i], gains)
+        if g != 0:
+            results_dcg += g / math.log2(i + 2)
+        if g > 0:
+            s += _div(results_dcg, ideal_dcg)
+            num_rel_ret += 1
+        i += 1
+    while ideal_gain > 0.0:
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if ideal_gain > 0.0:
+            num_rel += 1
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    s += _div((num_rel - num_rel_ret) * results_dcg, ideal_dcg)
+    return [s / num_rel if s > 0.0 else 0.0]
+
+
+def m_Rndcg(rr, p, o):
+    gains = _gains(rr, p, o.version)
+    if rr.num_rel == 0:
+        return [0.0]
+    results_dcg = ideal_dcg = s = 0.0
+    changed = 0
+    cur, count, ideal_gain = _walk_ideal(gains)
+    old = ideal_gain
+    i = 0
+    rel_list = rr.rel_list
+    while i < rr.num_ret and ideal_gain > 0.0:
+        g = _get_gain(rel_list[i], gains)
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if old != ideal_gain:
+            if ideal_dcg > 0.0:
+                s += results_dcg / ideal_dcg
+                changed += 1
+            old = ideal_gain
+        if g != 0:
+            results_dcg += g / math.log2(i + 2)
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    if i < rr.num_ret:
+        while i < rr.num_ret:
+            g = _get_gain(rel_list[i], gains)
+            if g != 0:
+                results_dcg += g / math.log2(i + 2)
+            i += 1
+        if ideal_dcg > 0.0:
+            s += results_dcg / ideal_dcg
+            changed += 1
+    while ideal_gain > 0.0:
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if old != ideal_gain:
+            if ideal_dcg > 0.0:
+                s += results_dcg / ideal_dcg
+                changed += 1
+            old = ideal_gain
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    return [_div(s, changed)]
+
+
+def m_G(rr, p, o):
+    gains = _gains(rr, p, o.version)
+    results_g = sum_results = sum_ideal = sum_cost = 0.0
+    cur, count, ideal_gain = _walk_ideal(gains)
+    min_cost = 1.0
+    i = 0
+    rel_list = rr.rel_list
+    while i < rr.num_ret and ideal_gain > 0.0:
+        g = _get_gain(rel_list[i], gains)
+        sum_results += g
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if ideal_gain > 0.0:
+            sum_ideal += ideal_gain
+        sum_cost += ideal_gain if ideal_gain >= min_cost else min_cost
+        if g != 0:
+            results_g += g / math.log2(2 + sum_cost - sum_results)
+        i += 1
+    while i < rr.num_ret:
+        g = _get_gain(rel_list[i], gains)
+        sum_results += g
+        sum_cost += min_cost
+        if g != 0:
+            results_g += g / math.log2(2 + sum_cost - sum_results)
+        i += 1
+    while ideal_gain > 0.0:
+        cur, count, ideal_gain = _step(gains, cur, count)
+        if ideal_gain > 0.0:
+            sum_ideal += ideal_gain
+        i += 1
+    return [results_g / sum_ideal if sum_ideal > 0.0 else 0.0]
+
+
+def _rbp_p(p) -> float:
+    value = 0.9
+    for name, v in p or ():
+        if name == "p":
+            value = float(v)
+    return value
+
+
+def m_rbp(rr, p, o):
+    persistence = _rbp_p(p)
+    gains = _gains(rr, p, o.version)
+    # m_rbp.c leaves min and max uninitialised; built without optimisation they start at 0
+    lo = min([0.0] + [g[1] for g in gains])
+    hi = max([0.0] + [g[1] for g in gains])
+    if lo < 0 or hi > 1:
+        for g in gains:
+            g[1] = (g[1] - lo) / (hi - lo)
+    s = 0.0
+    cur_p = 1.0
+    for r in rr.rel_list:
+        gain = _get_gain(r, gains)
+        if gain != 0:
+            s += gain * cur_p
+        cur_p = cur_p * persistence
+    return [(1.0 - persistence) * s]
+
+
+def m_rbp_resid(rr, p, o):
+    persistence = _rbp_p(p)
+    unj = 0
+    s = 0.0
+    cur_p = 1.0
+    for r in rr.rel_list:
+        if r < 0:
+            unj += 1
+            s += cur_p
+        cur_p = cur_p * persistence
+    return [cur_p + (1 - persistence) * s if unj else 0.0]
+
+
+def m_set_P(rr, p, o):
+    return [rr.num_rel_ret / rr.num_ret if rr.num_ret else 0.0]
+
+
+def m_set_relative_P(rr, p, o):
+    if rr.num_ret and rr.num_rel:
+        return [rr.num_rel_ret / min(rr.num_ret, rr.num_rel)]
+    return [0.0]
+
+
+def m_set_recall(rr, p, o):
+    return [rr.num_rel_ret / rr.num_rel if rr.num_rel else 0.0]
+
+
+def m_set_map(rr, p, o):
+    if rr.num_ret and rr.num_rel:
+        return [(float(rr.num_rel_ret) * float(rr.num_rel_ret)) / (float(rr.num_ret) * rr.num_rel)]
+    return [0.0]
+
+
+def m_set_F(rr, p, o):
+    if not rr.num_rel_ret:
+        return [0.0]
+    P = rr.num_rel_ret / rr.num_ret
+    R = rr.num_rel_ret / rr.num_rel
+    x = p[0]
+    return [(x + 1.0) * P * R / (x * P + R)]
+
+
+def m_num_ret(rr, p, o):
+    return [float(rr.num_ret)]
+
+
+def m_num_rel(rr, p, o):
+    return [float(rr.num_rel)]
+
+
+def m_num_rel_ret(rr, p, o):
+    return [float(rr.num_rel_ret)]
+
+
+def m_num_nonrel_judged_ret(rr, p, o):
+    return [float(rr.num_ret - rr.num_nonpool - rr.num_unjudged_in_pool - rr.num_rel_ret)]
+
+
+def m_num_q(rr, p, o):
+    return [1.0]
+
+
+def m_relstring(rr, p, o):
+    n = max(min(int(p[0]), rr.num_ret), 0)
+    chars = []
+    for r in rr.rel_list[:n]:
+        if r > 9:
+            chars.append(">")
+        elif r >= 0:
+            chars.append(chr(48 + r))
+        elif r == NONPOOL:
+            chars.append("-")
+        elif r == UNJUDGED:
+            chars.append(".")
+        else:
+            chars.append("<")
+    return ["".join(chars)]
+
+
+QRELS_MEASURES: dict[str, Callable] = {
+    name[2:]: fn for name, fn in list(globals().items()) if name.startswith("m_")
+}
+
+
+# --- judgment groups (qrels_jg)
+
+
+def _jg_measure(per_group: Callable) -> Callable:
+    def compute(groups: list[ResRels], p, o):
+        total = None
+        for rr in groups:
+            values = per_group(rr, p, o)
+            total = values if total is None else [t + v for t, v in zip(total, values, strict=True)]
+        if total is None:
+            return [0.0] * max(len(p or ()), 1)
+        if len(groups) > 1:
+            total = [t / len(groups) for t in total]
+        return total
+
+    return compute
+
+
+def _map_jg(rr, p, o):
+    s, found = _ap_sum(rr, o.level)
+    return [s / rr.num_rel if found else 0.0]
+
+
+def _P_jg(rr, p, o):
+    return m_P(rr, p, o)
+
+
+def _rprec_mult_jg(rr, p, o):
+    # m_Rprec_mult_avgjg.c adds the precision only where i reaches a cutoff (no interpolation)
+    return m_Rprec_mult(rr, p, o)
+
+
+JG_MEASURES = {
+    "map_avgjg": _jg_measure(_map_jg),
+    "P_avgjg": _jg_measure(_P_jg),
+    "Rprec_mult_avgjg": _jg_measure(_rprec_mult_jg),
+}
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+@dataclass
+class Column:
+    """One family as set up for this evaluation: its parameters and printed value names."""
+
+    family: defs.Family
+    params: object
+    names: list[str]
+
+
+def _atof(text: str, measure: str) -> float:
+    m = _FLOAT.match(text.strip())
+    if not m or not text.strip():
+        raise CmrkitError(f"measure {measure}: parameter {text!r} is not a number")
+    return float(m.group(0))
+
+
+def _setup(name: str, req: defs.Request) -> Column:
+    """te_init_meas_*: parameters from the first ``-m NAME.PARAMS`` (else the ir_measures
+    cutoffs, else the defaults) and the printed names."""
+    fam = defs.BY_NAME[name]
+    text = req.params.get(name)
+    kind = fam.params
+    if kind == defs.NONE:
+        return Column(fam, None, [] if name == "runid" else [name])
+    if kind == defs.CUT_LONG:
+        if text is not None:
+            items = text.split(",")
+            if any(not _LONG.match(t) for t in items):
+                raise CmrkitError(
+                    f"measure {name}.{text}: cutoffs are whole numbers, e.g. {name}.5,10"
+                )
+            cut = sorted(_atol(t) for t in items)
+        else:
+            cut = sorted(int(c) for c in req.cutoffs.get(name, fam.default))
+        if cut[0] <= 0:
+            raise CmrkitError(f"measure {name}: cutoffs must be 1 or more (got {cut[0]})")
+        if len(set(cut)) != len(cut):
+            raise CmrkitError(f"measure {name}: a cutoff is given twice")
+        return Column(fam, cut, [f"{name}_{c}" for c in cut])
+    if kind == defs.CUT_DOUBLE:
+        if text is not None:
+            dcut = sorted(_atof(t, f"{name}.{text}") for t in text.split(","))
+        else:
+            dcut = sorted(float(c) for c in req.cutoffs.get(name, fam.default))
+        if len(set(dcut)) != len(dcut):
+            raise CmrkitError(f"measure {name}: a cutoff is given twice")
+        width = len(name) + 9  # append_double's buffer
+        return Column(fam, dcut, [f"{name}_{c:3.2f}"[:width] for c in dcut])
+    if kind == defs.P_DOUBLE:
+        values = (
+            [_atof(t, f"{name}.{text}") for t in text.split(",")]
+            if text is not None
+            else list(fam.default)
+        )
+        return Column(fam, values, [f"{name}_{text}" if text is not None else name])
+    # P_PAIR: name=value,name=value
+    pairs = None
+    if text is not None:
+        pairs = []
+        for item in text.split(","):
+            key, eq, value = item.partition("=")
+            if not eq or not key or "=" in value:
+                raise CmrkitError(
+                    f"measure {name}.{text}: parameters are name=value pairs, e.g. "
+                    f"{name}.1=3,2=9 or rbp.p=0.8"
+                )
+            pairs.append((key, _atof(value, f"{name}.{text}")))
+    return Column(fam, pairs, [f"{name}_{text}" if text is not None else name])
+
+
+@dataclass
+class TrecResult:
+    """What trec_eval computes: per-query values and the summary, with its printed names."""
+
+    version: str
+    options: Options
+    columns: list[Column]
+    runid: str
+    queries: list[str]  # evaluated, in trec_eval's order
+    per_query: dict[str, list[float | str]]  # qid -> one value per printed name
+    summary: list[float | str]
+    printed_queries: list[str]
+    missing_from_run: list[str]
+    missing_from_qrels: list[str]
+    zscores: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [n for c in self.columns for n in c.names]
+
+    def aggregate(self) -> dict[str, float | str]:
+        return dict(zip(self.names, self.summary, strict=True))
+
+    def by_query(self) -> dict[str, dict[str, float | str]]:
+        return {q: dict(zip(self.names, v, strict=True)) for q, v in self.per_query.items()}
+
+    def to_trec(self) -> str:
+        """trec_eval's stdout, byte for byte."""
+        z = "Z" if self.zscores else ""
+        lines: list[str] = []
+        opts = self.options
+        if opts.query:
+            for qid in self.printed_queries:
+                values = self.per_query[qid]
+                k = 0
+                for col in self.columns:
+                    fam = col.family
+                    width = len(col.names)
+                    if fam.name == "runid":
+                        continue
+                    if fam.per_query:
+                        for name, v in zip(col.names, values[k : k + width], strict=True):
+                            if fam.name == "relstring":
+                                lines.append(f"{name:<22}\t{qid}\t'{v}'")
+                            elif fam.integer and not z:
+                                lines.append(f"{name:<22}\t{qid}\t{int(v)}")
+                            else:
+                                lines.append(f"{z}{name:<22}\t{qid}\t{_f(v)}")
+                    k += width
+        if opts.summary:
+            k = 0
+            for col in self.columns:
+                fam = col.family
+                if fam.name == "runid":
+                    lines.append(f"{'runid':<22}\tall\t{self.runid}")
+                    continue
+                width = len(col.names)
+                if fam.name != "relstring":
+                    for name, v in zip(col.names, self.summary[k : k + width], strict=True):
+                        if fam.integer and not z:
+                            lines.append(f"{name:<22}\tall\t{int(v)}")
+                        else:
+                            lines.append(f"{z}{name:<22}\tall\t{_f(v)}")
+                k += width
+        return "".join(line + "\n" for line in lines)
+
+
+def _zscore(values: list, names: list[str], table: dict | None) -> list:
+    out = []
+    for name, v in zip(names, values, strict=True):
+        if isinstance(v, str):
+            out.append(v)
+            continue
+        if table is None or name not in table:
+            out.append(MISSING_ZSCORE)
+            continue
+        mean, std = table[name]
+        if std:
+            out.append((v - mean) / std)
+        else:
+            out.append(0.0 if v == mean else MISSING_ZSCORE)
+    return out
+
+
+def evaluate(
+    results: Results,
+    rel_info: RelInfo,
+    request: defs.Request,
+    opts: Options,
+    zscores: dict[str, dict[str, tuple[float, float]]] | None = None,
+    run_path: object = None,
+) -> TrecResult:
+    """trec_eval's main loop: every query with judgments and results (with -c, every query
+    with judgments), the measures in trec_eval's order, then the summary."""
+    version = opts.version
+    fmt = "prefs" if rel_info.format in ("prefs", "qrels_prefs") else rel_info.format
+    order = [f.name for f in defs.families(version)]
+    marked = [n for n in order if n in request.marked]
+    for n in marked:
+        need = defs.BY_NAME[n].rel_format
+        if need != fmt and n not in ("runid", "num_q"):
+            hint = {"prefs": "-R prefs or -R qrels_prefs", "qrels_jg": "-R qrels_jg"}.get(
+                need, "-R qrels (the default)"
+            )
+            raise CmrkitError(
+                f"measure {n} needs {need} judgments ({hint}); the judgments were read as "
+                f"{rel_info.format}"
+            )
+    columns = [_setup(n, request) for n in marked]
+    names = [n for c in columns for n in c.names]
+    rel_qids = rel_info.qids
+    run_qids = set(results.queries)
+    common = [q for q in rel_qids if q in run_qids]
+    missing_from_run = [q for q in rel_qids if q not in run_qids]
+    missing_from_qrels = sorted((q for q in run_qids if q not in set(rel_qids)), key=_cbytes)
+    if not common and not (opts.complete and version == "10"):
+        raise CmrkitError(
+            "no query in common between the run and the qrels (run queries such as "
+            f"{min(run_qids)!r}, qrels queries such as {rel_qids[0]!r}); "
+            "check that the files belong together"
+        )
+    if version == "10" and opts.complete:
+        evaluated = rel_qids
+    else:
+        evaluated = common
+    per_query: dict[str, list] = {}
+    for qid in evaluated:
+        bogus = qid not in run_qids
+        docs = [(BOGUS_DOCNO, 1.0)] if bogus else results.queries[qid]
+        values = _query_values(qid, docs, rel_info, columns, opts, fmt, run_path)
+        if bogus:
+            for i, name in enumerate(names):
+                if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
+                    values[i] = 0.0
+                elif name == "relstring":
+                    values[i] = ""
+        if zscores is not None:
+            values = _zscore(values, names, zscores.get(qid))
+        per_query[qid] = values
+    num_q = len(rel_qids) if opts.complete else len(evaluated)
+    summary: list = []
+    k = 0
+    for col in columns:
+        fam = col.family
+        for j in range(len(col.names)):
+            acc = 0.0
+            for qid in evaluated:
+                v = per_query[qid][k + j]
+                if not isinstance(v, str):
+                    acc += v
+            if fam.summary == defs.MEAN:
+                value = acc / num_q if num_q else acc
+            elif fam.summary == defs.GEOMETRIC:
+                if num_q > 0:
+                    if opts.complete:
+                        acc += (num_q - len(evaluated)) * math.log(MIN_GEO_MEAN)
+                    value = math.exp(acc / num_q)
+                else:
+                    value = acc
+            elif fam.summary == defs.NUM_Q:
+                value = float(num_q)
+            elif fam.summary == defs.NUM_REL and opts.complete:
+                value = float(_all_relevant(rel_info))
+            elif fam.summary == defs.NO_SUMMARY:
+                value = ""
+            else:
+                value = acc
+            summary.append(value)
+        k += len(col.names)
+    printed = evaluated
+    return TrecResult(
+        version,
+        opts,
+        columns,
+        results.runid,
+        list(evaluated),
+        per_query,
+        summary,
+        list(printed),
+        missing_from_run,
+        missing_from_qrels,
+        zscores=zscores is not None,
+    )
+
+
+def _all_relevant(rel_info: RelInfo) -> int:
+    """m_num_rel.c with -c: judgments with rel > 0 in every query (whatever -l says)."""
+    if rel_info.format == "qrels_jg":
+        return sum(
+            1 for groups in rel_info.jg.values() for g in groups for r in g.values() if r > 0
+        )
+    if rel_info.format == "qrels":
+        return sum(1 for docs in rel_info.qrels.values() for r in docs.values() if r > 0)
+    raise CmrkitError("num_rel with -c needs qrels or qrels_jg judgments")
+
+
+def _query_values(qid, docs, rel_info, columns, opts, fmt, run_path) -> list:
+    values: list = []
+    if fmt == "qrels":
+        ranked = _ranked(docs, opts)
+        _check_duplicates(ranked, qid, run_path)
+        rr = form_res_rels(ranked, rel_info.qrels[qid], opts)
+        for col in columns:
+            name = col.family.name
+            if name == "runid":
+                continue
+            values.extend(QRELS_MEASURES[name](rr, col.params, opts))
+    elif fmt == "qrels_jg":
+        ranked = _ranked(docs, opts)
+        _check_duplicates(ranked, qid, run_path)
+        groups = [form_res_rels(ranked, g, opts) for g in rel_info.jg[qid]]
+        for col in columns:
+            name = col.family.name
+            if name == "runid":
+                continue
+            if name == "num_q":
+                values.append(1.0)
+            else:
+                values.extend(JG_MEASURES[name](groups, col.params, opts))
+    else:
+        import cmrkit.evaluation.trec_prefs as trec_prefs
+
+        ranked = _ranked(docs, opts, prefs=True)
+        _check_duplicates(ranked, qid, run_path)
+        counts = trec_prefs.form_prefs_counts(ranked, rel_info.prefs[qid], qid)
+        for col in columns:
+            name = col.family.name
+            if name == "runid":
+                continue
+            if name == "num_q":
+                values.append(1.0)
+            else:
+                values.append(trec_prefs.MEASURES[name](counts))
+    return values
+
+
+# ----------------------------------------------------------------------------- reports
+
+
+def dedupe(queries: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:
+    """Keep the best score of a document retrieved twice for a query (``--dedupe``)."""
+    out = {}
+    for qid, docs in queries.items():
+        best: dict[str, float] = {}
+        for d, s in docs:
+            if d not in best or s > best[d]:
+                best[d] = s
+        out[qid] = list(best.items())
+    return out
+
+
+def coverage(result: TrecResult) -> str:
+    """One line: the version, the queries evaluated, and those left out and why."""
+    name = defs.VERSION_NAMES[result.version]
+    parts = [f"trec_eval {name}: averaged over {len(result.queries)} queries"]
+    missing = len(result.missing_from_run)
+    if missing and result.options.complete:
+        parts.append(f"{missing} qrels queries missing from the run scored as empty (-c)")
+    elif missing:
+        how = "not evaluated, as trec_eval 9.0.8 does"
+        if result.version == "10":
+            how += " (10.0 itself stops: 'result qid not found in qrels', exit 4)"
+        parts.append(f"{missing} qrels queries missing from the run {how}; -c scores them")
+    if result.missing_from_qrels:
+        parts.append(f"{len(result.missing_from_qrels)} run queries without judgments (ignored)")
+    if result.options.max_docs != Options.max_docs:
+        parts.append(f"top {result.options.max_docs} documents per query")
+    return "; ".join(parts)
+
+
+def result_to_json(result: TrecResult, extra: dict | None = None) -> str:
+    import json
+
+    o = result.options
+    obj: dict = dict(extra or {})
+    obj["trec_eval"] = defs.VERSION_NAMES[result.version]
+    obj["options"] = {
+        "q": o.query,
+        "c": o.complete,
+        "l": o.level,
+        "M": None if o.max_docs == Options.max_docs else o.max_docs,
+        "N": o.num_docs_in_coll,
+        "n": not o.summary,
+        "J": o.judged_only,
+        "R": o.rel_format,
+        "Z": result.zscores,
+    }
+    obj["runid"] = result.runid
+    summary = {
+        n: v for n, v, c in zip(result.names, result.summary, _flat(result), strict=True)
+        if c.family.summary != defs.NO_SUMMARY
+    }  # fmt: skip
+    obj["measures"] = summary
+    obj["queries"] = len(result.queries)
+    obj["missing_from_run"] = result.missing_from_run
+    obj["missing_from_qrels"] = result.missing_from_qrels
+    obj["per_query"] = result.by_query()
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def _flat(result: TrecResult) -> list[Column]:
+    return [c for c in result.columns for _ in c.names]
+
+
+def result_to_csv(result: TrecResult) -> str:
+    """qid, measure, value, trec_eval: per query, then the ``all`` rows."""
+    import io
+
+    from cmrkit.escaping import csv_writer
+
+    version = defs.VERSION_NAMES[result.version]
+    buf = io.StringIO()
+    w = csv_writer(buf)
+    w.writerow(["qid", "measure", "value", "trec_eval"])
+    for qid in result.queries:
+        for name, v in zip(result.names, result.per_query[qid], strict=True):
+            w.writerow([qid, name, v if isinstance(v, str) else repr(v), version])
+    for name, v, col in zip(result.names, result.summary, _flat(result), strict=True):
+        if col.family.summary != defs.NO_SUMMARY:
+            w.writerow(["all", name, repr(v), version])
+    return buf.getvalue()

@@ -1,0 +1,427 @@
+"""trec_eval's preference measures (``-R prefs`` and ``-R qrels_prefs``, ``-m all_prefs``).
+
+A port of form_prefs_counts.c and the m_prefs_*.c measures (identical in 9.0.8 and 10.0 but
+for the rel_level type). Each judgment group (JG) of a query holds preferences among
+documents: as equivalence classes of equal rel_level when the group has one subgroup (EC),
+else as a preference array closed under transitivity (PA). Documents get internal ranks:
+retrieved judged documents first, in retrieval order, then the unretrieved judged ones by
+docno.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cmp_to_key
+
+from cmrkit.errors import CmrkitError
+
+
+@dataclass
+class JG:
+    ecs: list[tuple[float, list[int]]] = field(default_factory=list)  # (rel_level, ranks)
+    pa: list[set[int]] | None = None  # pa[i]: the docs i is preferred to (PA form)
+    rel_array: list[float] | None = None
+    ful_ret: int = 0
+    poss_ret: int = 0
+    ful_imp: int = 0
+    poss_imp: int = 0
+    poss_notoccur: int = 0
+    num_nonrel: int = 0
+    num_nonrel_ret: int = 0
+    num_rel: int = 0
+    num_rel_ret: int = 0
+
+
+@dataclass
+class Counts:
+    jgs: list[JG]
+    num_judged: int
+    num_judged_ret: int
+    pref: dict[tuple[int, int], int]  # (i, j) -> number of JGs preferring i to j
+
+
+def _key(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")
+
+
+def form_prefs_counts(ranked: list[str], prefs: list[tuple[str, str, float, str]], qid: str):
+    """``ranked``: docnos in retrieval order (ties by docno ascending, cut at -M)."""
+    judged_docs = {p[3] for p in prefs}
+    retrieved = [d for d in ranked if d in judged_docs]
+    rank = {d: i for i, d in enumerate(retrieved)}
+    num_judged_ret = len(retrieved)
+    nxt = num_judged_ret
+    for d in sorted(judged_docs - set(retrieved), key=_key):
+        rank[d] = nxt
+        nxt += 1
+    num_judged = nxt
+    items = [(jg, jsg, level, docno, rank[docno]) for jg, jsg, level, docno in prefs]
+
+    def order(a, b):
+        ka, kb = _key(a[0]), _key(b[0])
+        if ka != kb:
+            return -1 if ka < kb else 1
+        ka, kb = _key(a[1]), _key(b[1])
+        if ka != kb:
+            return -1 if ka < kb else 1
+        if a[2] > b[2]:
+            return -1
+        if a[2] < b[2]:
+            return 1
+        return a[4] - b[4]
+
+    items.sort(key=cmp_to_key(order))
+    pref: dict[tuple[int, int], int] = defaultdict(int)
+    jgs: list[JG] = []
+    start = 0
+    n = len(items)
+    while start < n:
+        end = start
+        while end < n and items[end][0] == items[start][0]:
+            end += 1
+        group = items[start:end]
+        subgroups = len({g[1] for g in group})
+        jg = JG()
+        if subgroups > 1:
+            _form_pa(jg, group, num_judged, num_judged_ret, pref, qid)
+        else:
+            for _, _, level, _, r in group:
+                if jg.ecs and jg.ecs[-1][0] == level:
+                    jg.ecs[-1][1].append(r)
+                else:
+                    jg.ecs.append((level, [r]))
+            _add_ec(jg, num_judged_ret, pref, qid)
+        jgs.append(jg)
+        start = end
+    return Counts(jgs, num_judged, num_judged_ret, pref)
+
+
+def _add_ec(jg: JG, ret: int, pref, qid: str) -> None:
+    ecs = jg.ecs
+    for e1, (level, ranks1) in enumerate(ecs):
+        k = 0
+        while k < len(ranks1) and ranks1[k] < ret:
+            k += 1
+        if level > 0.0:
+            jg.num_rel_ret += k
+            jg.num_rel += len(ranks1)
+        else:
+            jg.num_nonrel_ret += k
+            jg.num_nonrel += len(ranks1)
+        for e2 in range(e1 + 1, len(ecs)):
+            for p1 in ranks1:
+                for p2 in ecs[e2][1]:
+                    pref[(p1, p2)] += 1
+                    if p1 == p2:
+                        raise CmrkitError(
+                            f"query {qid}: a document has two rel_levels in one judgment "
+                            "subgroup of the prefs file"
+                        )
+                    if p1 < p2:
+                        if p2 < ret:
+                            jg.ful_ret += 1
+                        elif p1 < ret:
+                            jg.ful_imp += 1
+                        else:
+                            jg.poss_notoccur += 1
+                    else:
+                        if p1 < ret:
+                            jg.poss_ret += 1
+                        elif p2 < ret:
+                            jg.poss_imp += 1
+                        else:
+                            jg.poss_notoccur += 1
+    jg.poss_ret += jg.ful_ret
+    jg.poss_imp += jg.ful_imp
+
+
+def _form_pa(jg: JG, group, num_judged: int, ret: int, pref, qid: str) -> None:
+    rel_array = [-1.0] * num_judged
+    pa: list[set[int]] = [set() for _ in range(num_judged)]
+    m = len(group)
+    for i in range(m):
+        _, jsg, level, docno, r = group[i]
+        if (rel_array[r] > 0.0 and level == 0.0) or (rel_array[r] == 0.0 and level > 0.0):
+            raise CmrkitError(
+                f"query {qid}: document {docno} has both 0 and non-0 rel_level in one "
+                "judgment group of the prefs file"
+            )
+        rel_array[r] = level
+        j = i + 1
+        while j < m and group[j][1] == jsg and group[j][2] == level:
+            j += 1
+        while j < m and group[j][1] == jsg:
+            pa[r].add(group[j][4])
+            j += 1
+    # transitive closure (add_transitives: repeated products until nothing changes)
+    closed: list[set[int]] = []
+    for i in range(num_judged):
+        reach = set(pa[i])
+        todo = list(reach)
+        while todo:
+            k = todo.pop()
+            for nxt in pa[k]:
+                if nxt not in reach:
+                    reach.add(nxt)
+                    todo.append(nxt)
+        reach.discard(i)
+        closed.append(reach)
+    pa = closed
+    for i in range(num_judged):
+        for j in pa[i]:
+            if i in pa[j]:
+                raise CmrkitError(
+                    f"query {qid}: the preferences contradict each other (internal ranks {i} "
+                    f"and {j})"
+                )
+    jg.pa, jg.rel_array = pa, rel_array
+    for i in range(ret):
+        if rel_array[i] > 0.0:
+            jg.num_rel_ret += 1
+        elif rel_array[i] == 0.0:
+            jg.num_nonrel_ret += 1
+    jg.num_rel, jg.num_nonrel = jg.num_rel_ret, jg.num_nonrel_ret
+    for i in range(ret, num_judged):
+        if rel_array[i] > 0.0:
+            jg.num_rel += 1
+        elif rel_array[i] == 0.0:
+            jg.num_nonrel += 1
+    for i in range(num_judged):
+        for j in pa[i]:
+            pref[(i, j)] += 1
+            if i < ret:
+                if j < i:
+                    jg.poss_ret += 1
+                elif j < ret:
+                    jg.ful_ret += 1
+                else:
+                    jg.ful_imp += 1
+            elif j < ret:
+                jg.poss_imp += 1
+            else:
+                jg.poss_notoccur += 1
+    jg.poss_ret += jg.ful_ret
+    jg.poss_imp += jg.ful_imp
+
+
+# ----------------------------------------------------------------------------- measures
+
+
+def _num_prefs_poss(c: Counts) -> float:
+    return float(sum(j.poss_ret + j.poss_imp + j.poss_notoccur for j in c.jgs))
+
+
+def _num_prefs_ful(c: Counts) -> float:
+    return float(sum(j.ful_ret + j.ful_imp for j in c.jgs))
+
+
+def _num_prefs_ful_ret(c: Counts) -> float:
+    return float(sum(j.ful_ret for j in c.jgs))
+
+
+def _simp(ful: int, poss: int) -> float:
+    return ful / poss if poss else 0.0
+
+
+def _prefs_simp(c):
+    ful = sum(j.ful_ret + j.ful_imp for j in c.jgs)
+    return _simp(ful, sum(j.poss_ret + j.poss_imp + j.poss_notoccur for j in c.jgs))
+
+
+def _prefs_simp_ret(c):
+    return _simp(sum(j.ful_ret for j in c.jgs), sum(j.poss_ret for j in c.jgs))
+
+
+def _prefs_simp_imp(c):
+    ful = sum(j.ful_ret + j.ful_imp for j in c.jgs)
+    return _simp(ful, sum(j.poss_ret + j.poss_imp for j in c.jgs))
+
+
+def _avgjg(c, ful_of, poss_of) -> float:
+    s = 0.0
+    for j in c.jgs:
+        poss = poss_of(j)
+        if poss:
+            s += ful_of(j) / poss
+    return s / len(c.jgs) if s > 0.0 else 0.0
+
+
+def _prefs_avgjg(c):
+    return _avgjg(
+        c, lambda j: j.ful_ret + j.ful_imp, lambda j: j.poss_ret + j.poss_imp + j.poss_notoccur
+    )
+
+
+def _prefs_avgjg_ret(c):
+    return _avgjg(c, lambda j: j.ful_ret, lambda j: j.poss_ret)
+
+
+def _prefs_avgjg_imp(c):
+    return _avgjg(c, lambda j: j.ful_ret + j.ful_imp, lambda j: j.poss_ret + j.poss_imp)
+
+
+def _pair(c: Counts, ranges) -> float:
+    s = 0.0
+    pairs = 0
+    pref = c.pref
+    for rows, cols, add in ranges:
+        for i in rows:
+            for j in cols(i):
+                a, b = pref.get((i, j), 0), pref.get((j, i), 0)
+                if a or b:
+                    pairs += 1
+                    if add:
+                        s += a / (a + b)
+    return s / pairs if pairs else 0.0
+
+
+def _prefs_pair(c):
+    r, n = c.num_judged_ret, c.num_judged
+    return _pair(
+        c,
+        [
+            (range(r), lambda i: range(i + 1, r), True),
+            (range(r), lambda i: range(r, n), True),
+            (range(r, n), lambda i: range(i + 1, n), False),
+        ],
+    )
+
+
+def _prefs_pair_ret(c):
+    r = c.num_judged_ret
+    return _pair(c, [(range(r), lambda i: range(i + 1, r), True)])
+
+
+def _prefs_pair_imp(c):
+    r, n = c.num_judged_ret, c.num_judged
+    return _pair(
+        c,
+        [(range(r), lambda i: range(i + 1, r), True), (range(r), lambda i: range(r, n), True)],
+    )
+
+
+def _recalc(jg: JG, ret: int, num_judged: int, only_ret: bool) -> tuple[int, int]:
+    """recalculate() of m_prefs_avgjg_Rnonrel[_ret].c: non-relevant documents cut to R."""
+    ful = poss = 0
+    if jg.pa is None:
+        ecs = jg.ecs
+        limit = jg.num_rel_ret if only_ret else jg.num_rel
+        new_nonrel = ecs[-1][1][:limit]
+
+        def count(p1, p2):
+            nonlocal ful, poss
+            if only_ret:
+                if p1 < p2:
+                    ful += 1
+                else:
+                    poss += 1
+            elif p1 < p2 and p1 < ret:
+                ful += 1
+            else:
+                poss += 1
+
+        def prefix(ranks):
+            out = []
+            for r in ranks:
+                if only_ret and r >= ret:
+                    break
+                out.append(r)
+            return out
+
+        for e1 in range(len(ecs)):
+            for e2 in range(e1 + 1, len(ecs) - 1):
+                for p1 in prefix(ecs[e1][1]):
+                    for p2 in prefix(ecs[e2][1]):
+                        count(p1, p2)
+        for e1 in range(len(ecs)):
+            for p1 in prefix(ecs[e1][1]):
+                for p2 in prefix(new_nonrel):
+                    count(p1, p2)
+        return ful, poss + ful
+    rel_array, pa = jg.rel_array, jg.pa
+    seen = 0
+    scan = ret if only_ret else num_judged
+    i = 0
+    while i < scan:
+        if rel_array[i] == 0.0:
+            seen += 1
+            if seen == jg.num_rel + 1:
+                break
+        i += 1
+    first = i
+
+    def dropped(k):
+        return k >= first and rel_array[k] == 0.0
+
+    for i in range(ret):
+        if dropped(i):
+            continue
+        for j in range(i):
+            if not dropped(j) and j in pa[i]:
+                poss += 1
+        for j in range(i + 1, ret):
+            if not dropped(j) and j in pa[i]:
+                ful += 1
+        if not only_ret:
+            for j in range(ret, num_judged):
+                if not dropped(j) and j in pa[i]:
+                    ful += 1
+    if not only_ret:
+        for i in range(ret, num_judged):
+            if dropped(i):
+                continue
+            for j in range(num_judged):
+                if not dropped(j) and j in pa[i]:
+                    poss += 1
+    return ful, poss + ful
+
+
+def _prefs_avgjg_Rnonrel(c):
+    s = 0.0
+    for j in c.jgs:
+        R, N = j.num_rel, j.num_nonrel
+        if R >= N:
+            ful = j.ful_ret + j.ful_imp + j.num_rel_ret * (R - N)
+            poss = j.poss_ret + j.poss_imp + j.poss_notoccur + j.num_rel * (R - N)
+        else:
+            ful, poss = _recalc(j, c.num_judged_ret, c.num_judged, False)
+        s += _cdiv(ful, poss)
+    return s / len(c.jgs) if s > 0.0 else 0.0
+
+
+def _prefs_avgjg_Rnonrel_ret(c):
+    s = 0.0
+    for j in c.jgs:
+        R, N = j.num_rel_ret, j.num_nonrel_ret
+        if R >= N:
+            ful = j.ful_ret + j.num_rel_ret * (R - N)
+            poss = j.poss_ret + j.num_rel * (R - N)
+        else:
+            ful, poss = _recalc(j, c.num_judged_ret, c.num_judged, True)
+        s += _cdiv(ful, poss)
+    return s / len(c.jgs) if s > 0.0 else 0.0
+
+
+def _cdiv(a: float, b: float) -> float:
+    if b == 0:
+        return -float("nan") if a == 0 else float("inf")
+    return a / b
+
+
+MEASURES = {
+    "prefs_num_prefs_poss": _num_prefs_poss,
+    "prefs_num_prefs_ful": _num_prefs_ful,
+    "prefs_num_prefs_ful_ret": _num_prefs_ful_ret,
+    "prefs_simp": _prefs_simp,
+    "prefs_pair": _prefs_pair,
+    "prefs_avgjg": _prefs_avgjg,
+    "prefs_avgjg_Rnonrel": _prefs_avgjg_Rnonrel,
+    "prefs_simp_ret": _prefs_simp_ret,
+    "prefs_pair_ret": _prefs_pair_ret,
+    "prefs_avgjg_ret": _prefs_avgjg_ret,
+    "prefs_avgjg_Rnonrel_ret": _prefs_avgjg_Rnonrel_ret,
+    "prefs_simp_imp": _prefs_simp_imp,
+    "prefs_pair_imp": _prefs_pair_imp,
+    "prefs_avgjg_imp": _prefs_avgjg_imp,
+}

@@ -1,0 +1,266 @@
+"""`cmrkit eval ... -f trec` against the real trec_eval 9.0.8 and 10.0, built from source.
+
+trec_eval's own test suite (every command of `make quicktest` in both Makefiles, compared
+line for line with its expected out.test.* files), then randomized runs and qrels (ties,
+scores equal only in single precision, graded and negative judgments, queries without
+relevant documents, queries missing on either side) compared with the C program's output.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cmrkit.cli import app
+
+VERSIONS = {"9": "9.0.8", "10": "10.0"}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _sources() -> Path | None:
+    """../shared/tools/trec_eval next to the checkout (or above a worktree)."""
+    env = os.environ.get("CMRKIT_TREC_EVAL_SRC")
+    if env:
+        return Path(env)
+    for parent in [REPO, *REPO.parents]:
+        candidate = parent / "shared" / "tools" / "trec_eval"
+        if (candidate / "10.0" / "Makefile").exists():
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+def trec_eval(tmp_path_factory) -> dict[str, Path]:
+    """{version: build folder} with the trec_eval binary built from the unchanged sources."""
+    src = _sources()
+    if src is None:
+        pytest.skip("trec_eval sources (../shared/tools/trec_eval) not found")
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        pytest.skip("no C compiler or make to build trec_eval")
+    out = {}
+    root = tmp_path_factory.mktemp("trec_eval")
+    for version, name in VERSIONS.items():
+        folder = root / name
+        shutil.copytree(src / name, folder)
+        for path in folder.rglob("*"):
+            path.chmod(path.stat().st_mode | 0o200)
+        folder.chmod(folder.stat().st_mode | 0o200)
+        done = subprocess.run(
+            ["make", "-s", "trec_eval"], cwd=folder, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        out[version] = folder
+    return out
+
+
+def _quicktest(makefile: Path) -> list[tuple[list[str], str]]:
+    """(trec_eval arguments, expected output file) of each `make quicktest` command."""
+    commands = []
+    inside = False
+    for line in makefile.read_text().splitlines():
+        if line.startswith("quicktest:"):
+            inside = True
+            continue
+        if inside and line and not line[0].isspace():
+            break
+        if inside and "./trec_eval" in line and "| diff - " in line:
+            command, _, expected = line.strip().partition(" | diff - ")
+            commands.append((shlex.split(command)[1:], expected.strip()))
+    return commands
+
+
+def _cmrkit_args(args: list[str], folder: Path) -> list[str]:
+    """trec_eval's command line (options, qrels, run) as `cmrkit eval RUN QRELS ...`."""
+    options, files = [], []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-") and len(a) > 1:
+            letter, attached = a[1], a[2:]
+            if letter in "mlNMRZ":
+                value = attached or args[i + 1]
+                i += 0 if attached else 1
+                if letter == "Z":
+                    value = str(folder / value)
+                options += [f"-{letter}", value]
+            else:
+                options.append(a)
+        else:
+            files.append(str(folder / a))
+        i += 1
+    qrels, run = files
+    return ["eval", run, qrels, *options]
+
+
+@pytest.mark.parametrize(("version", "count"), [("9", 11), ("10", 15)])
+def test_make_quicktest_of_both_versions(trec_eval, version, count):
+    folder = trec_eval[version]
+    commands = _quicktest(folder / "Makefile")
+    assert len(commands) == count
+    for args, expected in commands:
+        cli = [*_cmrkit_args(args, folder), "--trec-eval", version, "-f", "trec"]
+        result = CliRunner().invoke(app, cli)
+        assert result.exit_code == 0, (args, result.stderr)
+        want = (folder / expected).read_text()
+        assert result.stdout.splitlines() == want.splitlines(), args
+        assert result.stdout == want, args
+
+
+def _write_case(folder: Path, seed: int, *, complete_run: bool) -> tuple[Path, Path]:
+    r = random.Random(seed)
+    qrels_lines, run_lines = [], []
+    for q in range(r.randint(8, 14)):
+        qid = f"q{q:02d}" if q % 4 else f"{q}"
+        pool = [f"D{r.randint(0, 150):03d}" for _ in range(70)]
+        pool = list(dict.fromkeys(pool))
+        judged = r.sample(pool, r.randint(1, min(30, len(pool))))
+        grades = [-1, 0, 0, 1, 1, 2, 3] if q % 5 != 2 else [-1, 0]  # some without relevant
+        for d in judged:
+            qrels_lines.append(f"{qid} 0 {d} {r.choice(grades)}")
+        if q % 6 == 5 and not complete_run:
+            continue  # a qrels query the run lacks
+        n = r.choice([0, 1, 3, 12, 40, 70]) if q % 7 else 0
+        docs = r.sample(pool, min(n, len(pool))) or [pool[0]]
+        base = r.choice([1.0, 7.5])
+        for d in docs:
+            kind = r.random()
+            if kind < 0.3:
+                score = round(r.random() * 3, 1)  # exact ties
+            elif kind < 0.45:
+                score = base + r.choice([1e-9, 2e-9, 3e-9])  # equal as C floats only
+            else:
+                score = r.random() * 10
+            extra = " extra column" if kind > 0.97 else ""
+            run_lines.append(f"{qid} Q0 {d} {r.randint(1, 99)} {score!r} tag{seed}{extra}")
+    run_lines.append(f"zz_unjudged Q0 D001 1 1.5 tag{seed}")
+    r.shuffle(run_lines)
+    qrels = folder / f"qrels{seed}.txt"
+    run = folder / f"run{seed}.trec"
+    qrels.write_text("\n".join(qrels_lines) + "\n")
+    run.write_text("\n".join(run_lines) + "\n")
+    return qrels, run
+
+
+OPTION_SETS = [
+    ["-m", "all_trec"],
+    ["-m", "all_trec", "-c", "-M", "9"],
+    ["-m", "all_trec", "-m", "dcg", "-m", "ideal_dcg", "-J", "-l", "2"],
+    ["-m", "P.3,11", "-m", "ndcg.0=1,1=2,2=4,3=9", "-m", "utility.1,-2,0,1", "-N", "500",
+     "-m", "iprec_at_recall..15,.33,.5", "-m", "11pt_avg..2,.4", "-m", "rbp.p=0.7", "-m",
+     "Rprec_mult.0.5,1.5", "-m", "set_F.0.25", "-m", "relstring.7", "-m", "ndcg_rel", "-m",
+     "Rndcg", "-m", "G", "-m", "relative_P.2,5", "-c"],
+]  # fmt: skip
+
+
+# (10.0's dcg and ideal_dcg share ndcg's parameters and crash it when ndcg has some)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("options", OPTION_SETS, ids=["all_trec", "c-M", "J-l2", "params"])
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_random_runs_equal_the_c_program(trec_eval, tmp_path, seed, options, version):
+    binary = trec_eval[version] / "trec_eval"
+    complete = "-c" in options
+    qrels, run = _write_case(tmp_path, seed, complete_run=not complete)
+    if version == "9":  # measures 9.0.8 lacks
+        options = _without(options, {"dcg", "ideal_dcg", "rbp.p=0.7"})
+    expected = subprocess.run(
+        [str(binary), "-q", *options, str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    cli = ["eval", str(run), str(qrels), "-q", *options, "--trec-eval", version, "-f", "trec"]
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert "with text after the 6th column" in result.stderr or "extra" not in run.read_text()
+
+
+def _without(options: list[str], measures: set[str]) -> list[str]:
+    out = []
+    i = 0
+    while i < len(options):
+        if options[i] == "-m" and options[i + 1] in measures:
+            i += 2
+            continue
+        out.append(options[i])
+        i += 1
+    return out
+
+
+def test_missing_queries_in_10_are_evaluated_as_9_with_a_note(trec_eval, tmp_path):
+    qrels, run = _write_case(tmp_path, 4, complete_run=False)
+    binary = trec_eval["10"] / "trec_eval"
+    refused = subprocess.run([str(binary), str(qrels), str(run)], capture_output=True, text=True)
+    assert refused.returncode == 4 and "not found in qrels" in refused.stderr
+    nine = subprocess.run(
+        [str(trec_eval["9"] / "trec_eval"), "-m", "all_trec", str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = CliRunner().invoke(app, ["eval", str(run), str(qrels), "-m", "all_trec", "-f", "trec"])
+    assert result.exit_code == 0, result.stderr
+    assert "missing from the run not evaluated" in result.stderr
+    assert "10.0 itself stops" in result.stderr
+    # the same queries as 9.0.8; values differ only where single-precision ties do
+    ours = dict(line.rsplit("\t", 1) for line in result.stdout.splitlines())
+    theirs = dict(line.rsplit("\t", 1) for line in nine.splitlines())
+    assert ours["num_q                 \tall"] == theirs["num_q                 \tall"]
+
+
+def test_stdin_run_and_comment_lines(trec_eval, tmp_path):
+    qrels, run = _write_case(tmp_path, 5, complete_run=True)
+    text = "# a comment\n" + run.read_text()
+    commented = tmp_path / "commented.trec"
+    commented.write_text(text)
+    binary = trec_eval["10"] / "trec_eval"
+    expected = subprocess.run(
+        [str(binary), "-q", "-m", "all_trec", str(qrels), "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = CliRunner().invoke(
+        app, ["eval", "-", str(qrels), "-q", "-m", "all_trec", "-f", "trec"], input=text
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert "1 '#' comment lines skipped" in result.stderr
+    refused = CliRunner().invoke(
+        app, ["eval", str(commented), str(qrels), "--trec-eval", "9", "-f", "trec"]
+    )
+    assert refused.exit_code == 2 and "10.0 only" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["-m", "P.x"], "whole numbers"),
+        (["-m", "nosuch"], "unknown measure"),
+        (["-m", "rbp", "--trec-eval", "9"], "10.0 only"),
+        (["-m", "map_avgjg"], "-R qrels_jg"),
+        (["-R", "prefs"], "-R prefs"),
+        (["-m", "ndcg.1=x"], "not a number"),
+    ],
+)
+def test_bad_measures_and_formats_are_one_line(tmp_path, args, words):
+    qrels, run = _write_case(tmp_path, 6, complete_run=True)
+    result = CliRunner().invoke(app, ["eval", str(run), str(qrels), *args, "-f", "trec"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
+
+
+def test_swapped_arguments_give_the_usage(tmp_path):
+    qrels, run = _write_case(tmp_path, 7, complete_run=True)
+    result = CliRunner().invoke(app, ["eval", str(qrels), str(run)])
+    assert result.exit_code == 2
+    assert "swapped" in result.stderr and "usage: cmrkit eval RUN QRELS" in result.stderr
