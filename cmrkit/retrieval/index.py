@@ -267,7 +267,7 @@ def index_corpus(
     when units share passages or documents; True always (see :func:`_add_documents`).
     ``docvectors`` stores term vectors as well."""
     from cmrkit.console import console
-    from cmrkit.retrieval.java import error_class, jclass, quiet
+    from cmrkit.retrieval.java import java_errors, jclass, quiet
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -310,18 +310,14 @@ def index_corpus(
     if progress:
         console.print(f"indexing {n_units:,} units with Lucene ({threads} threads)")
     log = work / "lucene.log"
-    try:
-        with quiet(log, verbose=verbose):
-            jclass("io.anserini.index.IndexCollection").main(args)
-            searcher = jclass("io.anserini.search.SimpleSearcher")(str(index_dir.resolve()))
-            n_indexed = int(searcher.get_total_num_docs())
-            searcher.close()
-    except Exception as e:  # a Java exception arrives as jnius.JavaException
-        raise error_class(e)(
-            f"Lucene indexing failed: {str(e).splitlines()[0]}; rerun with "
-            "--verbose to see Lucene's log",
-            path=target,
-        ) from None
+    with (
+        java_errors("Lucene indexing failed", "rerun with --verbose to see Lucene's log", target),
+        quiet(log, verbose=verbose),
+    ):
+        jclass("io.anserini.index.IndexCollection").main(args)
+        searcher = jclass("io.anserini.search.SimpleSearcher")(str(index_dir.resolve()))
+        n_indexed = int(searcher.get_total_num_docs())
+        searcher.close()
     if n_indexed != n_units:
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         raise CmrkitError(

@@ -30,7 +30,6 @@ import numpy as np
 import cmrkit.retrieval.entities as ner
 from cmrkit.collection.layout import (
     TOPICS,
-    Topic,
     collection_dir,
     qrels_path,
     read_topics,
@@ -45,7 +44,7 @@ from cmrkit.retrieval.index import (
     ensure_index,
     opening,
 )
-from cmrkit.retrieval.java import first_line
+from cmrkit.retrieval.java import java_errors
 from cmrkit.retrieval.options import MAX_K, RunOptions
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.retrieval.runfile import (
@@ -72,6 +71,8 @@ MAX_FEEDBACK = 10_000  # feedback terms and documents
 MAX_WEIGHT = 1000.0  # k1, Rocchio's alpha, beta, gamma
 WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 WEIGHTED_FIELDS = FIELDS + FEATURE_FIELDS
+_CANNOT_OPEN = "Lucene cannot open the index"
+_REBUILD = "rebuild it with `cmrkit index --force`"
 TIE_BREAK = (
     "Anserini separates equal scores by 1e-6 steps, docno ascending; then score descending "
     "(as written, 6 decimals), then docno descending (trec_eval order)"
@@ -139,20 +140,15 @@ class Searcher:
         self.k1, self.b = float(k1), float(b)
         self.verbose = verbose
         self._jclass = jclass
-        try:
-            with opening(info), quiet(java_log_path(), verbose=verbose):
-                # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
-                jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
-                self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
-                self.java.set_bm25(self.k1, self.b)
-        except CmrkitError:
-            raise
-        except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise CmrkitError(
-                f"Lucene cannot open the index ({first_line(e)}); rebuild it with "
-                "`cmrkit index --force`",
-                path=info.path,
-            ) from None
+        with (
+            java_errors(_CANNOT_OPEN, _REBUILD, info.path),
+            opening(info),
+            quiet(java_log_path(), verbose=verbose),
+        ):
+            # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
+            jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
+            self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
+            self.java.set_bm25(self.k1, self.b)
         self._analyzer = jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         self._analyze = jclass("io.anserini.analysis.AnalyzerUtils").analyze
         self._batch: Any = None
@@ -172,26 +168,21 @@ class Searcher:
         if self._batch is not None:
             self._batch.close()
             self._batch = None
-        try:
-            # opened under the read lock like the searcher: an index rebuilt since is refused
-            with opening(self.info), quiet(java_log_path(), verbose=self.verbose):
-                batch = self._jclass(CLASS)(
-                    str(self.info.path.resolve()),
-                    self.java.get_analyzer(),
-                    self.k1,
-                    self.b,
-                    int(threads),
-                )
-                if self._table is None:
-                    self._table = load_table(self.info.path, self.info.index_id, batch)
-        except CmrkitError:
-            raise
-        except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise CmrkitError(
-                f"Lucene cannot open the index ({first_line(e)}); rebuild it with "
-                "`cmrkit index --force`",
-                path=self.info.path,
-            ) from None
+        # opened under the read lock like the searcher: an index rebuilt since is refused
+        with (
+            java_errors(_CANNOT_OPEN, _REBUILD, self.info.path),
+            opening(self.info),
+            quiet(java_log_path(), verbose=self.verbose),
+        ):
+            batch = self._jclass(CLASS)(
+                str(self.info.path.resolve()),
+                self.java.get_analyzer(),
+                self.k1,
+                self.b,
+                int(threads),
+            )
+            if self._table is None:
+                self._table = load_table(self.info.path, self.info.index_id, batch)
         self._batch, self._batch_threads = batch, threads
         if self._qe is not None:
             batch.setFeedback(self.java)
@@ -305,12 +296,12 @@ class Searcher:
             for j, part in enumerate(parts):
                 following = submit(j + 1)
                 try:
-                    packed = batch.collect(pending)
-                except Exception as e:  # a Java exception arrives as jnius.JavaException
-                    raise CmrkitError(
-                        f"Lucene search failed on queries {part[0]}..{part[-1]} ({first_line(e)})",
-                        path=self.info.path,
-                    ) from None
+                    with java_errors(
+                        f"Lucene search failed on queries {part[0]}..{part[-1]}",
+                        "rerun with --verbose to see Lucene's log",
+                        self.info.path,
+                    ):
+                        packed = batch.collect(pending)
                 finally:
                     pending = following
                 self._order(part, packed, run, table, exclude, exclude_units, k, warnings)
@@ -871,8 +862,3 @@ def run_qe(
         params={"base": base, "preset": chosen},
     )
     return _execute(plan, opts)
-
-
-def topics_for(collection: str | Path, split: str) -> list[Topic]:
-    """The topics of a split (convenience for scripts and tests)."""
-    return read_topics(Path(collection), split)

@@ -150,32 +150,32 @@ def index_shard(
 def merge_indexes(parts: Sequence[Path], out: Path, *, verbose: bool) -> int:
     """Merge Lucene indexes into the new index ``out`` (``IndexWriter.addIndexes``: segments
     copied, not re-analysed); the number of documents it holds."""
-    from cmrkit.retrieval.java import first_line, jclass, quiet
+    from cmrkit.retrieval.java import java_errors, jclass, quiet
 
     def directory(path: Path):
         return jclass("org.apache.lucene.store.FSDirectory").open(
             jclass("java.io.File")(str(path.resolve())).toPath()
         )
 
-    with quiet(out.parent / "lucene.log", verbose=verbose):
+    with (
+        quiet(out.parent / "lucene.log", verbose=verbose),
+        java_errors(
+            "Lucene could not merge the shard indexes", "rerun with --verbose to see its log", out
+        ),
+    ):
+        config = jclass("org.apache.lucene.index.IndexWriterConfig")()
+        config.setOpenMode(jclass("org.apache.lucene.index.IndexWriterConfig$OpenMode").CREATE)
+        target = directory(out)
+        sources = [directory(p) for p in parts]
+        writer = jclass("org.apache.lucene.index.IndexWriter")(target, config)
         try:
-            config = jclass("org.apache.lucene.index.IndexWriterConfig")()
-            config.setOpenMode(jclass("org.apache.lucene.index.IndexWriterConfig$OpenMode").CREATE)
-            target = directory(out)
-            sources = [directory(p) for p in parts]
-            writer = jclass("org.apache.lucene.index.IndexWriter")(target, config)
-            try:
-                writer.addIndexes(*sources)
-                writer.commit()
-                n = int(writer.getDocStats().numDocs)
-            finally:
-                writer.close()
-                for d in (*sources, target):
-                    d.close()
-        except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise CmrkitError(
-                f"Lucene could not merge the shard indexes ({first_line(e)})", path=out
-            ) from None
+            writer.addIndexes(*sources)
+            writer.commit()
+            n = int(writer.getDocStats().numDocs)
+        finally:
+            writer.close()
+            for d in (*sources, target):
+                d.close()
     return n
 
 
