@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sample-data")
     @user_errors
-    def sample_data(
+    def sample_data_command(
         folder: Path = typer.Argument(..., help="Folder to copy the sample files into."),
         force: bool = typer.Option(False, "--force", help="Overwrite files that differ."),
     ) -> None:
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("build-collection")
     @user_errors
-    def build_collection(
+    def build_collection_command(
         source: str = typer.Option(
             "wec-eng",
             "--source",

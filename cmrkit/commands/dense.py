@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("encode")
     @user_errors
-    def encode(
+    def encode_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         model: str = MODEL,
@@ -133,7 +133,7 @@ def register(app: typer.Typer) -> None:
 
     @run_app.command("dense")
     @user_errors
-    def dense(
+    def dense_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         split: str | None = SPLIT,
@@ -177,7 +177,7 @@ def register(app: typer.Typer) -> None:
 
     @run_app.command("fuse")
     @user_errors
-    def fuse(
+    def fuse_command(
         ctx: typer.Context,
         runs: list[Path] = typer.Argument(..., help="Two or more TREC run files."),
         output: Path | None = typer.Option(
@@ -229,7 +229,7 @@ def register(app: typer.Typer) -> None:
 
     @train_app.command("dense")
     @user_errors
-    def train_dense(
+    def train_dense_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained model."),

@@ -45,7 +45,7 @@ def _write_json(path: Path | None, data: object, force: bool) -> None:
 
 @pool_app.command("create")
 @user_errors
-def create(
+def create_command(
     runs: list[Path] = typer.Argument(..., help="TREC run files to pool."),
     output: Path = typer.Option(..., "-o", "--output", help="Pool file to write (JSONL)."),
     collection: Path | None = typer.Option(
@@ -203,7 +203,7 @@ def create(
 
 @pool_app.command("next")
 @user_errors
-def next_cmd(
+def next_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="An mtf or maxmean pool."),
     judgments: list[Path] = typer.Option(
         ...,
@@ -269,7 +269,7 @@ def next_cmd(
 
 @pool_app.command("sample-qrels")
 @user_errors
-def sample_qrels_cmd(
+def sample_qrels_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="A strata pool (or a full one)."),
     qrels: Path = typer.Argument(..., help="Qrels of its judgments (`judgments aggregate`)."),
     output: Path = typer.Option(..., "-o", "--output", help="sample_eval qrels to write."),
@@ -349,7 +349,7 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 
 @pool_app.command("plan")
 @user_errors
-def plan_cmd(
+def plan_command(
     runs: list[Path] = typer.Argument(..., help="TREC run files (two or more)."),
     qrels: Path = typer.Option(
         ..., "--qrels", help="Complete (or dense enough) qrels: the truth the simulation uses."
@@ -495,7 +495,7 @@ def _print_plan(plan, per_run: bool) -> None:
 
 @pool_app.command("export")
 @user_errors
-def export(
+def export_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
     fmt: str = typer.Option(..., "--format", "-f", help="mturk, jsonl or html."),
     output: Path = typer.Option(
@@ -609,7 +609,7 @@ def export(
 
 @pool_app.command("bias")
 @user_errors
-def bias(
+def bias_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
     runs: list[Path] = typer.Argument(..., help="The pooled run files."),
     qrels: Path = typer.Option(..., "--qrels", help="Qrels made from the pool."),
@@ -649,7 +649,7 @@ def bias(
 
 @judgments_app.command("aggregate")
 @user_errors
-def aggregate_cmd(
+def aggregate_command(
     files: list[Path] = typer.Argument(
         ..., metavar="JUDGMENTS", help="MTurk batch results or simple CSV files."
     ),
@@ -810,7 +810,7 @@ def _print_aggregate_report(rep: dict, min_relevant: int) -> None:
 
 @judgments_app.command("simulate")
 @user_errors
-def simulate_cmd(
+def simulate_command(
     qrels: Path = typer.Option(..., "--qrels", help="Complete gold qrels the assessors know."),
     pool_file: Path = typer.Option(..., "--pool", help="The pool whose pairs to answer."),
     output: Path = typer.Option(..., "-o", "--output", help="Simple CSV to write."),

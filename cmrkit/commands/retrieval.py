@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
     @app.command("index")
     @user_errors
     @leaves_cluster
-    def index(
+    def index_command(
         collection: Path = COLLECTION_ARG,
         threads: int = typer.Option(2, "--threads", help="Indexing threads."),
         entities: bool = typer.Option(
@@ -107,7 +107,7 @@ def register(app: typer.Typer) -> None:
     @run_app.command("bm25")
     @user_errors
     @leaves_cluster
-    def bm25(
+    def bm25_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         split: str | None = SPLIT,
@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
     @run_app.command("fields")
     @user_errors
     @leaves_cluster
-    def fields(
+    def fields_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         split: str | None = SPLIT,
@@ -212,7 +212,7 @@ def register(app: typer.Typer) -> None:
     @run_app.command("qe")
     @user_errors
     @leaves_cluster
-    def qe(
+    def qe_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         method: str = typer.Option("rm3", "--method", help="rm3 or rocchio."),

@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
 
     @tac_app.command("check")
     @user_errors
-    def check(
+    def check_command(
         docs: Path = typer.Option(..., "--docs", help="Folder (or file) of TAC source documents."),
         mentions: Path | None = typer.Option(
             None, "--mentions", help="TAC 2015+ gold mention tab file."
@@ -155,7 +155,7 @@ def _register_coref() -> None:
     @r.run_app.command("coref")
     @user_errors
     @r.leaves_cluster
-    def coref(
+    def coref_command(
         ctx: typer.Context,
         collection: Path = r.COLLECTION_ARG,
         split: str | None = r.SPLIT,
