@@ -683,7 +683,7 @@ def build_collection(
     segmenter = None
     split_tick = None
     if opts.unit == "sentence":
-        from cmrkit.sentences import load_segmenter, sentence_spans
+        from cmrkit.collection.sentences import load_segmenter, sentence_spans
 
         loaded = step(f"loading spaCy ({opts.sentences})", 1)
         nlp = load_segmenter(opts.spacy_model, opts.sentences)

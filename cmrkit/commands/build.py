@@ -254,7 +254,7 @@ def register(app: typer.Typer) -> None:
             _print_report(report)
             return
         import cmrkit.collection.build as col
-        from cmrkit.loaders import load_inputs
+        from cmrkit.commands.loaders import load_inputs
 
         opts = col.BuildOptions(
             name=name or "sample",
@@ -326,7 +326,7 @@ def _print_report(report) -> None:
             markup=False,
         )
         return
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     heads = ("split", "clusters", "queries", "units", "distractors", "rel/query", "max rel")
     table = Table(f"collection {report.name}", heads)

@@ -34,7 +34,7 @@ MEASURE_HELP = (
 
 
 def _eval_table(result, groups, per_query: bool, title: str) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     if per_query:
         table = Table(title, ["qid", *(m.name for m in result.measures)], caption=coverage(result))
@@ -341,7 +341,7 @@ def _eval_trec(
 
 
 def _trec_table(result, title: str) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     version = result.version
     if result.options.query:
@@ -366,7 +366,7 @@ def _cols(result):
 
 
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
     test = "paired t-test" if comp.test == "t" else "paired permutation test"

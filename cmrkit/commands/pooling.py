@@ -299,7 +299,7 @@ def sample_qrels_command(
 
 
 def _print_pool_report(rep: dict) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     pq = rep["per_query"]
     out.print(
@@ -441,8 +441,8 @@ def plan_command(
 
 
 def _print_plan(plan, per_run: bool) -> None:
+    from cmrkit.commands.tables import Table, render
     from cmrkit.pooling.plan import MEASURES
-    from cmrkit.tables import Table, render
 
     o = plan.options
     labels = plan.info["assessor_labels"]
@@ -622,8 +622,8 @@ def bias_command(
     Example: cmrkit pool bias pools/sample.pool.jsonl runs/sample/bm25.test.trec
     runs/sample/fields-doc.test.trec --qrels qrels/sample.pooled.txt
     """
+    from cmrkit.commands.tables import Table, render
     from cmrkit.pooling import pool_bias, read_pool
-    from cmrkit.tables import Table, render
 
     rows = pool_bias(read_pool(pool_file), runs, qrels, measure=measure)
     _write_json(json_out, rows, force)
@@ -751,7 +751,7 @@ def aggregate_command(
 
 
 def _print_aggregate_report(rep: dict, min_relevant: int) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     a = rep["agreement"]
     out.print(

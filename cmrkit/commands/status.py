@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
 
 def _table(title: str, columns: list[tuple[str, str]]):
     """A table of the shared 80-column renderer; the first column labels the rows."""
-    from cmrkit.tables import Table
+    from cmrkit.commands.tables import Table
 
     left = [name for name, justify in columns[1:] if justify == "left"]
     return Table(title, [name for name, _ in columns], left=left)
@@ -54,8 +54,8 @@ def status_command(
     """
     import cmrkit.collection.layout as layout
     import cmrkit.workspace as ws
+    from cmrkit.commands.tables import render
     from cmrkit.evaluation import parse_measure
-    from cmrkit.tables import render
 
     if measure is not None:
         parse_measure(measure)  # a typo fails here, before any work
