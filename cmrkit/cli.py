@@ -13,6 +13,7 @@ from cmrkit.commands import (
     evaluate,
     export,
     pooling,
+    reader,
     retrieval,
     runs,
     status,
@@ -66,9 +67,22 @@ def _root(
     """cmrkit: coreference-search test collections, from annotations to trec_eval-exact scores."""
 
 
-for _module in (build, retrieval, dense, tac, pooling, assess, evaluate, coref, export, status):
+for _module in (
+    build,
+    retrieval,
+    dense,
+    reader,
+    tac,
+    pooling,
+    assess,
+    evaluate,
+    coref,
+    export,
+    status,
+):
     _module.register(app)
-app.add_typer(runs.run_app, name="run")  # the group the system commands added themselves to
+app.add_typer(runs.run_app, name="run")  # the groups the commands added themselves to
+app.add_typer(runs.train_app, name="train")
 
 
 def main() -> None:

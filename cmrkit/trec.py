@@ -589,6 +589,19 @@ def _read_run_columns_fast(raw: bytes) -> RunColumns | None:
     return RunColumns(qids, starts, docnos, scores)
 
 
+def run_columns_from_bytes(raw: bytes) -> RunColumns | None:
+    """A regular run's bytes as columns in bulk (see :func:`read_run_columns`); None when the
+    file is less regular (the caller then reads it line by line)."""
+    with _no_gc():
+        return _read_run_columns_fast(raw)
+
+
+def qrels_from_bytes(raw: bytes) -> Qrels | None:
+    """A regular 4-column qrels file's bytes in bulk; None when it is less regular."""
+    with _no_gc():
+        return _read_qrels_fast(raw)
+
+
 def read_run_columns(path: str | os.PathLike, *, dedupe: bool = False) -> RunColumns:
     """:func:`read_run` as :class:`RunColumns`; the same checks and errors."""
     raw = _raw_bytes(path)

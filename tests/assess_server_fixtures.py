@@ -173,3 +173,112 @@ def logged_in(app, engine, name: str, role: str = "assessor") -> Client:
     r = c.login(name, password)
     assert r.status_code == 200, r.text
     return c
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`cmrkit assess serve` in a process of its own, on a loopback port."""
+
+    def __init__(self, pool: Path, db: str, *args: str, log: Path | None = None):
+        self.pool, self.db, self.args = pool, db, [str(a) for a in args]
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.proc = None
+
+    def start(self, timeout: float = 60.0) -> Server:
+        import subprocess
+        import sys
+        import time
+
+        import httpx
+
+        cmd = [
+            sys.executable,
+            "-m",
+            "cmrkit",
+            "assess",
+            "serve",
+            str(self.pool),
+            "--db",
+            self.db,
+            "--port",
+            str(self.port),
+            *self.args,
+        ]
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the server exited with {self.proc.returncode}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("the server did not answer /healthz in time")
+
+    def kill(self) -> None:
+        """kill -9: no shutdown, no flush, nothing."""
+        import signal
+
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001
+                self.kill()
+
+
+class HttpClient:
+    """:class:`Client` over real HTTP (httpx) for a server in another process."""
+
+    def __init__(self, base: str):
+        import httpx
+
+        self.http = httpx.Client(base_url=base, timeout=30)
+        self.http.get("/healthz")
+
+    @property
+    def token(self) -> str:
+        return self.http.cookies.get("csrftoken")
+
+    def login(self, name: str, password: str):
+        return self.post("/api/login", {"name": name, "password": password})
+
+    def get(self, url: str):
+        return self.http.get(url)
+
+    def post(self, url: str, data):
+        return self.http.post(url, json=data, headers={"X-CSRFToken": self.token})
+
+    def judge(self, pair_id: str, label: int):
+        return self.post("/api/judgments", {"pair_id": pair_id, "label": label})
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def add_users(db: str, names, role: str = "assessor") -> dict[str, str]:
+    """Accounts added straight into the database; name -> password."""
+    from cmrkit.assess.server import db as dbm
+
+    engine = dbm.make_engine(db)
+    dbm.migrate(engine)
+    out = {n: add_user(engine, n, role) for n in names}
+    engine.dispose()
+    return out

@@ -354,6 +354,23 @@ def _spans_table(result, per_query: bool, title: str) -> None:
     out.print(table)
 
 
+def _spans_collection(spans: Path) -> Path:
+    """The collection the run beside a spans file was made on (its sidecar's ``collection``),
+    else the sample."""
+    import json
+
+    suffix = ".spans.jsonl"
+    if spans.name.endswith(suffix):
+        sidecar = spans.with_name(spans.name[: -len(suffix)] + ".json")
+        try:
+            found = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            found = None
+        if isinstance(found, dict) and isinstance(found.get("collection"), str):
+            return Path(found["collection"])
+    return Path("collections/sample")
+
+
 @user_errors
 def eval_spans_command(
     spans: Path = typer.Argument(
@@ -362,8 +379,11 @@ def eval_spans_command(
         'of the unit, end exclusive) or {"qid", "docno", "text", "score"}.',
     ),
     qrels: Path = typer.Argument(..., help="TREC qrels: which units are relevant."),
-    collection: Path = typer.Option(
-        Path("collections/sample"), "--collection", help="The collection folder."
+    collection: Path | None = typer.Option(
+        None,
+        "--collection",
+        help="The collection folder [default: the one the sidecar of the run beside the "
+        "spans names (NAME.SPLIT.json for NAME.SPLIT.spans.jsonl), else collections/sample].",
     ),
     k: list[int] = typer.Option(
         None, "-k", "--k", help="Best of the top k answers (repeatable); default 1 and 10."
@@ -391,7 +411,7 @@ def eval_spans_command(
     from cmrkit.trec import read_qrels
 
     measures = span_measures(k or [1, 10])
-    units = read_annotated_units(collection)
+    units = read_annotated_units(collection or _spans_collection(spans))
     qrels_data = with_warnings(lambda: read_qrels(qrels))
     run = read_span_run(spans, units)
     result = evaluate_spans(run, qrels_data, units, measures, all_queries=all_queries)

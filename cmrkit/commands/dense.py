@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cmrkit.commands.group import group
 from cmrkit.commands.runs import (
     AUTO_INDEX,
     COLLECTION_ARG,
@@ -24,13 +23,13 @@ from cmrkit.commands.runs import (
     rerun_argv,
     run_app,
     run_options,
+    train_app,
 )
 from cmrkit.console import out, user_errors
 
 if TYPE_CHECKING:
     from cmrkit.retrieval.dense.options import DenseOptions
 
-train_app = group(help="Train a retrieval model on a collection's own queries.")
 
 MODEL = typer.Option(
     "all-MiniLM-L6-v2",
@@ -66,7 +65,8 @@ DOWNLOAD = typer.Option(
 )
 
 
-def _markers(text: str | None) -> tuple[str, str] | None:
+def parse_markers(text: str | None) -> tuple[str, str] | None:
+    """The --markers option: two strings separated by a space (None: the model's own)."""
     from cmrkit.errors import CmrkitError
 
     if text is None:
@@ -89,7 +89,7 @@ def _dense(ctx: typer.Context) -> DenseOptions:
     names = {f.name for f in dataclasses.fields(DenseOptions)}
     values = {key: value for key, value in ctx.params.items() if key in names}
     if "markers" in values:
-        values["markers"] = _markers(values["markers"])
+        values["markers"] = parse_markers(values["markers"])
     return DenseOptions(**values)
 
 
@@ -330,5 +330,3 @@ def register(app: typer.Typer) -> None:
             f"trained {result.metadata['parameters']['steps']} steps "
             f"(mean loss {last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
         )
-
-    app.add_typer(train_app, name="train")

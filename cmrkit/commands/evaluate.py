@@ -224,6 +224,13 @@ def eval_command(
         "--by",
         help="Also report each group of queries by this topics field (e.g. type, split).",
     ),
+    convention: Convention = typer.Option(
+        Convention.trec,
+        "--convention",
+        help="coresearch: the CoreSearch paper's columns as its code computes them (MRR@10, "
+        "mAP@10, mAP@50, micro R@10..R@500, the query's own passage dropped); see "
+        "docs/evaluation.md.",
+    ),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
 ) -> None:
     """Score a run against qrels with trec_eval's numbers (9.0.8 or 10.0, every measure).
@@ -243,6 +250,11 @@ def eval_command(
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
     _check_order(run, qrels)
+    if convention is Convention.coresearch:
+        if measure or by is not None:
+            raise CmrkitError("--convention coresearch prints its own columns; drop -m and --by")
+        _eval_coresearch(run, qrels, fmt, dedupe)
+        return
     version = trec_version.value
     trec_options = [
         level is not None,
@@ -338,6 +350,34 @@ def _eval_trec(
         if note:
             console.print(note, markup=False, soft_wrap=True)
     console.print(te.coverage(result), markup=False, soft_wrap=True)
+
+
+def _eval_coresearch(run, qrels, fmt, dedupe: bool) -> None:
+    import json
+
+    from cmrkit.evaluation import coresearch
+    from cmrkit.trec import read_qrels_with_strata, read_run_columns
+
+    qrels_data, _ = with_warnings(lambda: read_qrels_with_strata(qrels))
+    run_data = read_run_columns(run, dedupe=dedupe).to_run()
+    result = coresearch.evaluate(run_data, qrels_data)
+    values = result["measures"]
+    if fmt is Format.json:
+        emit(json.dumps({"run": str(run), "qrels": str(qrels), **result}, indent=2) + "\n")
+    elif fmt is Format.csv:
+        emit("measure,value\n" + "".join(f"{k},{v!r}\n" for k, v in values.items()))
+    elif fmt is Format.trec:
+        emit("".join(f"{k:<22}\tall\t{v:6.4f}\n" for k, v in values.items()))
+    else:
+        from cmrkit.commands.tables import Table, render
+
+        table = Table(f"{run} vs {qrels}", list(values), caption="CoreSearch's conventions")
+        table.add_row(*(f"{v:.4f}" for v in values.values()))
+        render(table, out)
+    note = f"CoreSearch conventions: {result['queries']} queries, {result['relevant']} relevant"
+    if result["skipped_queries"]:
+        note += f"; {len(result['skipped_queries'])} run queries without relevant judgments skipped"
+    console.print(note, markup=False, soft_wrap=True)
 
 
 def _trec_table(result, title: str) -> None:

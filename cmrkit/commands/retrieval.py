@@ -166,7 +166,12 @@ def register(app: typer.Typer) -> None:
             "ascent) and apply them to --split.",
         ),
         train_split: str = typer.Option("train", "--train-split", help="Split to learn on."),
-        measure: str = typer.Option("map", "--measure", help="trec_eval measure to maximise."),
+        measure: str = typer.Option(
+            "map",
+            "--measure",
+            help="Measure to maximise, by any name `cmrkit eval` takes (AP, RR@10, nDCG@10, "
+            "map, recip_rank, P.10).",
+        ),
         tune_k: int = typer.Option(100, "--tune-k", help="Ranking depth while learning."),
         qrels_dir: Path | None = typer.Option(
             None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."

@@ -1,5 +1,6 @@
-"""The `run` group and what its commands share: the run options, declared once (as Pyserini's
-``define_search_args``), the rerunnable command line, the options record and the report.
+"""The `run` and `train` groups, and what the run commands share: the run options, declared
+once (as Pyserini's ``define_search_args``), the rerunnable command line, the options record and
+the report.
 
 Every system's command (`run bm25`, `run dense`, `run fuse`, `run rerank`, ...) adds itself to
 :data:`run_app`, takes its shared options from here, builds :func:`run_options` and ends with
@@ -29,6 +30,7 @@ run_app = group(
     help="Run a retrieval baseline over a collection's index; writes runs/NAME/SYSTEM.SPLIT.trec "
     "and a JSON sidecar."
 )
+train_app = group(help="Train a retrieval model on a collection's own queries.")
 
 
 # how a run is made, not what it is: the sidecar records the engine apart

@@ -29,6 +29,7 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
+from itertools import accumulate
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import trec as defs
@@ -68,11 +69,40 @@ class Odd:
 
 @dataclass
 class Results:
-    """A run as trec_eval reads it: per query, (docno, score) in file order."""
+    """A run as trec_eval reads it: per query, (docno, score) in file order; a regular file
+    read in bulk keeps its columns (``cols``) and builds ``queries`` only when asked."""
 
-    queries: dict[str, list[tuple[str, float]]]
+    _queries: dict[str, list[tuple[str, float]]] | None
     runid: str
     odd: Odd = field(default_factory=Odd)
+    cols: object = None  # cmrkit.trec.RunColumns
+    single: bool = False  # scores as C floats (9.0.8), applied when ``queries`` is built
+
+    @property
+    def queries(self) -> dict[str, list[tuple[str, float]]]:
+        if self._queries is None:
+            c = self.cols
+            bounds = c.starts.tolist()
+            docnos = c.docnos
+            if docnos and isinstance(docnos[0], bytes):
+                docnos = [d.decode() for d in docnos]
+            scores = c.scores.tolist()
+            if self.single:
+                scores = array("f", scores).tolist()
+            self._queries = {
+                q: list(zip(docnos[a:b], scores[a:b], strict=True))
+                for q, a, b in zip(c.qids, bounds, bounds[1:], strict=False)
+            }
+        return self._queries
+
+    @queries.setter
+    def queries(self, value: dict[str, list[tuple[str, float]]]) -> None:
+        self._queries = value
+        self.cols = None
+
+    @property
+    def qids(self) -> list[str]:
+        return list(self.cols.qids) if self._queries is None else list(self._queries)
 
 
 def _read_bytes(path: str | os.PathLike) -> bytes:
@@ -126,8 +156,14 @@ _LONG = re.compile(r"\s*[+-]?\d+")
 
 def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -> Results:
     """A run file (``-`` for stdin): qid Q0 docno rank score tag [ignored...]."""
+    from cmrkit.trec import run_columns_from_bytes
+
     odd = Odd()
     raw = _read_bytes(path)
+    cols = run_columns_from_bytes(raw) if raw else None
+    if cols is not None:  # the common regular file, in bulk
+        last = raw.rstrip(b"\n").rsplit(b"\n", 1)[-1].split()
+        return Results(None, last[5].decode(), odd, cols, single=version == "9")
     queries: dict[str, list[tuple[str, float]]] = {}
     runid = ""
     lines = 0
@@ -223,6 +259,12 @@ def read_rel_info(
     info = RelInfo(rel_format, odd=odd)
     seen: dict[tuple, dict] = {}
     if rel_format == "qrels":
+        from cmrkit.trec import qrels_from_bytes
+
+        fast = qrels_from_bytes(raw)
+        if fast is not None:
+            info.qrels = fast
+            return info
         for n, fields in _lines(raw, path, version, odd):
             if len(fields) != 4:
                 _wrong_format(path, n, fields, rel_format, "qid iter docno rel", 4)
@@ -358,7 +400,11 @@ def _check_duplicates(ranked: list[str], qid: str, path) -> None:
             seen.add(d)
 
 
-def form_res_rels(ranked: list[str], judged: dict[str, int], opts: Options) -> ResRels:
+def form_res_rels(
+    ranked: list[str] | None, judged: dict[str, int], opts: Options, grades: list | None = None
+) -> ResRels:
+    """te_form_res_rels on the ranked docnos (or their grades in rank order, ``grades``, with
+    NONPOOL and UNJUDGED already marked)."""
     # rel_levels lives in a buffer kept from query to query (form_res_rels.c's statics): a
     # query whose grades are all negative sees the previous query's levels, as in C
     max_rel = max(judged.values()) if judged else 0
@@ -382,12 +428,15 @@ def form_res_rels(ranked: list[str], judged: dict[str, int], opts: Options) -> R
                 num_rel += buf[i]
     state["num_rel_levels"] = num_rel_levels
     rel_levels = list(buf)
-    rel_list = []
-    append = rel_list.append
-    get = judged.get
-    for d in ranked:
-        r = get(d)
-        append(NONPOOL if r is None else (UNJUDGED if r < 0 else r))
+    if grades is not None:
+        rel_list = grades
+    else:
+        rel_list = []
+        append = rel_list.append
+        get = judged.get
+        for d in ranked:
+            r = get(d)
+            append(NONPOOL if r is None else (UNJUDGED if r < 0 else r))
     if opts.judged_only:
         rel_list = [r for r in rel_list if r >= 0]
         nonpool = unjudged = 0
@@ -418,35 +467,47 @@ def _f(v: float) -> str:
     return f"{v:6.4f}"
 
 
-def _cut_values(rr: ResRels, cutoffs, at: Callable[[int, int], float], count) -> list[float]:
-    """The m_P.c loop: value at each cutoff from the count over the top i documents."""
-    out = [0.0] * len(cutoffs)
-    so_far = 0
-    idx = 0
-    n = len(cutoffs)
-    rel_list = rr.rel_list
-    for i in range(rr.num_ret):
-        if i == cutoffs[idx]:
-            out[idx] = at(so_far, i)
-            idx += 1
-            if idx == n:
-                break
-        if count(rel_list[i]):
-            so_far += 1
-    while idx < n:
-        out[idx] = at(so_far, cutoffs[idx])
-        idx += 1
-    return out
+def _prefix(rr: ResRels, key: str, flag: Callable[[int], bool]) -> list[int]:
+    """pre[i]: documents among the top i with ``flag`` (cached on the ResRels)."""
+    cache = rr.__dict__.setdefault("_cache", {})
+    pre = cache.get(key)
+    if pre is None:
+        pre = [0, *accumulate(1 if flag(r) else 0 for r in rr.rel_list)]
+        cache[key] = pre
+    return pre
+
+
+def _cut_values(rr: ResRels, cutoffs, at: Callable[[int, int], float], pre) -> list[float]:
+    """The m_P.c loop: the value at each cutoff k from the count over the top k documents
+    (all of them when the ranking is shorter)."""
+    n = rr.num_ret
+    return [at(pre[k if k < n else n], k) for k in cutoffs]
+
+
+def _rel_prefix(rr: ResRels, level: int) -> list[int]:
+    return _prefix(rr, f"rel{level}", lambda r: r >= level)
+
+
+def _ap_terms(rr: ResRels, level: int) -> list[float]:
+    """psum[i]: the AP sum over the top i documents, added term by term as m_map.c does."""
+    cache = rr.__dict__.setdefault("_cache", {})
+    key = f"ap{level}"
+    if key not in cache:
+        terms = []
+        rel_so_far = 0
+        for i, r in enumerate(rr.rel_list):
+            if r >= level:
+                rel_so_far += 1
+                terms.append(rel_so_far / (i + 1))
+            else:
+                terms.append(0.0)
+        # adding 0.0 leaves a double unchanged, so this is m_map.c's sum at every rank
+        cache[key] = [0.0, *accumulate(terms)]
+    return cache[key]
 
 
 def _ap_sum(rr: ResRels, level: int) -> tuple[float, int]:
-    s = 0.0
-    rel_so_far = 0
-    for i, r in enumerate(rr.rel_list):
-        if r >= level:
-            rel_so_far += 1
-            s += rel_so_far / (i + 1)
-    return s, rel_so_far
+    return _ap_terms(rr, level)[-1], _rel_prefix(rr, level)[-1]
 
 
 def m_map(rr, p, o):
@@ -470,9 +531,7 @@ def m_Rprec(rr, p, o):
     n = min(rr.num_ret, rr.num_rel)
     if n == 0:
         return [0.0]
-    level = o.level
-    found = sum(1 for r in rr.rel_list[:n] if r >= level)
-    return [found / rr.num_rel]
+    return [_rel_prefix(rr, o.level)[n] / rr.num_rel]
 
 
 def _bpref(rr, o) -> float:
@@ -564,60 +623,40 @@ def m_11pt_avg(rr, p, o):
 
 
 def m_P(rr, p, o):
-    level = o.level
-    return _cut_values(rr, p, lambda k, i: k / i, lambda r: r >= level)
+    return _cut_values(rr, p, lambda k, i: k / i, _rel_prefix(rr, o.level))
 
 
 def m_recall(rr, p, o):
     if rr.num_rel == 0:
         return [0.0] * len(p)
-    level = o.level
-    return _cut_values(rr, p, lambda k, i: k / rr.num_rel, lambda r: r >= level)
+    return _cut_values(rr, p, lambda k, i: k / rr.num_rel, _rel_prefix(rr, o.level))
 
 
 def m_relative_P(rr, p, o):
     if rr.num_rel == 0:
         return [0.0] * len(p)
-    level = o.level
     return _cut_values(
-        rr, p, lambda k, i: k / (rr.num_rel if i > rr.num_rel else i), lambda r: r >= level
+        rr, p, lambda k, i: k / (rr.num_rel if i > rr.num_rel else i), _rel_prefix(rr, o.level)
     )
 
 
 def m_success(rr, p, o):
-    level = o.level
-    return _cut_values(rr, p, lambda k, i: 1.0 if k else 0.0, lambda r: r >= level)
+    return _cut_values(rr, p, lambda k, i: 1.0 if k else 0.0, _rel_prefix(rr, o.level))
 
 
 def m_unj(rr, p, o):
-    return _cut_values(rr, p, lambda k, i: k / i, lambda r: r == NONPOOL or r == UNJUDGED)
+    pre = _prefix(rr, "unj", lambda r: r == NONPOOL or r == UNJUDGED)
+    return _cut_values(rr, p, lambda k, i: k / i, pre)
 
 
 def m_map_cut(rr, p, o):
     if rr.num_rel == 0:
         return [0.0] * len(p)
-    out = [0.0] * len(p)
-    idx = 0
-    level = o.level
-    rel_so_far = 0
-    s = 0.0
-    n = len(p)
-    for i, r in enumerate(rr.rel_list):
-        if i == p[idx]:
-            out[idx] = s / rr.num_rel
-            idx += 1
-            if idx == n:
-                break
-        if r >= level:
-            rel_so_far += 1
-            s += rel_so_far / (i + 1)
-    while idx < n:
-        out[idx] = s / rr.num_rel
-        idx += 1
-    return out
+    return _cut_values(rr, p, lambda s, i: s / rr.num_rel, _ap_terms(rr, o.level))
 
 
 def m_ndcg_cut(rr, p, o):
+    _need_log2(rr)
     out = [0.0] * len(p)
     n = len(p)
     idx = 0
@@ -630,7 +669,7 @@ def m_ndcg_cut(rr, p, o):
                 break
         gain = rr.rel_list[i]
         if gain > 0:
-            s += gain / math.log2(i + 2)
+            s += gain / _L2[i]
     while idx < n:
         out[idx] = s
         idx += 1
@@ -652,7 +691,7 @@ def m_ndcg_cut(rr, p, o):
             idx += 1
             if idx == n:
                 break
-        ideal += cur / math.log2(i + 2)
+        ideal += cur / _L2[i]
         i += 1
     while idx < n:
         if ideal > 0.0:
@@ -762,6 +801,23 @@ def _gains(rr: ResRels, pairs, version: str) -> list[list]:
     return gains
 
 
+_L2: list[float] = []  # _L2[i] == math.log2(i + 2), the rank discount, grown on demand
+
+
+def _need_log2(rr: ResRels) -> None:
+    n = rr.num_ret + sum(rr.rel_levels) + 2
+    if len(_L2) < n:
+        _L2.extend(math.log2(i + 2) for i in range(len(_L2), n))
+
+
+def _gmap(gains) -> dict[int, float]:
+    """rel_level -> gain, the first entry of a level winning (get_gain's scan)."""
+    out: dict[int, float] = {}
+    for level, gain, _ in gains:
+        out.setdefault(level, gain)
+    return out
+
+
 def _get_gain(rel: int, gains) -> float:
     for g in gains:
         if g[0] == rel:
@@ -785,27 +841,29 @@ def _step(gains, cur, count):
 
 def _dcgs(rr, gains):
     """m_ndcg.c: (results_dcg, ideal_dcg)."""
+    _need_log2(rr)
+    gm = _gmap(gains)
     results_dcg = ideal_dcg = 0.0
     cur, count, ideal_gain = _walk_ideal(gains)
     i = 0
     rel_list = rr.rel_list
     while i < rr.num_ret and ideal_gain > 0.0:
-        g = _get_gain(rel_list[i], gains)
+        g = gm.get(rel_list[i], 0.0)
         if g != 0:
-            results_dcg += g / math.log2(i + 2)
+            results_dcg += g / _L2[i]
         cur, count, ideal_gain = _step(gains, cur, count)
         if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / math.log2(i + 2)
+            ideal_dcg += ideal_gain / _L2[i]
         i += 1
     while i < rr.num_ret:
-        g = _get_gain(rel_list[i], gains)
+        g = gm.get(rel_list[i], 0.0)
         if g != 0:
-            results_dcg += g / math.log2(i + 2)
+            results_dcg += g / _L2[i]
         i += 1
     while ideal_gain > 0.0:
         cur, count, ideal_gain = _step(gains, cur, count)
         if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / math.log2(i + 2)
+            ideal_dcg += ideal_gain / _L2[i]
         i += 1
     return results_dcg, ideal_dcg
 
@@ -825,27 +883,29 @@ def m_ideal_dcg(rr, p, o):
 
 def m_ndcg_rel(rr, p, o):
     gains = _gains(rr, p, o.version)
+    _need_log2(rr)
+    gm = _gmap(gains)
     results_dcg = ideal_dcg = s = 0.0
     num_rel_ret = num_rel = 0
     cur, count, ideal_gain = _walk_ideal(gains)
     i = 0
     rel_list = rr.rel_list
     while i < rr.num_ret and ideal_gain > 0.0:
-        g = _get_gain(rel_list[i], gains)
+        g = gm.get(rel_list[i], 0.0)
         if g != 0:
-            results_dcg += g / math.log2(i + 2)
+            results_dcg += g / _L2[i]
         cur, count, ideal_gain = _step(gains, cur, count)
         if ideal_gain > 0.0:
             num_rel += 1
-            ideal_dcg += ideal_gain / math.log2(i + 2)
+            ideal_dcg += ideal_gain / _L2[i]
         if g > 0:
             s += _div(results_dcg, ideal_dcg)
             num_rel_ret += 1
         i += 1
     while i < rr.num_ret:
-        g = _get_gain(rel_list[i], gains)
+        g = gm.get(rel_list[i], 0.0)
         if g != 0:
-            results_dcg += g / math.log2(i + 2)
+            results_dcg += g / _L2[i]
         if g > 0:
             s += _div(results_dcg, ideal_dcg)
             num_rel_ret += 1
@@ -854,7 +914,7 @@ def m_ndcg_rel(rr, p, o):
         cur, count, ideal_gain = _step(gains, cur, count)
         if ideal_gain > 0.0:
             num_rel += 1
-            ideal_dcg += ideal_gain / math.log2(i + 2)
+            ideal_dcg += ideal_gain / _L2[i]
         i += 1
     s += _div((num_rel - num_rel_ret) * results_dcg, ideal_dcg)
     return [s / num_rel if s > 0.0 else 0.0]
@@ -862,6 +922,8 @@ def m_ndcg_rel(rr, p, o):
 
 def m_Rndcg(rr, p, o):
     gains = _gains(rr, p, o.version)
+    _need_log2(rr)
+    gm = _gmap(gains)
     if rr.num_rel == 0:
         return [0.0]
     results_dcg = ideal_dcg = s = 0.0
@@ -871,7 +933,7 @@ def m_Rndcg(rr, p, o):
     i = 0
     rel_list = rr.rel_list
     while i < rr.num_ret and ideal_gain > 0.0:
-        g = _get_gain(rel_list[i], gains)
+        g = gm.get(rel_list[i], 0.0)
         cur, count, ideal_gain = _step(gains, cur, count)
         if old != ideal_gain:
             if ideal_dcg > 0.0:
@@ -879,15 +941,15 @@ def m_Rndcg(rr, p, o):
                 changed += 1
             old = ideal_gain
         if g != 0:
-            results_dcg += g / math.log2(i + 2)
+            results_dcg += g / _L2[i]
         if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / math.log2(i + 2)
+            ideal_dcg += ideal_gain / _L2[i]
         i += 1
     if i < rr.num_ret:
         while i < rr.num_ret:
-            g = _get_gain(rel_list[i], gains)
+            g = gm.get(rel_list[i], 0.0)
             if g != 0:
-                results_dcg += g / math.log2(i + 2)
+                results_dcg += g / _L2[i]
             i += 1
         if ideal_dcg > 0.0:
             s += results_dcg / ideal_dcg
@@ -900,20 +962,22 @@ def m_Rndcg(rr, p, o):
                 changed += 1
             old = ideal_gain
         if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / math.log2(i + 2)
+            ideal_dcg += ideal_gain / _L2[i]
         i += 1
     return [_div(s, changed)]
 
 
 def m_G(rr, p, o):
     gains = _gains(rr, p, o.version)
+    _need_log2(rr)
+    gm = _gmap(gains)
     results_g = sum_results = sum_ideal = sum_cost = 0.0
     cur, count, ideal_gain = _walk_ideal(gains)
     min_cost = 1.0
     i = 0
     rel_list = rr.rel_list
     while i < rr.num_ret and ideal_gain > 0.0:
-        g = _get_gain(rel_list[i], gains)
+        g = gm.get(rel_list[i], 0.0)
         sum_results += g
         cur, count, ideal_gain = _step(gains, cur, count)
         if ideal_gain > 0.0:
@@ -923,7 +987,7 @@ def m_G(rr, p, o):
             results_g += g / math.log2(2 + sum_cost - sum_results)
         i += 1
     while i < rr.num_ret:
-        g = _get_gain(rel_list[i], gains)
+        g = gm.get(rel_list[i], 0.0)
         sum_results += g
         sum_cost += min_cost
         if g != 0:
@@ -956,8 +1020,9 @@ def m_rbp(rr, p, o):
             g[1] = (g[1] - lo) / (hi - lo)
     s = 0.0
     cur_p = 1.0
+    gm = _gmap(gains)
     for r in rr.rel_list:
-        gain = _get_gain(r, gains)
+        gain = gm.get(r, 0.0)
         if gain != 0:
             s += gain * cur_p
         cur_p = cur_p * persistence
@@ -1272,7 +1337,7 @@ def evaluate(
     columns = [_setup(n, request) for n in marked]
     names = [n for c in columns for n in c.names]
     rel_qids = rel_info.qids
-    run_qids = set(results.queries)
+    run_qids = set(results.qids)
     common = [q for q in rel_qids if q in run_qids]
     missing_from_run = [q for q in rel_qids if q not in run_qids]
     missing_from_qrels = sorted((q for q in run_qids if q not in set(rel_qids)), key=_cbytes)
@@ -1287,10 +1352,14 @@ def evaluate(
     else:
         evaluated = common
     per_query: dict[str, list] = {}
+    graded = _bulk_grades(results, rel_info, opts) if fmt == "qrels" else None
     for qid in evaluated:
         bogus = qid not in run_qids
-        docs = [(BOGUS_DOCNO, 1.0)] if bogus else results.queries[qid]
-        values = _query_values(qid, docs, rel_info, columns, opts, fmt, run_path)
+        if graded is not None and not bogus:
+            values = _qrels_values(None, graded[qid], rel_info.qrels[qid], columns, opts)
+        else:
+            docs = [(BOGUS_DOCNO, 1.0)] if bogus else results.queries[qid]
+            values = _query_values(qid, docs, rel_info, columns, opts, fmt, run_path)
         if bogus:
             for i, name in enumerate(names):
                 if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
@@ -1357,17 +1426,44 @@ def _all_relevant(rel_info: RelInfo) -> int:
     raise CmrkitError("num_rel with -c needs qrels or qrels_jg judgments")
 
 
+def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str, list] | None:
+    """{qid: grades in trec_eval's rank order} for a run read in bulk, ranked with numpy."""
+    if results.cols is None:
+        return None
+    import numpy as np
+
+    import cmrkit.evaluation.ranking as ranking
+
+    cols = results.cols
+    qrels = rel_info.qrels
+    blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
+    if not blocks:
+        return {}
+    depth = None if opts.max_docs == Options.max_docs else opts.max_docs
+    lens, starts, _, rel, _, _ = ranking._ranking(cols, blocks, qrels, depth, opts.version)
+    marked = np.where(rel == ranking._MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
+    flat = marked.tolist()
+    bounds = starts.tolist()
+    return {cols.qids[i]: flat[bounds[k] : bounds[k + 1]] for k, i in enumerate(blocks)}
+
+
+def _qrels_values(ranked, grades, judged, columns, opts) -> list:
+    values: list = []
+    rr = form_res_rels(ranked, judged, opts, grades)
+    for col in columns:
+        name = col.family.name
+        if name == "runid":
+            continue
+        values.extend(QRELS_MEASURES[name](rr, col.params, opts))
+    return values
+
+
 def _query_values(qid, docs, rel_info, columns, opts, fmt, run_path) -> list:
     values: list = []
     if fmt == "qrels":
         ranked = _ranked(docs, opts)
         _check_duplicates(ranked, qid, run_path)
-        rr = form_res_rels(ranked, rel_info.qrels[qid], opts)
-        for col in columns:
-            name = col.family.name
-            if name == "runid":
-                continue
-            values.extend(QRELS_MEASURES[name](rr, col.params, opts))
+        return _qrels_values(ranked, None, rel_info.qrels[qid], columns, opts)
     elif fmt == "qrels_jg":
         ranked = _ranked(docs, opts)
         _check_duplicates(ranked, qid, run_path)

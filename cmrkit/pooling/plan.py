@@ -43,6 +43,26 @@ from cmrkit.trec import Qrels, Strata, read_qrels, read_run
 MEASURES = {"AP": "xinfAP", "nDCG": "infNDCG"}  # measure -> its estimator from strata
 
 
+def plan_measure(text: str) -> str:
+    """AP or nDCG from any name `cmrkit eval` takes for them; other measures are refused with
+    the reason (pool plan scores strata with their estimators xinfAP and infNDCG)."""
+    from cmrkit.evaluation.measures import parse_measure
+
+    if text in MEASURES:
+        return text
+    try:
+        measure = parse_measure(text)
+    except CmrkitError:
+        measure = None
+    if measure is not None and measure.cutoff is None and measure.kind in MEASURES:
+        return measure.kind
+    raise CmrkitError(
+        f"--measure {text!r}: pool plan simulates AP or nDCG (any of their names: AP, map, "
+        "nDCG, ndcg), whose estimators from strata are xinfAP and infNDCG; "
+        f"{text} has no such estimator"
+    )
+
+
 @dataclass(frozen=True)
 class PlanOptions:
     """What ``pool plan`` simulates."""
@@ -58,6 +78,10 @@ class PlanOptions:
     rbp_p: float = 0.8
     rrf_k: float = 60.0
     strata: str | None = None
+
+    def __post_init__(self) -> None:
+        # any name `cmrkit eval` takes for AP or nDCG (map, MAP, ndcg, nDCG) means it
+        object.__setattr__(self, "measure", plan_measure(self.measure))
 
     def check(self) -> None:
         unknown = [s for s in self.strategies if s not in STRATEGIES]

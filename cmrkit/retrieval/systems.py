@@ -654,6 +654,10 @@ def run_fields(
     text unless ``query`` says otherwise. Shared options as for :func:`run_bm25`.
     """
     opts = RunOptions.build(options, overrides)
+    if learn_weights:  # a bad --measure is said before anything else
+        from cmrkit.evaluation.scoring import query_scorer
+
+        query_scorer(measure)
     fields, formulation, chosen = _resolve_fields(weights, preset, query)
     base_name = "fields" if chosen is None else f"fields-{chosen}"
     if learn_weights:
@@ -731,9 +735,10 @@ def learn_field_weights(
     the search is deterministic. Returns the weights and the trace of (weights, score)
     evaluations in order.
     """
-    import pytrec_eval
+    from cmrkit.evaluation.scoring import query_scorer
 
     check_range(k, 1, MAX_K, "--tune-k")
+    _, scores = query_scorer(measure)
     path = qrels_path(collection, train_split, Path(qrels_dir) if qrels_dir else None)
     if not path.exists():
         raise CmrkitError(
@@ -743,11 +748,6 @@ def learn_field_weights(
             path=path,
         )
     qrels = read_qrels(path)
-    if measure not in pytrec_eval.supported_measures:
-        raise CmrkitError(
-            f"unknown measure {measure!r} for --measure; use a trec_eval measure "
-            "such as map, recip_rank, ndcg_cut_10, P_10"
-        )
     topics = [t for t in read_topics(collection, train_split) if t.qid in qrels]
     if not topics:
         raise CmrkitError(
@@ -755,7 +755,7 @@ def learn_field_weights(
         )
     queries = formulate(topics, formulation, spacy_model)
     exclude = {t.qid: t.unit for t in topics}
-    evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in exclude}, {measure})
+    judged = {q: qrels[q] for q in exclude}
     # the fields this index really holds (no empty `entities`, no `document` copy of contents)
     settings = searcher.info.manifest["settings"]
     tuned = tuple(
@@ -771,8 +771,9 @@ def learn_field_weights(
         key = tuple(weights.get(f, 0.0) for f in tuned)
         if key not in cache:
             run = searcher.search(queries, k=k, exclude=exclude, fields=weights, threads=threads)
-            res = evaluator.evaluate({q: dict(docs) for q, docs in run.items() if docs})
-            value = sum(res.get(q, {}).get(measure, 0.0) for q in exclude) / len(exclude)
+            found = {q: dict(docs) for q, docs in run.items() if docs and q in judged}
+            res = scores(found, judged) if found else {}
+            value = sum(res.get(q, 0.0) for q in exclude) / len(exclude)
             cache[key] = value
             trace.append(
                 {

@@ -1,0 +1,450 @@
+"""``cmrkit run rerank``: the reader rescores the top of any run and extracts answer spans.
+
+For each query of the input run, the units ranked above ``depth`` (after removing the query's
+own unit and, for TAC collections, its document's units, which are never results) are read by
+the reader, one sequence per window of each unit. A unit's score is its best window's selection
+score; its answer is that window's best valid span (at most ``max_span`` tokens, on passage
+tokens, not ending before it starts), mapped back to characters of the unit. The reranked units
+come first, ordered as every cmrkit run (score as written, 6 decimals, descending, ties by docno
+descending); the units below the depth follow in their input order, with integer scores below
+every reranked one.
+
+Outputs: ``RUNS/<collection>/<name>.<split>.trec``, its sidecar, and
+``<name>.<split>.spans.jsonl`` (``{"qid", "docno", "start", "end", "score", "span_score"}`` per
+reranked unit, in run order: what ``cmrkit eval-spans`` reads), staged and put in place
+together. Inference is batched by length (longest first), so the same run, model, batch size
+and device give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cmrkit.collection.layout import (
+    collection_dir,
+    iter_corpus,
+    read_topics,
+)
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.retrieval.reader.features import (
+    Item,
+    Layout,
+    PassageTokens,
+    QueryWindow,
+    items,
+    tokens_to_chars,
+)
+from cmrkit.retrieval.runfile import (
+    RankedRun,
+    RunResult,
+    existing,
+    identity,
+    own_document_units,
+    run_paths,
+    topics_sha256,
+    write_run_files,
+    written_scores,
+)
+
+DEFAULT_DEPTH = 50
+SPANS_SUFFIX = ".spans.jsonl"
+
+
+@dataclass(frozen=True)
+class RerankOptions:
+    """How the reader reads the candidates (None: what the model was trained with)."""
+
+    depth: int = DEFAULT_DEPTH
+    batch_size: int = 32
+    device: str = "auto"
+    stride: int | None = None
+    max_span: int | None = None
+    markers: tuple[str, str] | None = None
+
+    def check(self) -> None:
+        if self.depth < 1:
+            raise CmrkitError(f"--depth must be at least 1, got {self.depth}")
+        if self.batch_size < 1:
+            raise CmrkitError(f"--batch-size must be at least 1, got {self.batch_size}")
+        if self.stride is not None and self.stride < 1:
+            raise CmrkitError(f"--stride must be at least 1, got {self.stride}")
+        if self.max_span is not None and self.max_span < 1:
+            raise CmrkitError(f"--max-span must be at least 1, got {self.max_span}")
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The reader's verdict on one (query, unit) pair."""
+
+    score: float  # selection score of the best window
+    start: int  # answer span, characters of the unit, end exclusive
+    end: int
+    span_score: float
+
+
+def spans_path(run_path: Path) -> Path:
+    """``NAME.SPLIT.spans.jsonl`` beside ``NAME.SPLIT.trec``."""
+    return run_path.with_name(run_path.name.removesuffix(".trec") + SPANS_SUFFIX)
+
+
+def score_pairs(
+    net: Any,
+    lay: Layout,
+    pad: int,
+    queries: Sequence[QueryWindow],
+    passages: Sequence[PassageTokens],
+    pairs: Sequence[tuple[int, int]],
+    *,
+    stride: int,
+    max_span: int,
+    batch_size: int,
+    device: str,
+    progress: Callable[[int], None] | None = None,
+) -> list[Scored]:
+    """Score (query index, passage index) pairs: every window, batched longest first."""
+    import torch
+
+    from cmrkit.retrieval.reader.model import best_spans, collate, passage_mask
+
+    seqs: list[Item] = []
+    owner: list[int] = []
+    for p, (qi, pi) in enumerate(pairs):
+        for x in items(lay, queries[qi], passages[pi], stride):
+            seqs.append(x)
+            owner.append(p)
+    n = len(seqs)
+    sel = np.full(n, -np.inf, dtype=np.float32)
+    span_pos = np.zeros((n, 2), dtype=np.int64)
+    span_val = np.zeros(n, dtype=np.float32)
+    if n:
+        lengths = np.fromiter((len(x.ids) for x in seqs), dtype=np.int64, count=n)
+        order = np.lexsort((np.arange(n), -lengths))
+        was_training = net.training
+        net.eval()
+        try:
+            with torch.inference_mode():
+                for b in range(0, n, batch_size):
+                    chosen = order[b : b + batch_size]
+                    batch_items = [seqs[i] for i in chosen]
+                    batch = collate(batch_items, lay, pad, device)
+                    hidden = net.hidden(batch)
+                    start, end = net.span_logits(hidden)
+                    valid = passage_mask(batch_items, hidden.shape[1], device)
+                    spans, values = best_spans(start, end, valid, max_span)
+                    if net.select == "cls":
+                        scores = net.cls_scores(hidden)
+                    else:
+                        query = torch.tensor(
+                            [x.query_mention for x in batch_items], dtype=torch.long, device=device
+                        )
+                        scores = net.coref_scores(hidden, query, spans)
+                    sel[chosen] = scores.float().cpu().numpy()
+                    span_pos[chosen] = spans.cpu().numpy()
+                    span_val[chosen] = values.float().cpu().numpy()
+                    if progress:
+                        progress(len(chosen))
+        finally:
+            net.train(was_training)
+    best: list[int | None] = [None] * len(pairs)
+    for i in range(n):  # the best window; ties go to the earlier window
+        p = owner[i]
+        if best[p] is None or sel[i] > sel[best[p]]:  # type: ignore[index]
+            best[p] = i
+    out: list[Scored] = []
+    for p, i in enumerate(best):
+        if i is None:  # an empty unit: no window holds a token
+            out.append(Scored(-math.inf, 0, 0, -math.inf))
+            continue
+        x = seqs[i]
+        offsets = passages[pairs[p][1]].offsets
+        first = x.window + int(span_pos[i, 0]) - x.passage_at
+        last = x.window + int(span_pos[i, 1]) - x.passage_at
+        s, e = tokens_to_chars(offsets, first, last)
+        out.append(Scored(float(sel[i]), s, e, float(span_val[i])))
+    return out
+
+
+def _read_sidecar(run: Path) -> dict[str, Any]:
+    path = run.with_suffix(".json")
+    if not path.is_file():
+        return {}
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _split_of(run: Path, sidecar: dict[str, Any], split: str | None) -> str:
+    recorded = sidecar.get("split") if isinstance(sidecar.get("split"), str) else None
+    if split is not None and recorded is not None and split != recorded:
+        raise CmrkitError(
+            f"the run is of split {recorded!r} (its sidecar says so), not {split!r}", path=run
+        )
+    if split is not None:
+        return split
+    if recorded is not None:
+        return recorded
+    parts = run.name.split(".")
+    if len(parts) >= 3:
+        return parts[-2]
+    raise CmrkitError(
+        "cannot tell the run's split (no sidecar, name not NAME.SPLIT.trec); pass --split",
+        path=run,
+    )
+
+
+def _collection_of(run: Path, sidecar: dict[str, Any], collection: str | Path | None) -> Path:
+    recorded = sidecar.get("collection") if isinstance(sidecar.get("collection"), str) else None
+    if collection is not None:
+        coll = collection_dir(collection)
+        if recorded is not None and Path(recorded).resolve() != coll.resolve():
+            raise CmrkitError(
+                f"the run was made on collection {recorded} (its sidecar says so), not on "
+                f"{coll}; rerank it against its own collection",
+                path=run,
+            )
+        return coll
+    if recorded is None:
+        raise CmrkitError(
+            "the run has no sidecar naming its collection; pass --collection", path=run
+        )
+    return collection_dir(recorded)
+
+
+def run_rerank(
+    run: str | Path,
+    model: str | Path,
+    *,
+    collection: str | Path | None = None,
+    split: str | None = None,
+    options: RerankOptions | None = None,
+    name: str | None = None,
+    runs_dir: str | Path = "runs",
+    force: bool = False,
+    progress: bool = False,
+    argv: Sequence[str] | None = None,
+) -> RunResult:
+    """Rerank the top ``options.depth`` of ``run`` with the reader in ``model``."""
+    from cmrkit.retrieval.reader.model import resolve_reader
+    from cmrkit.trec import ranked, read_run
+
+    started = time.perf_counter()
+    opts = options or RerankOptions()
+    opts.check()
+    run_path_in = Path(run)
+    if not run_path_in.is_file():
+        raise CmrkitError("no such run file", path=run_path_in)
+    ref = resolve_reader(model)
+    markers = ref.markers
+    if opts.markers is not None and tuple(opts.markers) != markers:
+        raise CmrkitError(
+            f"the reader was trained with markers {markers[0]!r} {markers[1]!r}, not "
+            f"{opts.markers[0]!r} {opts.markers[1]!r}; drop --markers or train a reader with them",
+            path=ref.path,
+        )
+    params = ref.metadata["parameters"]
+    stride = opts.stride or int(params["stride"])
+    max_span = opts.max_span or int(params["max_span"])
+    sidecar_in = _read_sidecar(run_path_in)
+    coll = _collection_of(run_path_in, sidecar_in, collection)
+    split = _split_of(run_path_in, sidecar_in, split)
+    topics = read_topics(coll, split)
+    by_qid = {t.qid: t for t in topics}
+    ranking = read_run(run_path_in)
+    for qid in ranking:
+        if qid not in by_qid:
+            raise CmrkitError(
+                f"query {qid!r} of the run is no topic of split {split!r} of {coll} (a run of "
+                "another collection or split?); pass the run's own --collection and --split",
+                path=run_path_in,
+            )
+    name = name or f"{run_path_in.name.split('.')[0]}-rerank"
+    out_run, out_sidecar = run_paths(Path(runs_dir), coll, name, split)
+    out_spans = spans_path(out_run)
+    if out_run.resolve() == run_path_in.resolve():
+        raise CmrkitError("the reranked run would replace its input; pass another --name")
+    parameters = {
+        "model": ref.identity(),
+        "markers": list(markers),
+        "depth": opts.depth,
+        "max_length": int(params["max_length"]),
+        "query_max_length": int(params["query_max_length"]),
+        "stride": stride,
+        "max_span": max_span,
+        "input_run_sha256": sha256_file(run_path_in),
+    }
+    wanted = identity("rerank", split, parameters, "", topics_sha256(coll))
+    staged = StagedOutputs([out_run, out_sidecar, out_spans], force=True)
+    with staged:
+        found = existing(out_run, out_sidecar, wanted, force=force)
+        if found is not None and out_spans.is_file():
+            return found  # the same run (a run without its spans file is made again)
+        texts: dict[str, str] = {}
+        for _, record in iter_corpus(coll):
+            texts[record["id"]] = record["contents"]
+        own_docs = own_document_units(coll, [by_qid[q] for q in ranking])
+        heads: dict[str, list[str]] = {}
+        tails: dict[str, list[str]] = {}
+        for qid in sorted(ranking):
+            ban = {by_qid[qid].unit} | set(own_docs.get(qid, frozenset()))
+            docs = [d for d, _ in ranked(ranking[qid]) if d not in ban]
+            for d in docs[: opts.depth]:
+                if d not in texts:
+                    raise CmrkitError(
+                        f"unit {d!r} (query {qid}) is not in the corpus of {coll} (a run of "
+                        "another collection?)",
+                        path=run_path_in,
+                    )
+            heads[qid] = docs[: opts.depth]
+            tails[qid] = docs[opts.depth :]
+        timings: dict[str, float] = {"read": round(time.perf_counter() - started, 3)}
+        result = _score(
+            ref, coll, by_qid, heads, texts, markers, stride, max_span, opts, progress, timings
+        )
+        device, scored = result
+        run_out: RankedRun = {}
+        span_lines: list[str] = []
+        for qid in sorted(ranking):
+            docs = heads[qid]
+            verdicts = [scored[(qid, d)] for d in docs]
+            values = written_scores(np.array([v.score for v in verdicts], dtype=np.float32))
+            top = ranked({d: float(s) for d, s in zip(docs, values.tolist(), strict=True)})
+            by_doc = dict(zip(docs, verdicts, strict=True))
+            floor = math.floor(min((s for _, s in top), default=0.0))
+            rest = [(d, float(floor - 1 - j)) for j, d in enumerate(tails[qid])]
+            run_out[qid] = top + rest
+            for d, s in top:
+                v = by_doc[d]
+                span_lines.append(
+                    json.dumps(
+                        {
+                            "qid": qid,
+                            "docno": d,
+                            "start": v.start,
+                            "end": v.end,
+                            "score": s,
+                            "span_score": round(v.span_score, 4),
+                        },
+                        ensure_ascii=False,
+                    )
+                )
+        timings["total"] = round(time.perf_counter() - started, 3)
+        from cmrkit.retrieval.dense.store import versions
+
+        tag = f"{name}:depth={opts.depth}".replace(" ", "_")
+        sidecar = {
+            "command": list(argv) if argv is not None else None,
+            "argv": list(sys.argv),
+            "identity": wanted,
+            "system": "rerank",
+            "name": name,
+            "tag": tag,
+            "collection": str(coll),
+            "split": split,
+            "run": str(out_run),
+            "spans": str(out_spans),
+            "parameters": parameters,
+            "input_run": {
+                "path": str(run_path_in),
+                "sha256": parameters["input_run_sha256"],
+                "system": sidecar_in.get("system"),
+                "name": sidecar_in.get("name"),
+            },
+            "model": {
+                **ref.identity(),
+                "tag": ref.tag,
+                "trained": ref.metadata,
+            },
+            "device": device,
+            "batch_size": opts.batch_size,
+            "ranking": {
+                "own_unit_removed": True,
+                "own_document_removed": any(t.exclude_doc for t in topics),
+                "below_depth": "input order, integer scores below the reranked units",
+                "tie_break": "score descending (as written, 6 decimals), then docno descending",
+            },
+            "versions": versions(),
+            "n_queries": len(run_out),
+            "n_queries_with_results": sum(1 for d in run_out.values() if d),
+            "warnings": [],
+            "seconds": timings,
+        }
+        write_run_files(out_run, out_sidecar, run_out, tag, sidecar, staged)
+        with open(staged.path(out_spans), "w", encoding="utf-8", newline="\n") as f:
+            f.write("".join(line + "\n" for line in span_lines))
+    return RunResult(out_run, out_sidecar, run_out, sidecar)
+
+
+def _score(
+    ref: Any,
+    coll: Path,
+    by_qid: dict[str, Any],
+    heads: dict[str, list[str]],
+    texts: dict[str, str],
+    markers: tuple[str, str],
+    stride: int,
+    max_span: int,
+    opts: RerankOptions,
+    progress: bool,
+    timings: dict[str, float],
+) -> tuple[str, dict[tuple[str, str], Scored]]:
+    from cmrkit.console import progress_bar
+    from cmrkit.retrieval.dense.models import quiet_hub, resolve_device
+    from cmrkit.retrieval.reader.features import layout, passage_tokens, query_windows
+    from cmrkit.retrieval.reader.model import load_reader
+
+    quiet_hub()
+    t0 = time.perf_counter()
+    device = resolve_device(opts.device)
+    net, tokenizer = load_reader(ref, device)
+    params = ref.metadata["parameters"]
+    lay = layout(tokenizer, int(params["max_length"]), int(params["query_max_length"]))
+    timings["load_model"] = round(time.perf_counter() - t0, 3)
+    t0 = time.perf_counter()
+    qids = [q for q in sorted(heads) if heads[q]]
+    qwin = query_windows(
+        tokenizer,
+        [by_qid[q].context for q in qids],
+        [by_qid[q].span for q in qids],
+        markers,
+        lay.query_budget,
+    )
+    docnos = sorted({d for q in qids for d in heads[q]})
+    where = {d: i for i, d in enumerate(docnos)}
+    ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
+    pairs = [(qi, where[d]) for qi, q in enumerate(qids) for d in heads[q]]
+    timings["tokenize"] = round(time.perf_counter() - t0, 3)
+    t0 = time.perf_counter()
+    n_seq = sum(len(items(lay, qwin[qi], ptoks[pi], stride)) for qi, pi in pairs)  # cheap: ids only
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    with progress_bar(progress, f"rerank {coll.name}: sequences") as bar:
+        task = bar.add_task("sequences", total=n_seq)
+        scored = score_pairs(
+            net,
+            lay,
+            pad,
+            qwin,
+            ptoks,
+            pairs,
+            stride=stride,
+            max_span=max_span,
+            batch_size=opts.batch_size,
+            device=device,
+            progress=lambda n: bar.advance(task, n),
+        )
+    timings["read_pairs"] = round(time.perf_counter() - t0, 3)
+    timings["sequences"] = n_seq
+    timings["sequences_per_second"] = round(n_seq / max(timings["read_pairs"], 1e-9), 2)
+    out = {(qids[qi], docnos[pi]): s for (qi, pi), s in zip(pairs, scored, strict=True)}
+    return device, out

