@@ -8,26 +8,20 @@ import typer
 
 from cmrkit.commands.runs import (
     ADDRESS,
-    AUTO_INDEX,
     COLLECTION_ARG,
     ENGINE,
-    FORCE,
-    K1,
-    NAME,
+    LUCENE_RUN,
     QUIET,
-    RUNS,
     SPACY,
     SPLIT,
-    THREADS,
     VERBOSE,
     WORKERS,
-    B,
-    K,
     engine_options,
     leaves_cluster,
     report_run,
     run_app,
     run_options,
+    shared_options,
 )
 from cmrkit.console import out, user_errors
 
@@ -107,6 +101,7 @@ def register(app: typer.Typer) -> None:
     @run_app.command("bm25")
     @user_errors
     @leaves_cluster
+    @shared_options(*LUCENE_RUN)
     def bm25_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -114,20 +109,6 @@ def register(app: typer.Typer) -> None:
         query: str = typer.Option(
             "mention+entities", "--query", help="mention, mention+entities, sentence or context."
         ),
-        k: int = K,
-        k1: float = K1,
-        b: float = B,
-        threads: int = THREADS,
-        spacy_model: str = SPACY,
-        name: str | None = NAME,
-        runs_dir: Path = RUNS,
-        force: bool = FORCE,
-        verbose: bool = VERBOSE,
-        quiet: bool = QUIET,
-        auto_index: bool = AUTO_INDEX,
-        engine: str = ENGINE,
-        address: str | None = ADDRESS,
-        workers: int | None = WORKERS,
     ) -> None:
         """BM25 over the unit text; the query is the mention plus its context's named entities.
 
@@ -139,8 +120,8 @@ def register(app: typer.Typer) -> None:
             run_bm25(
                 collection,
                 query=query,
-                k1=k1,
-                b=b,
+                k1=ctx.params["k1"],
+                b=ctx.params["b"],
                 options=run_options(ctx),
             )
         )
@@ -148,6 +129,7 @@ def register(app: typer.Typer) -> None:
     @run_app.command("fields")
     @user_errors
     @leaves_cluster
+    @shared_options(*LUCENE_RUN)
     def fields_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -176,20 +158,6 @@ def register(app: typer.Typer) -> None:
         qrels_dir: Path | None = typer.Option(
             None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
         ),
-        k: int = K,
-        k1: float = K1,
-        b: float = B,
-        threads: int = THREADS,
-        spacy_model: str = SPACY,
-        name: str | None = NAME,
-        runs_dir: Path = RUNS,
-        force: bool = FORCE,
-        verbose: bool = VERBOSE,
-        quiet: bool = QUIET,
-        auto_index: bool = AUTO_INDEX,
-        engine: str = ENGINE,
-        address: str | None = ADDRESS,
-        workers: int | None = WORKERS,
     ) -> None:
         """Multi-field BM25 with per-field weights (default: the CMR doc preset).
 
@@ -208,8 +176,8 @@ def register(app: typer.Typer) -> None:
                 measure=measure,
                 tune_k=tune_k,
                 qrels_dir=qrels_dir,
-                k1=k1,
-                b=b,
+                k1=ctx.params["k1"],
+                b=ctx.params["b"],
                 options=run_options(ctx),
             )
         )
@@ -217,6 +185,7 @@ def register(app: typer.Typer) -> None:
     @run_app.command("qe")
     @user_errors
     @leaves_cluster
+    @shared_options(*LUCENE_RUN)
     def qe_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
@@ -238,20 +207,6 @@ def register(app: typer.Typer) -> None:
         gamma: float = typer.Option(0.0, "--gamma", help="Rocchio: bottom docs weight."),
         bottom_fb_terms: int = typer.Option(10, "--bottom-fb-terms", help="Rocchio."),
         bottom_fb_docs: int = typer.Option(10, "--bottom-fb-docs", help="Rocchio."),
-        k: int = K,
-        k1: float = K1,
-        b: float = B,
-        threads: int = THREADS,
-        spacy_model: str = SPACY,
-        name: str | None = NAME,
-        runs_dir: Path = RUNS,
-        force: bool = FORCE,
-        verbose: bool = VERBOSE,
-        quiet: bool = QUIET,
-        auto_index: bool = AUTO_INDEX,
-        engine: str = ENGINE,
-        address: str | None = ADDRESS,
-        workers: int | None = WORKERS,
     ) -> None:
         """Pseudo-relevance feedback (RM3, or Rocchio with CMR's 0.9/0.1) on bm25 or fields.
 
@@ -275,8 +230,8 @@ def register(app: typer.Typer) -> None:
                 gamma=gamma,
                 bottom_fb_terms=bottom_fb_terms,
                 bottom_fb_docs=bottom_fb_docs,
-                k1=k1,
-                b=b,
+                k1=ctx.params["k1"],
+                b=ctx.params["b"],
                 options=run_options(ctx),
             )
         )

@@ -10,6 +10,7 @@ Every system's command (`run bm25`, `run dense`, `run fuse`, `run rerank`, ...) 
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -170,3 +171,54 @@ ADDRESS = typer.Option(
 WORKERS = typer.Option(
     None, "--workers", help="Ray: tasks at once [default: the cluster's CPUs].", min=1
 )
+
+# the options every Lucene run command shares, in the order `--help` and the rerunnable command
+# list them: (type, declaration)
+SHARED: dict[str, tuple[Any, Any]] = {
+    "k": (int, K),
+    "k1": (float, K1),
+    "b": (float, B),
+    "threads": (int, THREADS),
+    "spacy_model": (str, SPACY),
+    "name": (str | None, NAME),
+    "runs_dir": (Path, RUNS),
+    "force": (bool, FORCE),
+    "verbose": (bool, VERBOSE),
+    "quiet": (bool, QUIET),
+    "auto_index": (bool, AUTO_INDEX),
+    "engine": (str, ENGINE),
+    "address": (str | None, ADDRESS),
+    "workers": (int | None, WORKERS),
+}
+LUCENE_RUN = tuple(SHARED)
+
+
+def shared_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the shared options ``names`` (declared once, in :data:`SHARED`), after
+    its own parameters. The command reads them from ``ctx.params`` (as :func:`run_options`
+    does); it is called with its own parameters only."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        own = set(signature.parameters)
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.KEYWORD_ONLY, default=SHARED[n][1], annotation=SHARED[n][0]
+            )
+            for n in names
+            if n not in own
+        ]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return command(*args, **{k: v for k, v in kwargs.items() if k in own})
+
+        params = [*signature.parameters.values(), *added]
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {
+            **command.__annotations__,
+            **{p.name: p.annotation for p in added},
+        }
+        return wrapper
+
+    return decorate

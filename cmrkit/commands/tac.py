@@ -155,23 +155,11 @@ def _register_coref() -> None:
     @r.run_app.command("coref")
     @user_errors
     @r.leaves_cluster
+    @r.shared_options(*(n for n in r.LUCENE_RUN if n != "spacy_model"))
     def coref_command(
         ctx: typer.Context,
         collection: Path = r.COLLECTION_ARG,
         split: str | None = r.SPLIT,
-        k: int = r.K,
-        k1: float = r.K1,
-        b: float = r.B,
-        threads: int = r.THREADS,
-        name: str | None = r.NAME,
-        runs_dir: Path = r.RUNS,
-        force: bool = r.FORCE,
-        verbose: bool = r.VERBOSE,
-        quiet: bool = r.QUIET,
-        auto_index: bool = r.AUTO_INDEX,
-        engine: str = r.ENGINE,
-        address: str | None = r.ADDRESS,
-        workers: int | None = r.WORKERS,
     ) -> None:
         """BM25 over the words of within-document coreference chains (the CMR coref baseline).
 
@@ -189,8 +177,8 @@ def _register_coref() -> None:
                 collection,
                 weights={"chain": 1.0},
                 query="chain",
-                k1=k1,
-                b=b,
-                options=r.run_options(ctx, name=name or "coref"),
+                k1=ctx.params["k1"],
+                b=ctx.params["b"],
+                options=r.run_options(ctx, name=ctx.params["name"] or "coref"),
             )
         )
