@@ -22,16 +22,9 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import cmrkit.collection.layout as layout
 from cmrkit._version import __version__
 from cmrkit.collection.clusters import write_clusters_jsonl
-from cmrkit.collection.layout import (
-    CORPUS,
-    MANIFEST,
-    TOPICS,
-    clusters_name,
-    qrels_name,
-    topics_tsv_name,
-)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.model import Mention, Passage
@@ -183,7 +176,7 @@ def kept_collection(
     there is none to keep (or ``force``); an error when another collection is there."""
     if force or not out_dir.exists():
         return None
-    path = out_dir / MANIFEST
+    path = out_dir / layout.MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -205,7 +198,7 @@ def kept_collection(
         )
     files = manifest.get("files") or {}
     qrels = {s: Path(p) for s, p in (files.get("qrels") or {}).items()}
-    corpus = out_dir / str(files.get("corpus", CORPUS))
+    corpus = out_dir / str(files.get("corpus", layout.CORPUS))
     elsewhere = [p for p in qrels.values() if p.parent != Path(qrels_dir)]
     if elsewhere:
         raise CmrkitError(
@@ -707,8 +700,8 @@ def build_collection(
     for s in splits:
         safe_name(s, "split name")
     out_dir = Path(collections_dir) / opts.name
-    qrels_files = {s: Path(qrels_dir) / qrels_name(opts.name, s) for s in splits}
-    cluster_files = {s: Path(qrels_dir) / clusters_name(opts.name, s) for s in splits}
+    qrels_files = {s: Path(qrels_dir) / layout.qrels_name(opts.name, s) for s in splits}
+    cluster_files = {s: Path(qrels_dir) / layout.clusters_name(opts.name, s) for s in splits}
     targets = [out_dir, *qrels_files.values(), *cluster_files.values()]
 
     query_clusters = {q.mention.cluster for q in queries}
@@ -727,7 +720,7 @@ def build_collection(
     with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as staged:
         cdir = staged.path(out_dir)
         cdir.mkdir()
-        corpus_path = cdir / CORPUS
+        corpus_path = cdir / layout.CORPUS
         out = gzip_writer(corpus_path)
         try:
             for u in units:
@@ -740,11 +733,11 @@ def build_collection(
         dropped.update(d_dropped)
         dropped.pop("distractor_id_clash", None)
 
-        with open(cdir / TOPICS, "w", encoding="utf-8", newline="\n") as f:
+        with open(cdir / layout.TOPICS, "w", encoding="utf-8", newline="\n") as f:
             for q in queries:
                 f.write(_json(_topic(q, opts)) + "\n")
         for s in splits:
-            with open(cdir / topics_tsv_name(s), "w", encoding="utf-8", newline="\n") as f:
+            with open(cdir / layout.topics_tsv_name(s), "w", encoding="utf-8", newline="\n") as f:
                 write_topics_tsv(
                     f,
                     (
@@ -784,15 +777,15 @@ def build_collection(
             "dropped": dropped,
             "splits": stats,
             "files": {
-                "corpus": CORPUS,
-                "topics": TOPICS,
-                "topics_tsv": {s: topics_tsv_name(s) for s in splits},
+                "corpus": layout.CORPUS,
+                "topics": layout.TOPICS,
+                "topics_tsv": {s: layout.topics_tsv_name(s) for s in splits},
                 "qrels": {s: str(p) for s, p in qrels_files.items()},
                 "clusters": {s: str(p) for s, p in cluster_files.items()},
             },
             "corpus_sha256": sha256_file(corpus_path),
         }
-        with open(cdir / MANIFEST, "w", encoding="utf-8", newline="\n") as f:
+        with open(cdir / layout.MANIFEST, "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
 

@@ -114,29 +114,31 @@ def corpus_path(collection: Path) -> Path:
     return collection / CORPUS
 
 
+def _records(
+    path: str | os.PathLike, what: str, keys: tuple[str, ...]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of a JSON-lines file whose ``keys`` must be strings."""
+    for n, record in iter_jsonl(path, what=what):
+        _strings(record, keys, path, f"line {n}")
+        yield n, record
+
+
+def _strings(record: dict[str, Any], keys: tuple[str, ...], path: object, where: str) -> None:
+    for key in keys:
+        if not isinstance(record.get(key), str):
+            raise CmrkitError(f"field {key!r} missing or not a string", path=path, where=where)
+
+
 def iter_corpus(collection: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for every unit of the corpus, with the keys retrieval needs checked."""
-    path = corpus_path(collection)
-    for n, record in iter_jsonl(path, what="one unit object per line"):
-        for key in ("id", "contents"):
-            if not isinstance(record.get(key), str):
-                raise CmrkitError(
-                    f"field {key!r} missing or not a string", path=path, where=f"line {n}"
-                )
-        yield n, record
+    return _records(corpus_path(collection), "one unit object per line", ("id", "contents"))
 
 
 def _topic_lines(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) of a ``topics.jsonl`` file; ``qid`` and ``split`` are strings."""
     if not Path(path).is_file():
         raise CmrkitError(_NO_TOPICS, path=path)
-    for n, rec in iter_jsonl(path, what="one topic object per line"):
-        for key in ("qid", "split"):
-            if not isinstance(rec.get(key), str):
-                raise CmrkitError(
-                    f"field {key!r} missing or not a string", path=path, where=f"line {n}"
-                )
-        yield n, rec
+    return _records(path, "one topic object per line", ("qid", "split"))
 
 
 def read_topic_records(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -163,9 +165,7 @@ def read_topics(collection: str | os.PathLike, split: str | None = None) -> list
     splits: set[str] = set()
     for n, rec in _topic_lines(path):
         where = f"line {n}"
-        for key in ("mention", "context", "unit"):
-            if not isinstance(rec.get(key), str):
-                raise CmrkitError(f"field {key!r} missing or not a string", path=path, where=where)
+        _strings(rec, ("mention", "context", "unit"), path, where)
         span = rec.get("span")
         if (
             not isinstance(span, list)

@@ -399,14 +399,11 @@ def build_index(
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` and return the index
     (``docvectors``: store term vectors too, see the module's header)."""
-    coll = collection_dir(collection)
-    target = index_path(coll)
-    if target.exists() and not force:
-        kept = kept_index(
-            coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
-        )
-        if kept is not None:
-            return kept
+    coll, target, kept = existing_index(
+        collection, force=force, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+    )
+    if kept is not None:
+        return kept
     if not 1 <= threads <= MAX_THREADS:
         raise CmrkitError(f"--threads must lie in 1..{MAX_THREADS}, got {threads}")
     started = time.perf_counter()
@@ -475,6 +472,22 @@ def opening(info: IndexInfo) -> Iterator[None]:
 
 def _read_manifest(target: Path) -> dict[str, Any] | None:
     return stored.read_manifest(target / MANIFEST, FORMAT)
+
+
+def existing_index(
+    collection: str | Path, *, force: bool, entities: bool, spacy_model: str, docvectors: bool
+) -> tuple[Path, Path, IndexInfo | None]:
+    """(collection folder, index folder, the index there when it is current and has the
+    settings asked for); None without ``force`` when there is none, and always with it. An index
+    there with other settings is an error (see :func:`kept_index`)."""
+    coll = collection_dir(collection)
+    target = index_path(coll)
+    if force or not target.exists():
+        return coll, target, None
+    kept = kept_index(
+        coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+    )
+    return coll, target, kept
 
 
 def kept_index(

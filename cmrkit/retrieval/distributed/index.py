@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import cmrkit.retrieval.entities as ner
-from cmrkit.collection.layout import CORPUS, collection_dir, corpus_path, iter_corpus
+from cmrkit.collection.layout import CORPUS, corpus_path, iter_corpus
 from cmrkit.collection.layout import MANIFEST as COLLECTION_MANIFEST
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
@@ -44,11 +44,10 @@ from cmrkit.retrieval.index import (
     IndexInfo,
     check_unit_id,
     corpus_size,
+    existing_index,
     finish_index,
     group_key,
     index_corpus,
-    index_path,
-    kept_index,
 )
 
 SHARD_UNITS = 250_000  # units per shard at most (about 10 minutes of NER on one core)
@@ -194,14 +193,11 @@ def build_sharded(
     (equal in content to :func:`cmrkit.retrieval.index.build_index`'s)."""
     from cmrkit.console import console, progress_bar
 
-    coll = collection_dir(collection)
-    target = index_path(coll)
-    if target.exists() and not force:
-        kept = kept_index(
-            coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
-        )
-        if kept is not None:
-            return kept
+    coll, target, kept = existing_index(
+        collection, force=force, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+    )
+    if kept is not None:
+        return kept
     started = time.perf_counter()
     timings: dict[str, float] = {}
     workers = connect(engine, verbose=verbose)
