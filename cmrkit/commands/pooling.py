@@ -112,16 +112,14 @@ def create_command(
     Example: cmrkit pool create runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --strategy maxmean --budget 20 --per-query --depth 100 -o pools/maxmean.pool.jsonl
     """
-    from cmrkit.errors import CmrkitError
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import (
-        SimulatedAssessors,
         StrategyOptions,
         annotated_pairs,
-        create_pool,
-        create_strategy_pool,
         infer_collection,
+        plain_pool,
         pool_report,
+        pool_runs,
         write_pool,
     )
 
@@ -135,45 +133,22 @@ def create_command(
         batch=batch,
         seed=seed,
     )
-    opts.check()
-    plain = strategy == "depth" and budget is None and not per_query
-    if sample is not None and not plain:
-        raise CmrkitError("--sample goes with the plain depth pool; use --strategy strata")
+    plain_pool(opts, sample)  # refused before any output is claimed
     where = collection or infer_collection(runs)
     targets = [output] + ([report] if report else [])
     with RepeatableOutputs(targets, force=force) as staged, console.status("pooling the runs"):
-        if plain and simulate is None:
-            pool = create_pool(
-                runs,
-                where,
-                depth=30 if depth is None else depth,
-                exclude=qrels,
-                topics=topics,
-                sample=sample,
-                seed=seed,
-            )
-        else:
-            simulated = None
-            if simulate is not None:
-                from cmrkit.fileio import sha256_file
-                from cmrkit.trec import read_qrels
-
-                simulated = SimulatedAssessors(
-                    read_qrels(simulate),
-                    assessors,
-                    noise,
-                    seed,
-                    {"path": str(simulate), "sha256": sha256_file(simulate)},
-                )
-            pool = create_strategy_pool(
-                runs,
-                where,
-                opts,
-                depth=depth,
-                exclude=qrels,
-                topics=topics,
-                assessors=simulated,
-            )
+        pool = pool_runs(
+            runs,
+            where,
+            opts,
+            depth=depth,
+            exclude=qrels,
+            topics=topics,
+            sample=sample,
+            simulate=simulate,
+            assessors=assessors,
+            noise=noise,
+        )
         write_pool(pool, staged.path(output))
         rep = pool_report(pool)
         if report:

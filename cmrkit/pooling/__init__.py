@@ -24,7 +24,13 @@ from cmrkit.pooling.pool import (
     subset_pool,
     write_pool,
 )
-from cmrkit.pooling.rounds import apply_strategy, create_strategy_pool, next_round
+from cmrkit.pooling.rounds import (
+    apply_strategy,
+    create_strategy_pool,
+    next_round,
+    plain_pool,
+    pool_runs,
+)
 from cmrkit.pooling.sample import sample_qrels
 from cmrkit.pooling.strategies import STRATEGIES, StrategyOptions, parse_strata
 
@@ -47,6 +53,8 @@ __all__ = [
     "next_round",
     "parse_sample_spec",
     "parse_strata",
+    "plain_pool",
+    "pool_runs",
     "pool_bias",
     "pool_report",
     "read_pool",

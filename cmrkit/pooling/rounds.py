@@ -242,3 +242,56 @@ def create_strategy_pool(
     if assessors is not None:
         pool.header["strategy"]["simulated"] = assessors.to_json()
     return pool
+
+
+def plain_pool(opts: StrategyOptions, sample: str | None) -> bool:
+    """Whether the options ask for the plain depth pool (every pair judged, or a ``sample``);
+    ``sample`` with a strategy is refused."""
+    opts.check()
+    plain = opts.name == "depth" and opts.budget is None and not opts.per_query
+    if sample is not None and not plain:
+        raise CmrkitError("--sample goes with the plain depth pool; use --strategy strata")
+    return plain
+
+
+def pool_runs(
+    runs: Sequence[str | os.PathLike],
+    collection: str | os.PathLike,
+    opts: StrategyOptions,
+    *,
+    depth: int | None = None,
+    exclude: Sequence[str | os.PathLike] = (),
+    topics: str | os.PathLike | None = None,
+    sample: str | None = None,
+    simulate: str | os.PathLike | None = None,
+    assessors: int = 3,
+    noise: float = 0.1,
+) -> Pool:
+    """The pool `cmrkit pool create` makes: the plain depth pool (top ``depth``, default 30,
+    or a stratified ``sample`` of it), else the strategy's, its adaptive rounds run against
+    ``assessors`` simulated ones who know the qrels ``simulate`` when given."""
+    if plain_pool(opts, sample) and simulate is None:
+        return create_pool(
+            runs,
+            collection,
+            depth=30 if depth is None else depth,
+            exclude=exclude,
+            topics=topics,
+            sample=sample,
+            seed=opts.seed,
+        )
+    simulated = None
+    if simulate is not None:
+        from cmrkit.fileio import sha256_file
+        from cmrkit.trec import read_qrels
+
+        simulated = SimulatedAssessors(
+            read_qrels(simulate),
+            assessors,
+            noise,
+            opts.seed,
+            {"path": str(simulate), "sha256": sha256_file(simulate)},
+        )
+    return create_strategy_pool(
+        runs, collection, opts, depth=depth, exclude=exclude, topics=topics, assessors=simulated
+    )
