@@ -18,9 +18,9 @@ from cmrkit.commands.runs import (
     WORKERS,
     engine_options,
     leaves_cluster,
+    lucene_run,
     report_run,
     run_app,
-    run_options,
     shared_options,
 )
 from cmrkit.console import out, user_errors
@@ -120,9 +120,7 @@ def register(app: typer.Typer) -> None:
             run_bm25(
                 collection,
                 query=query,
-                k1=ctx.params["k1"],
-                b=ctx.params["b"],
-                options=run_options(ctx),
+                **lucene_run(ctx),
             )
         )
 
@@ -176,9 +174,7 @@ def register(app: typer.Typer) -> None:
                 measure=measure,
                 tune_k=tune_k,
                 qrels_dir=qrels_dir,
-                k1=ctx.params["k1"],
-                b=ctx.params["b"],
-                options=run_options(ctx),
+                **lucene_run(ctx),
             )
         )
 
@@ -230,8 +226,6 @@ def register(app: typer.Typer) -> None:
                 gamma=gamma,
                 bottom_fb_terms=bottom_fb_terms,
                 bottom_fb_docs=bottom_fb_docs,
-                k1=ctx.params["k1"],
-                b=ctx.params["b"],
-                options=run_options(ctx),
+                **lucene_run(ctx),
             )
         )

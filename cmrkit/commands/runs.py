@@ -110,6 +110,12 @@ def run_options(ctx: typer.Context, **overrides) -> RunOptions:
     )
 
 
+def lucene_run(ctx: typer.Context, **overrides: Any) -> dict[str, Any]:
+    """The keywords every Lucene system function takes from a command: BM25's ``k1`` and ``b``
+    and the shared options (``overrides`` as for :func:`run_options`)."""
+    return {"k1": ctx.params["k1"], "b": ctx.params["b"], "options": run_options(ctx, **overrides)}
+
+
 def report_run(result) -> None:
     """One line for a run written (or found up to date), with its warnings."""
     side = result.sidecar

@@ -177,8 +177,6 @@ def _register_coref() -> None:
                 collection,
                 weights={"chain": 1.0},
                 query="chain",
-                k1=ctx.params["k1"],
-                b=ctx.params["b"],
-                options=r.run_options(ctx, name=ctx.params["name"] or "coref"),
+                **r.lucene_run(ctx, name=ctx.params["name"] or "coref"),
             )
         )
