@@ -18,6 +18,7 @@ from typing import Any
 
 from cmrkit.collection.layout import qrels_file, read_manifest, split_order, topic_records
 from cmrkit.errors import CmrkitError
+from cmrkit.fileio import regular_files
 from cmrkit.trec import Qrels
 
 
@@ -97,12 +98,13 @@ def collection_runs(name: str, runs_dir: str | os.PathLike = "runs") -> list[Run
     if not folder.is_dir():
         return []
     found = []
-    for path in sorted(folder.glob("*.trec")):
+    for path in regular_files(folder.glob("*.trec")):  # never a FIFO: it would block
         sidecar: dict[str, Any] = {}
         try:
-            obj = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+            side = path.with_suffix(".json")
+            obj = json.loads(side.read_text(encoding="utf-8")) if side.is_file() else {}
             sidecar = obj if isinstance(obj, dict) else {}
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             pass
         stem, _, split = path.stem.rpartition(".")
         found.append(
@@ -253,13 +255,13 @@ def find_pools(pools_dir: str | os.PathLike = "pools") -> list[PoolInfo]:
     if not folder.is_dir():
         return []
     pools = []
-    for path in sorted(folder.rglob("*.jsonl")):
+    for path in regular_files(folder.rglob("*.jsonl")):
         with open(path, encoding="utf-8", errors="replace") as f:
             first = f.readline()
             rest = sum(1 for line in f if line.strip())
         try:
             header = json.loads(first)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if not isinstance(header, dict) or header.get("format") != "cmrkit-pool":
             continue
@@ -286,7 +288,7 @@ def find_judgments(pools_dir: str | os.PathLike = "pools") -> list[JudgmentsInfo
     if not folder.is_dir():
         return []
     found = []
-    for path in sorted(folder.rglob("*.csv")):
+    for path in regular_files(folder.rglob("*.csv")):
         with open(path, encoding="utf-8", errors="replace", newline="") as f:
             reader = csv.reader(f)
             header = next(reader, [])

@@ -5,6 +5,7 @@ staleness, resuming, training, and the errors users see."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -430,6 +431,12 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws, ca
     assert [x["step"] for x in log["loss"]] == [1, 2]
     assert [e["epoch"] for e in log["epochs"]] == [0, 1] and "RR@10" in log["epochs"][1]["dev"]
     assert (out / "loss.png").stat().st_size > 0
+    # every file readable as the other outputs are (safetensors wrote the weights 0600)
+    mask = os.umask(0)
+    os.umask(mask)
+    modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o777 for p in out.rglob("*.*")}
+    assert modes["model.safetensors"] == modes["cmrkit-model.json"] == 0o666 & ~mask
+    assert set(modes.values()) == {0o666 & ~mask}
     assert (out / QUERY_ENCODER / "modules.json").is_file()
     base = load_sentence_transformer(resolve_model("all-MiniLM-L6-v2").path, "cpu")
     tuned = load_sentence_transformer(out, "cpu")

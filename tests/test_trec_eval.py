@@ -156,19 +156,21 @@ OPTION_SETS = [
      "-m", "iprec_at_recall..15,.33,.5", "-m", "11pt_avg..2,.4", "-m", "rbp.p=0.7", "-m",
      "Rprec_mult.0.5,1.5", "-m", "set_F.0.25", "-m", "relstring.7", "-m", "ndcg_rel", "-m",
      "Rndcg", "-m", "G", "-m", "relative_P.2,5", "-c"],
+    ["-m", "Rndcg.1=2,2=1,3=5", "-m", "G.0=1,2=4.5", "-m", "ndcg_rel.1=0.5,3=2", "-m",
+     "rbp_resid.p=0.5", "-m", "bpref", "-m", "infAP", "-m", "binG", "-l", "2", "-M", "20"],
 ]  # fmt: skip
 
 
 # (10.0's dcg and ideal_dcg share ndcg's parameters and crash it when ndcg has some)
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("options", OPTION_SETS, ids=["all_trec", "c-M", "J-l2", "params"])
+@pytest.mark.parametrize("options", OPTION_SETS, ids=["all_trec", "c-M", "J-l2", "params", "gains"])
 @pytest.mark.parametrize("version", ["9", "10"])
 def test_random_runs_equal_the_c_program(trec_eval, tmp_path, seed, options, version):
     binary = trec_eval[version] / "trec_eval"
     complete = "-c" in options
     qrels, run = _write_case(tmp_path, seed, complete_run=not complete)
     if version == "9":  # measures 9.0.8 lacks
-        options = _without(options, {"dcg", "ideal_dcg", "rbp.p=0.7"})
+        options = _without(options, {"dcg", "ideal_dcg", "rbp.p=0.7", "rbp_resid.p=0.5"})
     expected = subprocess.run(
         [str(binary), "-q", *options, str(qrels), str(run)],
         capture_output=True,
@@ -264,3 +266,25 @@ def test_swapped_arguments_give_the_usage(tmp_path):
     result = CliRunner().invoke(app, ["eval", str(qrels), str(run)])
     assert result.exit_code == 2
     assert "swapped" in result.stderr and "usage: cmrkit eval RUN QRELS" in result.stderr
+
+
+def test_zscores_missing_a_query_or_measure_as_trec_eval_and_said(trec_eval, tmp_path):
+    folder = trec_eval["10"]
+    lines = (folder / "test" / "zscores_file").read_text().splitlines()
+    kept = [x for x in lines if not x.startswith("302 ") and " map " not in x]
+    z = tmp_path / "z.txt"
+    z.write_text("\n".join(kept) + "\n")
+    qrels, run = folder / "test" / "qrels.test", folder / "test" / "results.test"
+    expected = subprocess.run(
+        [str(folder / "trec_eval"), "-q", "-m", "all_trec", "-Z", str(z), str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = CliRunner().invoke(
+        app, ["eval", str(run), str(qrels), "-q", "-m", "all_trec", "-Z", str(z), "-f", "trec"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert "no line for 1 queries (302)" in result.stderr
+    assert "lacks 1 measures for some queries (map)" in result.stderr

@@ -349,6 +349,8 @@ def _eval_trec(
         note = odd.describe(str(path))
         if note:
             console.print(note, markup=False, soft_wrap=True)
+    for note in result.notes:
+        console.print(note, markup=False, soft_wrap=True)
     console.print(te.coverage(result), markup=False, soft_wrap=True)
 
 

@@ -112,6 +112,7 @@ def create_command(
     Example: cmrkit pool create runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --strategy maxmean --budget 20 --per-query --depth 100 -o pools/maxmean.pool.jsonl
     """
+    from cmrkit.collection.layout import bare_name
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import (
         StrategyOptions,
@@ -134,7 +135,7 @@ def create_command(
         seed=seed,
     )
     plain_pool(opts, sample)  # refused before any output is claimed
-    where = collection or infer_collection(runs)
+    where = bare_name(collection) if collection else infer_collection(runs)
     targets = [output] + ([report] if report else [])
     with RepeatableOutputs(targets, force=force) as staged, console.status("pooling the runs"):
         pool = pool_runs(
@@ -366,6 +367,7 @@ def plan_command(
     Example: cmrkit pool plan runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --qrels qrels/sample.test.txt --budgets 5,10,20,30,50 --per-query --plot plan.png
     """
+    from cmrkit.collection.layout import bare_name
     from cmrkit.figures import figure_format
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import infer_collection
@@ -396,7 +398,7 @@ def plan_command(
             task = bar.add_task("plan", total=None)
             result = plan_pool(
                 runs,
-                collection or infer_collection(runs),
+                bare_name(collection) if collection else infer_collection(runs),
                 qrels,
                 options,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
@@ -526,6 +528,7 @@ def export_command(
     from cmrkit.assess.key import default_key_path, write_key
     from cmrkit.assess.render import write_html, write_jsonl, write_mturk
     from cmrkit.assess.tasks import build_tasks, read_gold
+    from cmrkit.collection.layout import bare_name
     from cmrkit.errors import CmrkitError
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import check_collection, read_pool
@@ -537,7 +540,7 @@ def export_command(
     if assignments < 1:
         raise CmrkitError(f"--assignments must be at least 1, not {assignments}")
     pool = read_pool(pool_file)
-    where = collection or Path(pool.header["collection"]["path"])
+    where = bare_name(collection) if collection else Path(pool.header["collection"]["path"])
     check_collection(pool, where, pool_file)
     known = read_gold(gold) if gold else None
     key = key or Path(default_key_path(output))

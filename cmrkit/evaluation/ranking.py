@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
@@ -155,7 +155,16 @@ def _ranking(
     starts = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(lens, out=starts[1:])
     # trec_eval 9.0.8 keeps scores as C floats, 10.0 as doubles
-    single = scores.astype(np.float32 if version == "9" else np.float64)
+    with np.errstate(over="ignore"):
+        single = scores.astype(np.float32 if version == "9" else np.float64)
+    beyond = int(np.count_nonzero(np.isinf(single) & np.isfinite(scores)))
+    if beyond:
+        import logging
+
+        logging.getLogger("cmrkit").warning(
+            f"{beyond} score(s) lie beyond float32's range (about ±3.4e38), in which trec_eval "
+            "9.0.8 keeps scores: they rank as ±infinity, as there"
+        )
     gid = np.repeat(np.arange(nq), lens)
     descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
     order = np.arange(len(single)) if descending.all() else np.lexsort((-single, gid))
@@ -237,39 +246,93 @@ def _native_values(
         out["infAP"] = np.where(nrel > 0, s / safe, s).tolist()
     first = np.full(nq, -1.0)
     first[found > 0] = hit_pos[np.concatenate(([0], np.cumsum(found)[:-1]))[found > 0]]
+    ctx = _Ranked(lens, rel, pos, nrel, safe, found, first, counts, first_k, qrels_rows)
     for m in ms:
-        k = m.cutoff
-        if m.kind == "RR":
-            ok = (first >= 0) & ((first < k) if k is not None else True)
-            out[m.name] = np.where(ok, 1.0 / (np.maximum(first, 0.0) + 1.0), 0.0).tolist()
-        elif m.kind == "P":
-            out[m.name] = (counts[k] / float(k)).tolist()
-        elif m.kind == "R":
-            out[m.name] = np.where(nrel > 0, counts[k] / safe, 0.0).tolist()
-        elif m.kind == "Success":
-            out[m.name] = (counts[k] > 0).astype(np.float64).tolist()
-        elif m.kind == "Judged":
-            head = np.minimum(lens, k)
-            judged = first_k(rel != _MISSING, k)
-            out[m.name] = np.where(head > 0, judged / np.maximum(head, 1), 0.0).tolist()
-        elif m.kind == "NumRel":
-            out[m.name] = nrel.tolist()
-        elif m.kind == "NumRet":
-            out[m.name] = lens.astype(np.float64).tolist()
-        elif m.kind == "NumRelRet":
-            out[m.name] = found.astype(np.float64).tolist()
-        elif m.kind == "NumQ":
-            out[m.name] = [1.0] * nq
-        elif m.kind == "nDCG":
-            log2 = np.asarray([math.log2(i + 2) for i in range(k)])  # rank i + 1
-            gain = (rel > 0) & (pos < k)
-            at = np.flatnonzero(gain)
-            terms = rel[at].astype(np.float64) / log2[pos[at]]
-            positive = first_k(gain, None)
-            (dcg,) = _prefix_sums(terms, positive, [positive])
-            ideal = np.asarray([_ideal_dcg(row, k) for row in qrels_rows])
-            out[m.name] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg).tolist()
+        compute = _COMPUTE.get(m.kind)
+        if compute is not None:
+            out[m.name] = compute(ctx, m.cutoff).tolist()
     return out
+
+
+@dataclass
+class _Ranked:
+    """What the per-kind computations share: every query's ranked grades and counts."""
+
+    lens: object  # documents per query
+    rel: object  # grades in rank order, all queries
+    pos: object  # rank (0-based) of each row
+    nrel: object  # relevant documents per query (float)
+    safe: object  # nrel, 1 where 0 (a divisor)
+    found: object  # relevant retrieved per query
+    first: object  # rank of the first relevant document, -1 if none
+    counts: dict  # cutoff -> relevant in the top k per query
+    first_k: Callable  # (flags, k) -> flags set in the top k per query
+    qrels_rows: list
+
+
+def _rr(c: _Ranked, k):
+    import numpy as np
+
+    ok = (c.first >= 0) & ((c.first < k) if k is not None else True)
+    return np.where(ok, 1.0 / (np.maximum(c.first, 0.0) + 1.0), 0.0)
+
+
+def _p(c: _Ranked, k):
+    return c.counts[k] / float(k)
+
+
+def _r(c: _Ranked, k):
+    import numpy as np
+
+    return np.where(c.nrel > 0, c.counts[k] / c.safe, 0.0)
+
+
+def _success(c: _Ranked, k):
+    import numpy as np
+
+    return (c.counts[k] > 0).astype(np.float64)
+
+
+def _judged(c: _Ranked, k):
+    import numpy as np
+
+    head = np.minimum(c.lens, k)
+    judged = c.first_k(c.rel != _MISSING, k)
+    return np.where(head > 0, judged / np.maximum(head, 1), 0.0)
+
+
+def _ndcg_cut(c: _Ranked, k):
+    import numpy as np
+
+    log2 = np.asarray([math.log2(i + 2) for i in range(k)])  # rank i + 1
+    gain = (c.rel > 0) & (c.pos < k)
+    at = np.flatnonzero(gain)
+    terms = c.rel[at].astype(np.float64) / log2[c.pos[at]]
+    positive = c.first_k(gain, None)
+    (dcg,) = _prefix_sums(terms, positive, [positive])
+    ideal = np.asarray([_ideal_dcg(row, k) for row in c.qrels_rows])
+    return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg)
+
+
+def _num_q(c: _Ranked, k):
+    import numpy as np
+
+    return np.ones(len(c.lens))
+
+
+# the per-kind computations of the native measures (AP and infAP are batched above)
+_COMPUTE: dict[str, Callable] = {
+    "RR": _rr,
+    "P": _p,
+    "R": _r,
+    "Success": _success,
+    "Judged": _judged,
+    "nDCG": _ndcg_cut,
+    "NumRel": lambda c, k: c.nrel,
+    "NumRet": lambda c, k: c.lens.astype(float),
+    "NumRelRet": lambda c, k: c.found.astype(float),
+    "NumQ": _num_q,
+}
 
 
 def _ideal_dcg(judged: Mapping[str, int], k: int) -> float:

@@ -119,6 +119,12 @@ def export_beir(
                     )
                 )
                 report.corpus += 1
+        if not report.corpus:
+            raise CmrkitError(
+                "the corpus holds no units: a BEIR export of it would be queries without "
+                "documents; rebuild the collection",
+                path=corpus_path,
+            )
         wanted = set(chosen)
         with open(root / "queries.jsonl", "w", encoding="utf-8", newline="\n") as f:
             for t in topics:

@@ -186,7 +186,9 @@ def register(
         import ir_datasets
         from ir_datasets.datasets.base import Dataset
     except ImportError:
-        raise CmrkitError("ir_datasets is not installed; pip install ir-datasets") from None
+        raise CmrkitError(
+            "ir_datasets is not installed; pip install ir-datasets (or cmrkit[ir])"
+        ) from None
     coll = collection_dir(collection)
     name = name or coll.resolve().name
     n_docs = read_manifest(coll).get("counts", {}).get("corpus_units")

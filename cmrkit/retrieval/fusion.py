@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cmrkit.errors import CmrkitError
+from cmrkit.errors import CmrkitError, check_range
 from cmrkit.fileio import sha256_file
+from cmrkit.retrieval.options import MAX_K
 from cmrkit.retrieval.runfile import (
     Computed,
     RankedRun,
@@ -68,10 +69,8 @@ def _check(
         raise CmrkitError(f"{len(weights)} weights for {n} runs; give one weight per run")
     if any(not math.isfinite(w) or w < 0 for w in weights):
         raise CmrkitError("run weights must be numbers >= 0")
-    if rrf_k < 0:
-        raise CmrkitError(f"--rrf-k must be >= 0, got {rrf_k}")
-    if k < 1:
-        raise CmrkitError(f"-k must be at least 1, got {k}")
+    check_range(rrf_k, 0, 1_000_000, "--rrf-k")
+    check_range(k, 1, MAX_K, "-k")
     return weights
 
 
@@ -130,16 +129,27 @@ def parse_weights(text: str | None, n: int) -> list[float]:
 
 
 def _sidecar(run_path: Path) -> dict[str, Any] | None:
-    import json
+    """The cmrkit sidecar beside a run (None when there is none); a broken one is refused
+    rather than silently ignored, and a JSON file that is not a sidecar is ignored with a
+    note."""
+    import logging
+
+    from cmrkit.fileio import parse_json, read_text
 
     path = run_path.with_suffix(".json")
     if not path.is_file():
         return None
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) and "identity" in value else None
+    value = parse_json(
+        read_text(path),
+        path=path,
+        what="the run's cmrkit sidecar (fix it, or move it away to fuse the run without it)",
+    )
+    if isinstance(value, dict) and "identity" in value:
+        return value
+    logging.getLogger("cmrkit").warning(
+        f"{path}: not a cmrkit sidecar (no identity); the run is fused without one"
+    )
+    return None
 
 
 def _common(paths: Sequence[Path], sidecars: Sequence[dict[str, Any] | None], key: str) -> Any:

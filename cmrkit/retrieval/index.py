@@ -146,7 +146,9 @@ def _write_shards(
     i = 0
     recogniser = ner.Recogniser(spacy_model, processes=processes) if entities else None
     try:
-        bar = progress_bar(progress, "preparing units" + (" (spaCy NER)" if entities else ""))
+        bar = progress_bar(
+            progress, "preparing units" + (" (spaCy NER)" if entities else ""), spinner=True
+        )
         with bar:
             task = bar.add_task("units", total=total)
             records = iter_corpus(collection)

@@ -9,6 +9,7 @@ collections, the units of its document are never returned.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -33,6 +34,7 @@ from cmrkit.retrieval.runfile import (
     rerun_command,
 )
 
+log = logging.getLogger("cmrkit")
 TIE_BREAK = "score descending (as written, 6 decimals), then docno descending (trec_eval order)"
 QUERY_BLOCK = 256  # queries scored per matrix product
 
@@ -120,9 +122,24 @@ def ensure_encoded(
     from cmrkit.retrieval.dense import store
 
     found = store.state(collection, ref, passage_max_length)
+    damage = ""
+    if found == "current" and auto:
+        index = store.open_dense(collection, ref, passage_max_length)
+        try:
+            index.load()  # every byte checked now, while a damaged encoding can still be redone
+            return index
+        except store.DamagedEncoding as e:
+            found, damage = "damaged", str(e).split("; re-encode it")[0]
     if found in ("current", "foreign") or not auto:
         return store.open_dense(collection, ref, passage_max_length)
-    if progress:
+    if found == "damaged":
+        if not damage:
+            try:
+                store.open_dense(collection, ref, passage_max_length)
+            except store.DamagedEncoding as e:
+                damage = str(e).split("; re-encode it")[0]
+        log.warning(f"{damage}; encoding the corpus again")
+    elif progress:
         why = "not encoded yet" if found == "missing" else "the corpus changed"
         console.print(f"encoding {collection.as_posix()} with {ref.name} first ({why})")
     return store.encode_corpus(
