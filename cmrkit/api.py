@@ -361,6 +361,8 @@ def _evaluate_trec(pd, run, qrels, texts, all_queries, depth, dedupe, version):
     if depth is not None:
         opts.max_docs = depth
     run_dict = _run_dict(run, dedupe=dedupe)
+    if not isinstance(run_dict, dict):  # a file read as columns
+        run_dict = run_dict.to_run()
     results = te.Results({q: list(docs.items()) for q, docs in run_dict.items()}, "")
     if version == "9":
         from array import array

@@ -384,8 +384,9 @@ def _eval_coresearch(run, qrels, fmt, dedupe: bool) -> None:
 
 def _trec_table(result, title: str) -> None:
     from cmrkit.commands.tables import Table, render
+    from cmrkit.evaluation.measures.trec import VERSION_NAMES
 
-    version = result.version
+    version = VERSION_NAMES[result.version]
     if result.options.query:
         table = Table(title, ["measure", "qid", "value"], keys=2, caption=f"trec_eval {version}")
         for qid in result.printed_queries:

@@ -130,10 +130,12 @@ def _lines(raw: bytes, path, version: str, odd: Odd) -> Iterable[tuple[int, list
         raise CmrkitError(
             f"line {line}: not UTF-8 text; re-encode the file as UTF-8", path=path
         ) from None
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    last = len(lines) if text.endswith("\n") else len(lines) + 1  # the empty tail is no line
+    for n, line in enumerate(lines, 1):
         fields = line.split()
         if not fields:
-            if line.strip() or n <= text.count("\n"):
+            if n < last:
                 odd.blank += 1
             continue
         if fields[0].startswith("#") and line[:1] == "#":
@@ -1167,8 +1169,10 @@ def _setup(name: str, req: defs.Request) -> Column:
             cut = sorted(_atol(t) for t in items)
         else:
             cut = sorted(int(c) for c in req.cutoffs.get(name, fam.default))
-        if cut[0] <= 0:
-            raise CmrkitError(f"measure {name}: cutoffs must be 1 or more (got {cut[0]})")
+        if cut[0] <= 0 or cut[-1] > defs.MAX_CUTOFF:
+            raise CmrkitError(
+                f"measure {name}: the cutoff must be an integer from 1 to {defs.MAX_CUTOFF:,}"
+            )
         if len(set(cut)) != len(cut):
             raise CmrkitError(f"measure {name}: a cutoff is given twice")
         return Column(fam, cut, [f"{name}_{c}" for c in cut])
@@ -1441,7 +1445,7 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
         return None
     import numpy as np
 
-    import cmrkit.evaluation.ranking as ranking
+    from cmrkit.evaluation.order import MISSING, rank_all
 
     cols = results.cols
     qrels = rel_info.qrels
@@ -1449,8 +1453,8 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
     if not blocks:
         return {}
     depth = None if opts.max_docs == Options.max_docs else opts.max_docs
-    lens, starts, _, rel, _, _ = ranking._ranking(cols, blocks, qrels, depth, opts.version)
-    marked = np.where(rel == ranking._MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
+    lens, starts, _, rel, _, _ = rank_all(cols, blocks, qrels, depth, opts.version)
+    marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
     flat = marked.tolist()
     bounds = starts.tolist()
     return {cols.qids[i]: flat[bounds[k] : bounds[k + 1]] for k, i in enumerate(blocks)}
