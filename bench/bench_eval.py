@@ -21,6 +21,7 @@ import argparse
 import importlib.util
 import json
 import random
+import resource
 import stat
 import statistics
 import subprocess
@@ -66,10 +67,19 @@ def trec_eval_binary(folder: Path) -> Path:
     return target
 
 
-def timed(cmd: list[str]) -> float:
+CPU: dict[str, list[float]] = {}
+
+
+def timed(cmd: list[str], label: str | None = None) -> float:
+    """Wall seconds of one run; the child's CPU seconds (user + sys) go to CPU[label]."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU.setdefault(label or cmd[0], []).append(cpu)
+    return wall
 
 
 def main() -> None:
@@ -105,20 +115,16 @@ def main() -> None:
 
         times: dict[str, list[float]] = {"trec_eval": [], "cmrkit eval": []}
         for _ in range(args.repeat):
-            times["trec_eval"].append(timed(trec))
-            times["cmrkit eval"].append(timed(cmrkit))
+            times["trec_eval"].append(timed(trec, "trec_eval"))
+            times["cmrkit eval"].append(timed(cmrkit, "cmrkit eval"))
         lines = sum(1 for _ in open(run))
         judgments = sum(1 for _ in open(qrels))
-    base = min(times["trec_eval"])
-    print(f"run: {lines:,} lines ({args.queries:,} queries x {args.docs:,} docs); "
-          f"qrels: {judgments:,} lines; {args.repeat} interleaved repeats")  # fmt: skip
-    print(f"shared measures identical to trec_eval (4 decimals): {'yes' if same else 'NO'}")
-    print()
-    print(f"| {'command':<12} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} |")
-    print(f"|{'-' * 14}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|")
-    for name, values in times.items():
-        print(f"| {name:<12} | {min(values):6.2f} | {statistics.median(values):8.2f} | "
-              f"{min(values) / base:15.2f} |")  # fmt: skip
+    _table(
+        times,
+        f"run: {lines:,} lines ({args.queries:,} queries x {args.docs:,} docs); "
+        f"qrels: {judgments:,} lines; {args.repeat} interleaved repeats",
+        f"shared measures identical to trec_eval (4 decimals): {'yes' if same else 'NO'}",
+    )
 
 
 def all_trec(args) -> None:
@@ -134,18 +140,30 @@ def all_trec(args) -> None:
         theirs = subprocess.run(trec, check=True, capture_output=True, text=True).stdout
         times: dict[str, list[float]] = {"trec_eval": [], "cmrkit eval": []}
         for _ in range(args.repeat):
-            times["trec_eval"].append(timed(trec))
-            times["cmrkit eval"].append(timed(cmrkit))
+            times["trec_eval"].append(timed(trec, "trec_eval"))
+            times["cmrkit eval"].append(timed(cmrkit, "cmrkit eval"))
+    _table(
+        times,
+        f"-q -m all_trec; {args.queries:,} queries x {args.docs:,} docs; "
+        f"{args.repeat} interleaved repeats",
+        f"output byte-identical to trec_eval 10.0: {'yes' if ours == theirs else 'NO'}",
+    )
+
+
+def _table(times: dict[str, list[float]], *head: str) -> None:
+    """Wall and CPU (user + sys) seconds; on a loaded machine CPU time is the steadier."""
     base = min(times["trec_eval"])
-    print(f"-q -m all_trec; {args.queries:,} queries x {args.docs:,} docs; "
-          f"{args.repeat} interleaved repeats")  # fmt: skip
-    print(f"output byte-identical to trec_eval 10.0: {'yes' if ours == theirs else 'NO'}")
+    cpu_base = min(CPU["trec_eval"])
+    for line in head:
+        print(line)
     print()
-    print(f"| {'command':<12} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} |")
-    print(f"|{'-' * 14}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|")
+    print(f"| {'command':<12} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} | "
+          f"{'CPU s':>6} | {'CPU / trec_eval':>15} |")  # fmt: skip
+    print(f"|{'-' * 14}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|{'-' * 7}:|{'-' * 16}:|")
     for name, values in times.items():
+        cpu = min(CPU[name])
         print(f"| {name:<12} | {min(values):6.2f} | {statistics.median(values):8.2f} | "
-              f"{min(values) / base:15.2f} |")  # fmt: skip
+              f"{min(values) / base:15.2f} | {cpu:6.2f} | {cpu / cpu_base:15.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

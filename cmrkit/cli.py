@@ -15,6 +15,7 @@ from cmrkit.commands import (
     pooling,
     reader,
     retrieval,
+    runs,
     status,
     tac,
 )
@@ -80,10 +81,41 @@ for _module in (
     status,
 ):
     _module.register(app)
+app.add_typer(runs.run_app, name="run")  # the groups the commands added themselves to
+app.add_typer(runs.train_app, name="train")
 
 
 def main() -> None:
     """Run the command line (see :func:`cmrkit.console.run` for signals and exit codes)."""
     from cmrkit.console import run
 
-    run(app)
+    run(_command_line)
+
+
+def _command_line() -> None:
+    """The command line, a usage error (unknown option, missing argument, bad value) told in
+    one line, as every other error is."""
+    import sys
+
+    try:
+        from typer._click.exceptions import ClickException, UsageError
+    except ImportError:  # a Typer that uses Click itself
+        from click.exceptions import ClickException, UsageError
+
+    try:
+        code = app(standalone_mode=False, prog_name="cmrkit")
+    except UsageError as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # `cmrkit` or a group alone: its help
+            print(e.format_message(), file=sys.stderr)
+            raise SystemExit(2) from None
+        where = e.ctx.command_path if e.ctx is not None else "cmrkit"
+        text = e.format_message().replace("\n", " ").rstrip(".")
+        print(f"error: {text}; see `{where} --help`", file=sys.stderr)
+        raise SystemExit(e.exit_code) from None
+    except ClickException as e:
+        print(f"error: {e.format_message()}", file=sys.stderr)
+        raise SystemExit(e.exit_code) from None
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)

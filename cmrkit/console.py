@@ -1,4 +1,4 @@
-"""Shared console output and the error boundary every command goes through."""
+"""Shared console output, progress bars, and the error boundary every command goes through."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +18,33 @@ from cmrkit.errors import CmrkitError
 # markup off: paths, run names and query ids printed here are data, never console markup
 console = Console(stderr=True, highlight=False, markup=False)
 out = Console(highlight=False, soft_wrap=True, markup=False)
+
+
+def progress_bar(
+    enabled: bool = True,
+    description: str = "{task.description}",
+    *,
+    transient: bool = False,
+    spinner: bool = False,
+    eta: bool = True,
+) -> Any:
+    """The progress bar every command shows on stderr (a rich ``Progress``; disabled when
+    ``enabled`` is false): the description, a bar, done/total and, with ``eta``, the time left."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns: list[Any] = [SpinnerColumn()] if spinner else []
+    columns += [TextColumn(description), BarColumn(), MofNCompleteColumn()]
+    if eta:
+        columns.append(TimeRemainingColumn())
+    return Progress(*columns, console=console, disable=not enabled, transient=transient)
+
 
 F = TypeVar("F", bound=Callable)
 
@@ -83,16 +110,28 @@ def run(app: Callable[[], object]) -> None:
 
     The process ends as soon as the command has (outputs are all in place or all dropped by
     then), without the interpreter's and a started JVM's teardown: that takes seconds, during
-    which a signal could only kill the process without a word."""
-    code: int | str | None = 0
+    which a signal could only kill the process without a word. A signal arriving at any instant
+    on the way there, even while the outcome is being reported, ends it the same way: one line,
+    never a traceback."""
     with interrupts.handling():
+        try:
+            code = 0
+            try:
+                code = _outcome(app)
+            finally:
+                _end(code)
+        except interrupts.Interrupted as e:  # in the instant before _end took over
+            interrupts.report(e)
+            _end(e.exit_code)
+
+
+def _outcome(app: Callable[[], object]) -> int:
+    """Run the command; its exit code, with its one line printed where it failed."""
+    try:
         try:
             app()
         except SystemExit as e:
             code = e.code
-        except interrupts.Interrupted as e:
-            interrupts.report(e)
-            code = e.exit_code
         except Exception as e:
             if os.environ.get("CMRKIT_TRACEBACK"):
                 raise
@@ -105,11 +144,19 @@ def run(app: Callable[[], object]) -> None:
         if isinstance(code, str):
             print(code, file=sys.stderr)
             code = 1
-        with interrupts.critical():
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except BrokenPipeError:
-                pass
-            logging.shutdown()
-            os._exit(code or 0)
+        return int(code or 0)
+    except interrupts.Interrupted as e:  # during the command, or while its outcome was told
+        interrupts.report(e)
+        return e.exit_code
+
+
+def _end(code: int) -> None:
+    """Flush and end the process now (a signal arriving meanwhile waits: the outcome stands)."""
+    with interrupts.critical():
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+        logging.shutdown()
+        os._exit(code)

@@ -126,6 +126,24 @@ def _end_now(signum: int) -> None:
     os._exit(128 + signum)
 
 
+def give_up(message: str, code: int) -> None:
+    """End the process now from any thread, as the watchdog does (staged work dropped by the
+    watchers), printing ``error: message``: for a main thread stuck in native code past a
+    deadline (a Ray cluster that never answers)."""
+    st = _state
+    for w in list(_watchers):
+        try:
+            w.emergency()
+        except Exception:  # the process ends anyway
+            pass
+    fd = st.err_fd if st is not None else 2
+    try:
+        os.write(fd, f"error: {message}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+    os._exit(code)
+
+
 def _handler(signum: int, frame: object) -> None:
     st = _state
     if st is None:

@@ -60,13 +60,11 @@ class Judgment:
 
 
 def _label(text: str, path: object, line: int, column: str) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        value = 0
+    # ASCII digits only: int() also reads other scripts' digits ("\u0665" is 5)
+    value = int(text.strip()) if text.strip().isascii() and text.strip().isdigit() else 0
     if not 1 <= value <= 5:
         raise CmrkitError(
-            f"label {text.strip()!r} in column {column} is not one of 1..5 "
+            f"label {text.strip()!r} in column {column} is not one of 1..5 in ASCII digits "
             "(very unlikely .. very likely)",
             path=path,
             where=f"line {line}",
@@ -83,8 +81,10 @@ def _rows(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dict[str,
     text = read_text(path)
     if not text.strip():
         raise CmrkitError("empty judgments file; expected a header line, then judgments", path=path)
-    reader = csv.reader(io.StringIO(text, newline=""))
+    # strict: a quote left open is an error where it opened, not a field swallowing the rest
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows = []
+    start = 1  # the line the record being read starts on (a quoted field may span lines)
     try:
         header = [h.strip() for h in next(reader)]
         repeated = sorted(h for h, n in Counter(header).items() if n > 1 and h)
@@ -94,22 +94,29 @@ def _rows(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dict[str,
                 path=path,
                 where="line 1",
             )
+        start = reader.line_num + 1
         for values in reader:
             if len(values) > len(header):
                 raise CmrkitError(
                     f"more fields than the {len(header)} header columns",
                     path=path,
-                    where=f"line {reader.line_num}",
+                    where=f"line {start}",
                 )
             if any(v.strip() for v in values):
                 values += [""] * (len(header) - len(values))
-                rows.append(
-                    (
-                        reader.line_num,
-                        {k: csv_value(v) for k, v in zip(header, values, strict=True)},
-                    )
-                )
+                rows.append((start, {k: csv_value(v) for k, v in zip(header, values, strict=True)}))
+            start = reader.line_num + 1
     except csv.Error as e:
+        if "end of data" in str(e) or reader.line_num > start:
+            # the record starting at `start` ran on: a quote opened there is never closed
+            cause = (
+                "a quoted field opened on this line is never closed (it runs to "
+                + ("the end of the file" if "end of data" in str(e) else f"line {reader.line_num}")
+                + ")"
+            )
+            raise CmrkitError(
+                f"malformed CSV: {cause}; check the quoting", path=path, where=f"line {start}"
+            ) from None
         raise CmrkitError(
             f"malformed CSV ({e}); check the quoting, or split a field longer than "
             f"{csv.field_size_limit():,} characters",
@@ -127,7 +134,7 @@ def _mturk_answer(row: dict[str, str], i: int, columns: list[str], path: object,
         return _label(row[name], path, line, name)
     chosen = []
     for c in columns:
-        m = re.fullmatch(re.escape(name) + r"\.(\d)(?:\.on)?", c)
+        m = re.fullmatch(re.escape(name) + r"\.([0-9])(?:\.on)?", c)
         if m and row.get(c, "").strip().lower() in _TRUE:
             chosen.append(int(m[1]))
     if len(chosen) != 1:
@@ -201,7 +208,9 @@ def read_judgments(
     if any(c.startswith(("Answer.", "Input.")) for c in header) or "WorkerId" in header:
         missing = [c for c in MTURK_COLUMNS if c not in header]
         slots = sorted(
-            int(m[1]) for c in header if (m := re.fullmatch(r"Input\.p(\d+)_(?:pair|query)_id", c))
+            int(m[1])
+            for c in header
+            if (m := re.fullmatch(r"Input\.p([0-9]+)_(?:pair|query)_id", c))
         )
         if not slots:
             missing.append("Input.p1_pair_id")

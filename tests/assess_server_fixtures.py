@@ -65,10 +65,10 @@ HOSTILE = (
 )
 
 
-def small_pool(tmp_path: Path, cli, queries=3, docs=6, hostile=False, extra=()) -> dict:
+def small_pool(tmp_path: Path, cli, queries=3, docs=6, hostile=False, extra=(), qids=None) -> dict:
     """A collection, a run pooling ``docs`` candidates for each of ``queries`` queries, qrels
     (every third candidate relevant, plus gold pairs outside the pool) and the pool file."""
-    qids = [f"q{i}" for i in range(1, queries + 1)]
+    qids = list(qids or [f"q{i}" for i in range(1, queries + 1)])
     docnos = [f"d{j}" for j in range(1, docs + 4)]
     units = []
     if hostile:
@@ -85,7 +85,7 @@ def small_pool(tmp_path: Path, cli, queries=3, docs=6, hostile=False, extra=()) 
     coll = write_collection(tmp_path / "collections", qids, docnos, extra_units=units + list(extra))
     pooled = {q: [f"d{j}" for j in range(1, docs + 1)] for q in qids}
     if hostile:
-        pooled["q1"] = ["h1", "h2"] + pooled["q1"]
+        pooled[qids[0]] = ["h1", "h2"] + pooled[qids[0]]
     run = write_run(
         tmp_path / "r.trec",
         {q: [(d, float(len(ds) - i)) for i, d in enumerate(ds)] for q, ds in pooled.items()},

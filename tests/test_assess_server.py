@@ -387,7 +387,8 @@ def test_export_is_read_by_judgments_aggregate(tmp_path, cli, db_url):  # noqa: 
 
 
 def test_hostile_texts_arrive_escaped(tmp_path, cli, db_url):  # noqa: F811
-    d = small_pool(tmp_path, cli, hostile=True)
+    evil = "<script>window.pwned=4</script>"
+    d = small_pool(tmp_path, cli, hostile=True, qids=["q1", evil])
     app, engine = make_app(db_url, d["pool"], assessors=1)
     ann = logged_in(app, engine, "ann")
     seen = 0
@@ -400,12 +401,16 @@ def test_hostile_texts_arrive_escaped(tmp_path, cli, db_url):  # noqa: F811
             [*t["query"].values(), *(v for v in t["unit"].values() if isinstance(v, str))]
         )
         assert "<script" not in html and "<img" not in html and "<!--" not in html
-        if "&lt;script&gt;" in html:
+        if "&lt;script&gt;window.pwned = 1" in t["unit"]["main"]:
             seen += 1
         assert ann.judge(t["pair_id"], 3).status_code == 201
     assert seen == 2
     r = ann.get("/assess")
     assert "script-src 'self'" in r.headers["content-security-policy"]
+    org = logged_in(app, engine, "olga", "organizer")
+    page = org.get("/progress").text  # the organizer sees query ids: escaped
+    assert "&lt;script&gt;window.pwned=4&lt;/script&gt;" in page and evil not in page
+    assert any(q["qid"] == evil for q in org.get("/api/progress").json()["queries"])
 
 
 def test_adaptive_rounds_follow_the_strategy(tmp_path, cli, db_url):  # noqa: F811
@@ -534,3 +539,38 @@ def test_cohen_kappa_matches_scikit_learn():
         a = [rng.randint(1, 5) for _ in range(30)]
         b = [x if rng.random() < 0.6 else rng.randint(1, 5) for x in a]
         assert cohen_kappa(a, b) == pytest.approx(sklearn.cohen_kappa_score(a, b))
+
+
+def test_serve_refuses_bad_options_before_serving(tmp_path, cli, db_url):  # noqa: F811
+    d = small_pool(tmp_path, cli)
+    cases = [
+        (["--gold-rate", "0.1"], "--gold-rate needs --gold"),
+        (["--assessors", "0"], "--assessors must lie in 1..1000"),
+        (["--budget", "5"], "go with --strategy"),
+        (["--strategy", "mtf"], "needs a --budget"),
+        (["--lease", "0"], "--lease must lie"),
+        (["--port", "70000"], "--port must lie"),
+    ]
+    for args, message in cases:
+        r = cli("assess", "serve", d["pool"], "--db", db_url, *args)
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+    r = cli("assess", "serve", d["pool"], "--db", "mysql://x@y/z")
+    assert r.exit_code == 2 and "sqlite:///PATH nor postgresql://" in r.output
+    r = cli("assess", "serve", tmp_path / "missing.jsonl", "--db", db_url)
+    assert r.exit_code == 2 and "pool file not found" in r.output
+    # nothing was loaded by the refused starts: a good start still works
+    app, engine = make_app(db_url, d["pool"], assessors=1)
+    assert logged_in(app, engine, "ann").get("/api/next").status_code == 200
+
+
+def test_the_command_line_does_not_import_the_server_libraries():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cmrkit.cli; "
+        "print(sorted(m for m in ('starlette', 'sqlalchemy', 'argon2', 'uvicorn', 'alembic') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

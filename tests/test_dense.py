@@ -5,6 +5,7 @@ staleness, resuming, training, and the errors users see."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -387,7 +388,7 @@ def test_fuse_cli_writes_run_and_sidecar_and_refuses_foreign_runs(cli, tmp_path)
 # training
 
 
-def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
+def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws, capsys):
     import torch
 
     from cmrkit.retrieval.dense.models import QUERY_ENCODER, load_sentence_transformer
@@ -430,6 +431,12 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
     assert [x["step"] for x in log["loss"]] == [1, 2]
     assert [e["epoch"] for e in log["epochs"]] == [0, 1] and "RR@10" in log["epochs"][1]["dev"]
     assert (out / "loss.png").stat().st_size > 0
+    # every file readable as the other outputs are (safetensors wrote the weights 0600)
+    mask = os.umask(0)
+    os.umask(mask)
+    modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o777 for p in out.rglob("*.*")}
+    assert modes["model.safetensors"] == modes["cmrkit-model.json"] == 0o666 & ~mask
+    assert set(modes.values()) == {0o666 & ~mask}
     assert (out / QUERY_ENCODER / "modules.json").is_file()
     base = load_sentence_transformer(resolve_model("all-MiniLM-L6-v2").path, "cpu")
     tuned = load_sentence_transformer(out, "cpu")
@@ -447,6 +454,17 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
     assert ran.sidecar["parameters"]["passage_max_length"] == 32
     assert ran.sidecar["model"]["separate_query_encoder"] is True
     assert ran.sidecar["model"]["trained"]["base_model"]["name"] == "all-MiniLM-L6-v2"
+    # other markers than the model was trained with: a plain warning line (no console markup)
+    capsys.readouterr()
+    other = run_dense(
+        coll,
+        dense=DenseOptions(model=str(out), device="cpu", batch_size=4, markers=("[[", "]]")),
+        options=_opts(root, k=3, name="other-markers"),
+    )
+    err = capsys.readouterr().err
+    assert "warning: the model was trained with markers '<S>' '</S>'" in err
+    assert "[yellow]" not in err and "[/]" not in err
+    assert other.sidecar["warnings"][0]["qid"] == "*"
     with pytest.raises(CmrkitError, match="already exists"):
         train_dense(coll, out, train=TrainOptions(train_split="train"), progress=False)
 

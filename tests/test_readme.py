@@ -58,3 +58,53 @@ def test_the_readme_sample_recipe_runs_as_written(tmp_path):
     assert "runs/sample/bm25.test.trec is up to date" in again.stdout
     assert "pools/sample.pool.jsonl is up to date" in again.stdout
     assert "qrels/sample.pooled.txt is up to date" in again.stdout
+
+
+def _bash_blocks() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
+def test_the_readme_writes_outputs_into_their_folders_not_the_repository_root():
+    """Recipes wrote diff.png, avg.jsonl, fused.trec and models/ into the repository root."""
+    blocks = "\n".join(_bash_blocks()).replace("\\\n", " ")
+    targets = re.findall(r"(?:\s-o|--output|--plot|--json)[ \t]+(\S+)", blocks)
+    assert len(targets) >= 8
+    placeholders = [t for t in targets if t.isupper() or t.startswith("DIR")]
+    written = [t for t in targets if t not in placeholders]
+    outside = [t for t in written if t.split("/")[0] not in GENERATED]
+    assert outside == [], outside
+    ignored = (README.parent / ".gitignore").read_text().split()
+    for folder in {t.split("/")[0] for t in written} | {"models"}:
+        assert f"/{folder}/" in ignored or f"/{folder}/*" in ignored, folder
+
+
+GENERATED = {"collections", "qrels", "runs", "pools", "models"}
+
+
+def test_the_readme_uses_one_command_style_and_says_to_activate_the_venv():
+    """First steps used .venv/bin/cmrkit and later recipes bare cmrkit, never saying to
+    activate the virtual environment."""
+    blocks = _bash_blocks()
+    assert ". .venv/bin/activate" in blocks[0]
+    commands = [line for b in blocks[1:] for line in b.splitlines() if "cmrkit " in line]
+    assert commands and not [line for line in commands if ".venv/bin/cmrkit" in line]
+
+
+def test_the_readme_names_the_dense_folder_and_the_ir_extra_as_they_are():
+    import tomllib
+
+    text = README.read_text(encoding="utf-8")
+    assert "dense/TAG/" not in text and "dense/<model-tag>/`" not in text
+    assert "dense/<model-tag>-p<passage length>/" in text
+    from cmrkit.retrieval.dense.store import store_tag
+
+    class Ref:
+        tag = "m"
+
+    assert store_tag(Ref(), 256) == "m-p256"  # type: ignore[arg-type]
+    extras = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(r.startswith("ir-datasets") for r in extras["ir"])
+    assert "pip install -e '.[ir]'" in text

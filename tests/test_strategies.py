@@ -439,8 +439,14 @@ def test_plan_plot_for_papers(three, cli):
     labels = [line.get_label() for line in found.get_lines()]
     assert "strata (xinfAP)" in labels and "depth" in labels
     assert "xinfAP" in bias.get_ylabel()
-    # PDF and SVG by extension, PNG at 300 dpi; each rerun finds its plot up to date
-    args = ["pool", "plan", *runs, "--collection", coll, "--qrels", truth, "--budgets", "2,3"]
+    notes = [t.get_text() for t in tau.texts]
+    tied = {r["tau"] for r in plan.rows}
+    assert notes == (
+        [f"tau {tied.pop():.2f} for every strategy\nat every budget"] if len(tied) == 1 else []
+    )
+    # PDF and SVG by extension, PNG at 300 dpi; each rerun finds its plot up to date (the
+    # collection named bare, as `status tiny` takes it: collections/tiny)
+    args = ["pool", "plan", *runs, "--collection", "tiny", "--qrels", truth, "--budgets", "2,3"]
     for name, magic in (("plan.pdf", b"%PDF"), ("plan.svg", b"<?xml"), ("plan.png", b"\x89PNG")):
         r = cli(*args, "--plot", tmp / name)
         assert r.exit_code == 0, r.output
@@ -456,6 +462,9 @@ def test_plan_plot_for_papers(three, cli):
     r = cli(*args, "--plot", tmp / "plan.jpg")
     assert r.exit_code == 2 and "FILE.pdf or FILE.svg" in r.stderr
     assert not (tmp / "plan.jpg").exists()
+    r = cli("pool", "create", *runs, "--collection", "tiny", "-o", tmp / "bare.jsonl")
+    assert r.exit_code == 0, r.output
+    assert read_pool(tmp / "bare.jsonl").header["collection"]["name"] == "tiny"
 
 
 def test_next_reads_blind_answers_through_the_export_key(three, cli):

@@ -10,6 +10,7 @@ counting as ``missing_score`` (default: the lowest score among the links).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,11 @@ class ClusterOptions:
             raise CmrkitError("--top must be 1 or more")
         if self.method == "average" and self.threshold is None:
             raise CmrkitError("--method average merges clusters down to --threshold: give it")
+        # scores are finite numbers: NaN compares false to everything, infinity breaks averages
+        given = (("--threshold", self.threshold), ("--missing-score", self.missing_score))
+        for flag, value in given:
+            if value is not None and not math.isfinite(value):
+                raise CmrkitError(f"{flag} must be a finite number, got {value}")
 
 
 @dataclass

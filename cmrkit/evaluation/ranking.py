@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import SAMPLED_KINDS, Measure, parse_measures
 from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSIONS
+from cmrkit.evaluation.order import MISSING as _MISSING
+from cmrkit.evaluation.order import rank_all as _ranking
 from cmrkit.trec import (
     Qrels,
     Run,
@@ -81,7 +83,6 @@ def aggregate(measure: Measure, values: Sequence[float]) -> float:
 _NATIVE = frozenset(
     {"AP", "infAP", "RR", "R", "P", "Success", "Judged", "NumRel", "NumRet", "NumRelRet", "NumQ"}
 )
-_MISSING = -(1 << 40)  # relevance of a retrieved document the qrels lack (not in the pool)
 _INFAP_EPSILON = 0.00001  # trec_eval's INFAP_EPSILON
 
 
@@ -128,61 +129,6 @@ def _prefix_sums(values, counts, picks):
         for o, pick in zip(out, picks, strict=True):
             o[q] = sums[pick[q]]
     return out
-
-
-def _ranking(
-    cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | None, version: str = "10"
-):
-    """Per-query sizes and, in trec_eval's order (cut at ``depth``), the rows and grades."""
-    import itertools
-
-    import numpy as np
-
-    bounds = cols.starts.tolist()
-    if len(blocks) == len(cols.qids):
-        docnos, scores = cols.docnos, cols.scores
-        lens = np.diff(cols.starts)
-    else:
-        docnos = list(
-            itertools.chain.from_iterable(cols.docnos[bounds[i] : bounds[i + 1]] for i in blocks)
-        )
-        lens = np.asarray([bounds[i + 1] - bounds[i] for i in blocks], dtype=np.int64)
-        rows = np.concatenate(
-            [np.arange(bounds[i], bounds[i + 1]) for i in blocks] + [np.zeros(0, np.int64)]
-        )
-        scores = cols.scores[rows]
-    nq = len(blocks)
-    starts = np.zeros(nq + 1, dtype=np.int64)
-    np.cumsum(lens, out=starts[1:])
-    # trec_eval 9.0.8 keeps scores as C floats, 10.0 as doubles
-    single = scores.astype(np.float32 if version == "9" else np.float64)
-    gid = np.repeat(np.arange(nq), lens)
-    descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
-    order = np.arange(len(single)) if descending.all() else np.lexsort((-single, gid))
-    ordered = single[order]
-    tied = np.flatnonzero((ordered[1:] == ordered[:-1]) & (gid[1:] == gid[:-1]))
-    if len(tied):
-        # ties: docno descending (strcmp order; str and ASCII bytes sort alike)
-        breaks = np.flatnonzero(np.diff(tied) != 1)
-        firsts = tied[np.concatenate(([0], breaks + 1))].tolist()
-        lasts = (tied[np.concatenate((breaks, [len(tied) - 1]))] + 2).tolist()
-        for a, b in zip(firsts, lasts, strict=True):
-            order[a:b] = sorted(order[a:b].tolist(), key=docnos.__getitem__, reverse=True)
-    as_bytes = bool(docnos) and isinstance(docnos[0], bytes)
-    grades = []
-    for k, i in enumerate(blocks):
-        judged = qrels[cols.qids[i]]
-        if as_bytes:
-            judged = dict(zip(map(str.encode, judged), judged.values(), strict=True))
-        a, b = int(starts[k]), int(starts[k + 1])
-        grades.append(map(judged.get, docnos[a:b], itertools.repeat(_MISSING)))
-    grade = np.fromiter(itertools.chain.from_iterable(grades), dtype=np.int64, count=len(docnos))
-    if depth is not None and int(lens.max(initial=0)) > depth:
-        keep = (np.arange(len(order)) - np.repeat(starts[:-1], lens)) < depth
-        order = order[keep]
-        lens = np.minimum(lens, depth)
-        np.cumsum(lens, out=starts[1:])
-    return lens, starts, order, grade[order], docnos, scores
 
 
 def _native_values(
@@ -237,39 +183,93 @@ def _native_values(
         out["infAP"] = np.where(nrel > 0, s / safe, s).tolist()
     first = np.full(nq, -1.0)
     first[found > 0] = hit_pos[np.concatenate(([0], np.cumsum(found)[:-1]))[found > 0]]
+    ctx = _Ranked(lens, rel, pos, nrel, safe, found, first, counts, first_k, qrels_rows)
     for m in ms:
-        k = m.cutoff
-        if m.kind == "RR":
-            ok = (first >= 0) & ((first < k) if k is not None else True)
-            out[m.name] = np.where(ok, 1.0 / (np.maximum(first, 0.0) + 1.0), 0.0).tolist()
-        elif m.kind == "P":
-            out[m.name] = (counts[k] / float(k)).tolist()
-        elif m.kind == "R":
-            out[m.name] = np.where(nrel > 0, counts[k] / safe, 0.0).tolist()
-        elif m.kind == "Success":
-            out[m.name] = (counts[k] > 0).astype(np.float64).tolist()
-        elif m.kind == "Judged":
-            head = np.minimum(lens, k)
-            judged = first_k(rel != _MISSING, k)
-            out[m.name] = np.where(head > 0, judged / np.maximum(head, 1), 0.0).tolist()
-        elif m.kind == "NumRel":
-            out[m.name] = nrel.tolist()
-        elif m.kind == "NumRet":
-            out[m.name] = lens.astype(np.float64).tolist()
-        elif m.kind == "NumRelRet":
-            out[m.name] = found.astype(np.float64).tolist()
-        elif m.kind == "NumQ":
-            out[m.name] = [1.0] * nq
-        elif m.kind == "nDCG":
-            log2 = np.asarray([math.log2(i + 2) for i in range(k)])  # rank i + 1
-            gain = (rel > 0) & (pos < k)
-            at = np.flatnonzero(gain)
-            terms = rel[at].astype(np.float64) / log2[pos[at]]
-            positive = first_k(gain, None)
-            (dcg,) = _prefix_sums(terms, positive, [positive])
-            ideal = np.asarray([_ideal_dcg(row, k) for row in qrels_rows])
-            out[m.name] = np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg).tolist()
+        compute = _COMPUTE.get(m.kind)
+        if compute is not None:
+            out[m.name] = compute(ctx, m.cutoff).tolist()
     return out
+
+
+@dataclass
+class _Ranked:
+    """What the per-kind computations share: every query's ranked grades and counts."""
+
+    lens: object  # documents per query
+    rel: object  # grades in rank order, all queries
+    pos: object  # rank (0-based) of each row
+    nrel: object  # relevant documents per query (float)
+    safe: object  # nrel, 1 where 0 (a divisor)
+    found: object  # relevant retrieved per query
+    first: object  # rank of the first relevant document, -1 if none
+    counts: dict  # cutoff -> relevant in the top k per query
+    first_k: Callable  # (flags, k) -> flags set in the top k per query
+    qrels_rows: list
+
+
+def _rr(c: _Ranked, k):
+    import numpy as np
+
+    ok = (c.first >= 0) & ((c.first < k) if k is not None else True)
+    return np.where(ok, 1.0 / (np.maximum(c.first, 0.0) + 1.0), 0.0)
+
+
+def _p(c: _Ranked, k):
+    return c.counts[k] / float(k)
+
+
+def _r(c: _Ranked, k):
+    import numpy as np
+
+    return np.where(c.nrel > 0, c.counts[k] / c.safe, 0.0)
+
+
+def _success(c: _Ranked, k):
+    import numpy as np
+
+    return (c.counts[k] > 0).astype(np.float64)
+
+
+def _judged(c: _Ranked, k):
+    import numpy as np
+
+    head = np.minimum(c.lens, k)
+    judged = c.first_k(c.rel != _MISSING, k)
+    return np.where(head > 0, judged / np.maximum(head, 1), 0.0)
+
+
+def _ndcg_cut(c: _Ranked, k):
+    import numpy as np
+
+    log2 = np.asarray([math.log2(i + 2) for i in range(k)])  # rank i + 1
+    gain = (c.rel > 0) & (c.pos < k)
+    at = np.flatnonzero(gain)
+    terms = c.rel[at].astype(np.float64) / log2[c.pos[at]]
+    positive = c.first_k(gain, None)
+    (dcg,) = _prefix_sums(terms, positive, [positive])
+    ideal = np.asarray([_ideal_dcg(row, k) for row in c.qrels_rows])
+    return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg)
+
+
+def _num_q(c: _Ranked, k):
+    import numpy as np
+
+    return np.ones(len(c.lens))
+
+
+# the per-kind computations of the native measures (AP and infAP are batched above)
+_COMPUTE: dict[str, Callable] = {
+    "RR": _rr,
+    "P": _p,
+    "R": _r,
+    "Success": _success,
+    "Judged": _judged,
+    "nDCG": _ndcg_cut,
+    "NumRel": lambda c, k: c.nrel,
+    "NumRet": lambda c, k: c.lens.astype(float),
+    "NumRelRet": lambda c, k: c.found.astype(float),
+    "NumQ": _num_q,
+}
 
 
 def _ideal_dcg(judged: Mapping[str, int], k: int) -> float:

@@ -72,9 +72,12 @@ class SpanMeasure:
 
 
 def span_measures(cutoffs: Sequence[int]) -> list[SpanMeasure]:
+    from cmrkit.evaluation.measures import MAX_CUTOFF
+
     ks = sorted(set(cutoffs)) or [1]
-    if ks[0] < 1:
-        raise CmrkitError("-k must be 1 or more")
+    if not 1 <= ks[0] <= ks[-1] <= MAX_CUTOFF:
+        bad = ks[0] if ks[0] < 1 else ks[-1]
+        raise CmrkitError(f"-k must be an integer from 1 to {MAX_CUTOFF:,}, got {bad}")
     return [SpanMeasure(kind, k) for k in ks for kind in ("EM", "F1")]
 
 

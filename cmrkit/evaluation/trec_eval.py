@@ -29,7 +29,6 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
-from itertools import accumulate
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import trec as defs
@@ -131,10 +130,12 @@ def _lines(raw: bytes, path, version: str, odd: Odd) -> Iterable[tuple[int, list
         raise CmrkitError(
             f"line {line}: not UTF-8 text; re-encode the file as UTF-8", path=path
         ) from None
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    last = len(lines) if text.endswith("\n") else len(lines) + 1  # the empty tail is no line
+    for n, line in enumerate(lines, 1):
         fields = line.split()
         if not fields:
-            if line.strip() or n <= text.count("\n"):
+            if n < last:
                 odd.blank += 1
             continue
         if fields[0].startswith("#") and line[:1] == "#":
@@ -375,6 +376,35 @@ class ResRels:
     rel_levels: list[int]
     num_rel_levels: int
 
+    def arr(self):
+        """The grades as a numpy array (cached)."""
+        cache = self.__dict__.setdefault("_cache", {})
+        a = cache.get("arr")
+        if a is None:
+            import numpy as np
+
+            a = cache["arr"] = np.asarray(self.rel_list, dtype=np.int64)
+        return a
+
+
+def _np():
+    import numpy as np
+
+    return np
+
+
+def _l2(n: int):
+    """math.log2(i + 2) for i < n as a numpy array (libm's values, as C's log2)."""
+    if len(_L2) < n:
+        _L2.extend(math.log2(i + 2) for i in range(len(_L2), n))
+    cache = _L2_ARRAY
+    if len(cache[0]) < n:
+        cache[0] = _np().asarray(_L2)
+    return cache[0][:n]
+
+
+_L2_ARRAY: list = [[]]
+
 
 def _ranked(docs: list[tuple[str, float]], opts: Options, prefs: bool = False) -> list[str]:
     """Docnos by score descending, ties by docno descending (ascending for prefs, as
@@ -428,6 +458,19 @@ def form_res_rels(
                 num_rel += buf[i]
     state["num_rel_levels"] = num_rel_levels
     rel_levels = list(buf)
+    if isinstance(grades, tuple):  # (list, numpy array) of a run ranked in bulk
+        rel_list, arr = grades
+        if opts.judged_only:
+            arr = arr[arr >= 0]
+            rel_list = arr.tolist()
+            nonpool = unjudged = 0
+        else:
+            nonpool = int((arr == NONPOOL).sum())
+            unjudged = int((arr == UNJUDGED).sum())
+        rr = ResRels(rel_list, len(rel_list), int((arr >= level).sum()), nonpool, unjudged,
+                     num_rel, rel_levels, num_rel_levels)  # fmt: skip
+        rr.__dict__["_cache"] = {"arr": arr}
+        return rr
     if grades is not None:
         rel_list = grades
     else:
@@ -467,12 +510,13 @@ def _f(v: float) -> str:
     return f"{v:6.4f}"
 
 
-def _prefix(rr: ResRels, key: str, flag: Callable[[int], bool]) -> list[int]:
-    """pre[i]: documents among the top i with ``flag`` (cached on the ResRels)."""
+def _prefix(rr: ResRels, key: str, flag: Callable) -> list[int]:
+    """pre[i]: documents among the top i with ``flag`` (a numpy mask of the grades; cached)."""
     cache = rr.__dict__.setdefault("_cache", {})
     pre = cache.get(key)
     if pre is None:
-        pre = [0, *accumulate(1 if flag(r) else 0 for r in rr.rel_list)]
+        np = _np()
+        pre = [0, *np.cumsum(flag(rr.arr())).tolist()]
         cache[key] = pre
     return pre
 
@@ -485,24 +529,20 @@ def _cut_values(rr: ResRels, cutoffs, at: Callable[[int, int], float], pre) -> l
 
 
 def _rel_prefix(rr: ResRels, level: int) -> list[int]:
-    return _prefix(rr, f"rel{level}", lambda r: r >= level)
+    return _prefix(rr, f"rel{level}", lambda a: a >= level)
 
 
 def _ap_terms(rr: ResRels, level: int) -> list[float]:
-    """psum[i]: the AP sum over the top i documents, added term by term as m_map.c does."""
+    """psum[i]: the AP sum over the top i documents, added term by term as m_map.c does
+    (numpy's cumsum adds sequentially; adding 0.0 leaves a double unchanged)."""
     cache = rr.__dict__.setdefault("_cache", {})
     key = f"ap{level}"
     if key not in cache:
-        terms = []
-        rel_so_far = 0
-        for i, r in enumerate(rr.rel_list):
-            if r >= level:
-                rel_so_far += 1
-                terms.append(rel_so_far / (i + 1))
-            else:
-                terms.append(0.0)
-        # adding 0.0 leaves a double unchanged, so this is m_map.c's sum at every rank
-        cache[key] = [0.0, *accumulate(terms)]
+        np = _np()
+        mask = rr.arr() >= level
+        found = np.cumsum(mask)
+        terms = np.where(mask, found / np.arange(1, len(mask) + 1, dtype=np.float64), 0.0)
+        cache[key] = [0.0, *np.cumsum(terms).tolist()]
     return cache[key]
 
 
@@ -535,22 +575,27 @@ def m_Rprec(rr, p, o):
 
 
 def _bpref(rr, o) -> float:
+    """m_bpref.c: for each relevant document, 1 - (judged non-relevant above it, at most R)
+    / min(judged non-relevant, R); summed in rank order, over R."""
+    cache = rr.__dict__.setdefault("_cache", {})
+    if "bpref" in cache:
+        return cache["bpref"]
+    np = _np()
     level = o.level
     num_nonrel = sum(rr.rel_levels[:level]) if level > 0 else 0
-    nonrel_so_far = 0
+    a = rr.arr()
+    nonrel = (a >= 0) & (a < level)
+    rel = (a >= 0) & ~nonrel
+    before = np.cumsum(nonrel)[rel]
     bpref = 0.0
-    for r in rr.rel_list:
-        if r == NONPOOL or r == UNJUDGED:
-            continue
-        if 0 <= r < level:
-            nonrel_so_far += 1
-        else:
-            if nonrel_so_far > 0:
-                bpref += 1.0 - _div(min(nonrel_so_far, rr.num_rel), min(num_nonrel, rr.num_rel))
-            else:
-                bpref += 1.0
+    if len(before):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            part = np.minimum(before, rr.num_rel) / float(min(num_nonrel, rr.num_rel))
+        terms = np.where(before > 0, 1.0 - part, 1.0)
+        bpref = float(np.cumsum(terms)[-1])
     if rr.num_rel:
         bpref /= rr.num_rel
+    cache["bpref"] = bpref
     return bpref
 
 
@@ -581,31 +626,19 @@ def _lround(x: float) -> int:
 
 
 def _interpolated(rr, percents, o) -> list[float]:
-    """m_iprec_at_recall.c: interpolated precision at each recall cutoff."""
+    """m_iprec_at_recall.c: interpolated precision at each recall cutoff: at the rank of the
+    c-th relevant document, the best precision at that rank or below it."""
     cutoffs = _recall_cutoffs(percents, rr.num_rel, o.version)
-    out = [0.0] * len(cutoffs)
-    cur = len(cutoffs) - 1
-    while cur >= 0 and cutoffs[cur] > rr.num_rel_ret:
-        cur -= 1
-    int_precis = _div(rr.num_rel_ret, rr.num_ret)
-    rel_so_far = rr.num_rel_ret
-    level = o.level
-    rel_list = rr.rel_list
-    i = rr.num_ret
-    while i > 0 and rel_so_far > 0:
-        precis = rel_so_far / i
-        if int_precis < precis:
-            int_precis = precis
-        if rel_list[i - 1] >= level:
-            while cur >= 0 and rel_so_far == cutoffs[cur]:
-                out[cur] = int_precis
-                cur -= 1
-            rel_so_far -= 1
-        i -= 1
-    while cur >= 0:
-        out[cur] = int_precis
-        cur -= 1
-    return out
+    found = rr.num_rel_ret
+    init = _div(found, rr.num_ret)
+    if found == 0:
+        return [0.0 if c > found else init for c in cutoffs]
+    np = _np()
+    pre = np.asarray(_rel_prefix(rr, o.level)[1:], dtype=np.float64)
+    prec = pre / np.arange(1, rr.num_ret + 1, dtype=np.float64)
+    best = np.maximum.accumulate(prec[::-1])[::-1]
+    at = best[np.flatnonzero(rr.arr() >= o.level)].tolist()  # at the k-th relevant document
+    return [0.0 if c > found else (at[c - 1] if c >= 1 else at[0]) for c in cutoffs]
 
 
 def m_iprec_at_recall(rr, p, o):
@@ -645,7 +678,7 @@ def m_success(rr, p, o):
 
 
 def m_unj(rr, p, o):
-    pre = _prefix(rr, "unj", lambda r: r == NONPOOL or r == UNJUDGED)
+    pre = _prefix(rr, "unj", lambda a: (a == NONPOOL) | (a == UNJUDGED))
     return _cut_values(rr, p, lambda k, i: k / i, pre)
 
 
@@ -656,94 +689,63 @@ def m_map_cut(rr, p, o):
 
 
 def m_ndcg_cut(rr, p, o):
-    _need_log2(rr)
-    out = [0.0] * len(p)
-    n = len(p)
-    idx = 0
-    s = 0.0
-    for i in range(rr.num_ret):
-        if i == p[idx]:
-            out[idx] = s
-            idx += 1
-            if idx == n:
-                break
-        gain = rr.rel_list[i]
-        if gain > 0:
-            s += gain / _L2[i]
-    while idx < n:
-        out[idx] = s
-        idx += 1
-    idx = 0
-    cur = rr.num_rel_levels - 1
-    count = 0
-    ideal = 0.0
-    i = 0
-    while True:
-        count += 1
-        while cur > 0 and count > rr.rel_levels[cur]:
-            cur -= 1
-            count = 1
-        if cur <= 0:  # cur_lvl == 0 (or no levels at all)
-            break
-        if i == p[idx]:
-            if ideal > 0.0:
-                out[idx] /= ideal
-            idx += 1
-            if idx == n:
-                break
-        ideal += cur / _L2[i]
-        i += 1
-    while idx < n:
-        if ideal > 0.0:
-            out[idx] /= ideal
-        idx += 1
+    """m_ndcg_cut.c: DCG over the top k with the grades as gains, over the ideal's."""
+    np = _np()
+    a = rr.arr()
+    n = len(a)
+    gains = np.where(a > 0, a, 0).astype(np.float64)
+    results = [0.0, *np.cumsum(gains / _l2(n)).tolist()] if n else [0.0]
+    seq: list[float] = []
+    for level in range(rr.num_rel_levels - 1, 0, -1):
+        seq.extend([float(level)] * rr.rel_levels[level])
+    m = len(seq)
+    ideal = [0.0, *np.cumsum(np.asarray(seq) / _l2(m)).tolist()] if m else [0.0]
+    out = []
+    for k in p:
+        value = results[min(k, n)]
+        i = ideal[min(k, m)]
+        out.append(value / i if i > 0.0 else value)
     return out
 
 
 def m_infAP(rr, p, o):
+    """m_infap.c, term by term in rank order."""
+    np = _np()
     level = o.level
-    nonrel = rel = unjudged = 0
+    a = rr.arr()
+    nonrel = (a >= 0) & (a < level)
+    rel = (a >= 0) & ~nonrel
+    at = np.flatnonzero(rel)
     inf_ap = 0.0
-    for j, r in enumerate(rr.rel_list):
-        if r == NONPOOL:
-            continue
-        if r == UNJUDGED:
-            unjudged += 1
-            continue
-        if 0 <= r < level:
-            nonrel += 1
-        else:
-            rel += 1
-            if j == 0:
-                inf_ap += 1.0
-            else:
-                fj = float(j)
-                inf_ap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
-                    (rel - 1 + nonrel + unjudged) / fj
-                ) * ((rel - 1 + INFAP_EPSILON) / (rel - 1 + nonrel + 2 * INFAP_EPSILON))
+    if len(at):
+        r = np.cumsum(rel)[at] - 1  # relevant above
+        nr = np.cumsum(nonrel)[at]
+        unj = np.cumsum(a == UNJUDGED)[at]
+        fj = at.astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((r + nr + unj) / fj) * (
+                (r + INFAP_EPSILON) / ((r + nr) + 2 * INFAP_EPSILON)
+            )
+        terms[at == 0] = 1.0
+        inf_ap = float(np.cumsum(terms)[-1])
     if rr.num_rel:
         inf_ap /= rr.num_rel
     return [inf_ap]
 
 
 def m_Rprec_mult(rr, p, o):
-    cutoffs = [int(x * rr.num_rel + 0.9) for x in p]
-    out = [0.0] * len(p)
-    cur = len(p) - 1
-    while cur >= 0 and cutoffs[cur] > rr.num_ret:
-        out[cur] = _div(rr.num_rel_ret, cutoffs[cur])
-        cur -= 1
-    rel_so_far = rr.num_rel_ret
-    level = o.level
-    i = rr.num_ret
-    while i > 0 and rel_so_far > 0:
-        precis = rel_so_far / i
-        while cur >= 0 and i == cutoffs[cur]:
-            out[cur] = precis
-            cur -= 1
-        if rr.rel_list[i - 1] >= level:
-            rel_so_far -= 1
-        i -= 1
+    """m_Rprec_mult.c: precision at rank c = (long)(x * R + 0.9); past the ranking, the
+    relevant retrieved over c; 0 above the first relevant document."""
+    pre = _rel_prefix(rr, o.level)
+    out = []
+    for x in p:
+        c = int(x * rr.num_rel + 0.9)
+        if c > rr.num_ret:
+            out.append(_div(rr.num_rel_ret, c))
+        elif c > 0 and pre[c] > 0:
+            out.append(pre[c] / c)
+        else:
+            out.append(0.0)
     return out
 
 
@@ -761,14 +763,15 @@ def m_utility(rr, p, o):
 
 
 def m_binG(rr, p, o):
-    level = o.level
-    s = 0.0
-    rel_so_far = 0
-    for i, r in enumerate(rr.rel_list):
-        if r >= level:
-            rel_so_far += 1
-            s += 1.0 / math.log2(3 + i - rel_so_far)
-    return [s / rr.num_rel if rel_so_far else 0.0]
+    """m_binG.c: 1 / log2(2 + non-relevant above) per relevant document, over R."""
+    np = _np()
+    mask = rr.arr() >= o.level
+    at = np.flatnonzero(mask)
+    if not len(at):
+        return [0.0]
+    before = at - np.arange(len(at))  # 3 + i - rel_so_far == 2 + (i + 1 - rel_so_far)
+    s = float(np.cumsum(1.0 / _l2(int(before.max()) + 1)[before])[-1])
+    return [s / rr.num_rel]
 
 
 # --- gains (gain_init.c; per file in 9.0.8)
@@ -839,33 +842,58 @@ def _step(gains, cur, count):
     return cur, count, (gains[cur][1] if cur >= 0 else 0.0)
 
 
+def _gain_vector(rr: ResRels, gm: dict[int, float]):
+    """The gain of each ranked document (0.0 where the level has none)."""
+    np = _np()
+    a = rr.arr()
+    g = np.zeros(len(a))
+    for level, gain in gm.items():
+        if gain != 0:
+            g[a == level] = gain
+    return g
+
+
+def _ideal_seq(gains) -> list[float]:
+    """The ideal ranking's gains (positive), walked as m_ndcg.c walks the levels: from the
+    highest gain down, each level as often as it has judgments, until a gain <= 0."""
+    seq: list[float] = []
+    cur = len(gains) - 1
+    if cur < 0 or gains[cur][1] <= 0.0:
+        return seq
+    while cur >= 0:
+        _, gain, count = gains[cur]
+        if count:
+            if gain <= 0.0:
+                break
+            seq.extend([gain] * count)
+        cur -= 1
+    return seq
+
+
+def _ideal_walk(gains) -> tuple[list[float], float]:
+    """(the ideal's positive gains, the gain where the walk stops: that of the first level
+    with judgments and a gain <= 0, or 0.0 past the lowest level)."""
+    seq: list[float] = []
+    cur = len(gains) - 1
+    while cur >= 0:
+        _, gain, count = gains[cur]
+        if count:
+            if gain <= 0.0:
+                return seq, gain
+            seq.extend([gain] * count)
+        cur -= 1
+    return seq, 0.0
+
+
 def _dcgs(rr, gains):
-    """m_ndcg.c: (results_dcg, ideal_dcg)."""
-    _need_log2(rr)
-    gm = _gmap(gains)
-    results_dcg = ideal_dcg = 0.0
-    cur, count, ideal_gain = _walk_ideal(gains)
-    i = 0
-    rel_list = rr.rel_list
-    while i < rr.num_ret and ideal_gain > 0.0:
-        g = gm.get(rel_list[i], 0.0)
-        if g != 0:
-            results_dcg += g / _L2[i]
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / _L2[i]
-        i += 1
-    while i < rr.num_ret:
-        g = gm.get(rel_list[i], 0.0)
-        if g != 0:
-            results_dcg += g / _L2[i]
-        i += 1
-    while ideal_gain > 0.0:
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / _L2[i]
-        i += 1
-    return results_dcg, ideal_dcg
+    """m_ndcg.c: (results_dcg, ideal_dcg), each summed term by term in rank order."""
+    np = _np()
+    g = _gain_vector(rr, _gmap(gains))
+    seq = _ideal_seq(gains)
+    n, m = len(g), len(seq)
+    results = float(np.cumsum(g / _l2(n))[-1]) if n else 0.0
+    ideal = float(np.cumsum(np.asarray(seq) / _l2(m))[-1]) if m else 0.0
+    return results, ideal
 
 
 def m_ndcg(rr, p, o):
@@ -882,122 +910,84 @@ def m_ideal_dcg(rr, p, o):
 
 
 def m_ndcg_rel(rr, p, o):
+    """m_ndcg_rel.c: the mean over relevant documents of nDCG at their ranks (the ideal's
+    relevant beyond the ranking scored with the final nDCG)."""
+    np = _np()
     gains = _gains(rr, p, o.version)
-    _need_log2(rr)
-    gm = _gmap(gains)
-    results_dcg = ideal_dcg = s = 0.0
-    num_rel_ret = num_rel = 0
-    cur, count, ideal_gain = _walk_ideal(gains)
-    i = 0
-    rel_list = rr.rel_list
-    while i < rr.num_ret and ideal_gain > 0.0:
-        g = gm.get(rel_list[i], 0.0)
-        if g != 0:
-            results_dcg += g / _L2[i]
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if ideal_gain > 0.0:
-            num_rel += 1
-            ideal_dcg += ideal_gain / _L2[i]
-        if g > 0:
-            s += _div(results_dcg, ideal_dcg)
-            num_rel_ret += 1
-        i += 1
-    while i < rr.num_ret:
-        g = gm.get(rel_list[i], 0.0)
-        if g != 0:
-            results_dcg += g / _L2[i]
-        if g > 0:
-            s += _div(results_dcg, ideal_dcg)
-            num_rel_ret += 1
-        i += 1
-    while ideal_gain > 0.0:
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if ideal_gain > 0.0:
-            num_rel += 1
-            ideal_dcg += ideal_gain / _L2[i]
-        i += 1
-    s += _div((num_rel - num_rel_ret) * results_dcg, ideal_dcg)
-    return [s / num_rel if s > 0.0 else 0.0]
+    g = _gain_vector(rr, _gmap(gains))
+    seq = _ideal_seq(gains)
+    n, m = len(g), len(seq)
+    results = np.cumsum(g / _l2(n)) if n else np.zeros(0)
+    ideal = np.cumsum(np.asarray(seq) / _l2(m)) if m else np.zeros(0)
+    total_r = float(results[-1]) if n else 0.0
+    total_i = float(ideal[-1]) if m else 0.0
+    pos = np.flatnonzero(g > 0)
+    s = 0.0
+    if len(pos):
+        at_ideal = np.where(pos < m, ideal[np.minimum(pos, max(m - 1, 0))] if m else 0.0, total_i)
+        for r, i in zip(results[pos].tolist(), at_ideal.tolist(), strict=True):
+            s += _div(r, i)
+    s += _div((m - len(pos)) * total_r, total_i)
+    return [_div(s, m) if s > 0.0 else 0.0]
 
 
 def m_Rndcg(rr, p, o):
+    """m_Rndcg.c: nDCG taken where the ideal ranking's gain changes, averaged."""
+    np = _np()
     gains = _gains(rr, p, o.version)
-    _need_log2(rr)
-    gm = _gmap(gains)
     if rr.num_rel == 0:
         return [0.0]
-    results_dcg = ideal_dcg = s = 0.0
+    if not gains or gains[-1][1] <= 0.0:
+        init = gains[-1][1] if gains else 0.0
+        seq, stop = [], init
+    else:
+        init = gains[-1][1]
+        seq, stop = _ideal_walk(gains)
+    g = _gain_vector(rr, _gmap(gains))
+    n, m = len(g), len(seq)
+    rp = [0.0, *np.cumsum(g / _l2(n)).tolist()] if n else [0.0]
+    ip = [0.0, *np.cumsum(np.asarray(seq) / _l2(m)).tolist()] if m else [0.0]
+    s = 0.0
     changed = 0
-    cur, count, ideal_gain = _walk_ideal(gains)
-    old = ideal_gain
-    i = 0
-    rel_list = rr.rel_list
-    while i < rr.num_ret and ideal_gain > 0.0:
-        g = gm.get(rel_list[i], 0.0)
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if old != ideal_gain:
-            if ideal_dcg > 0.0:
-                s += results_dcg / ideal_dcg
-                changed += 1
-            old = ideal_gain
-        if g != 0:
-            results_dcg += g / _L2[i]
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / _L2[i]
-        i += 1
-    if i < rr.num_ret:
-        while i < rr.num_ret:
-            g = gm.get(rel_list[i], 0.0)
-            if g != 0:
-                results_dcg += g / _L2[i]
-            i += 1
-        if ideal_dcg > 0.0:
-            s += results_dcg / ideal_dcg
-            changed += 1
-    while ideal_gain > 0.0:
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if old != ideal_gain:
-            if ideal_dcg > 0.0:
-                s += results_dcg / ideal_dcg
-                changed += 1
-            old = ideal_gain
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / _L2[i]
-        i += 1
+    if init > 0.0:  # the walk over ranks 0..m (m: where the ideal gain drops to <= 0)
+        old = init
+        for j in range(m + 1):
+            gain = seq[j] if j < m else stop
+            if gain != old:
+                ideal = ip[min(j, m)]
+                if ideal > 0.0:
+                    s += rp[min(j, n)] / ideal
+                    changed += 1
+                old = gain
+        end1 = min(n, m + 1)
+    else:
+        end1 = 0
+    if end1 < n and ip[m] > 0.0:  # documents ranked below the ideal's last relevant
+        s += rp[n] / ip[m]
+        changed += 1
     return [_div(s, changed)]
 
 
 def m_G(rr, p, o):
+    """m_G.c: gain over log2 of (2 + ideal cost so far - gain so far), normalised by the ideal
+    gain; the cost of a rank is the ideal gain there, at least 1."""
+    np = _np()
     gains = _gains(rr, p, o.version)
-    _need_log2(rr)
-    gm = _gmap(gains)
-    results_g = sum_results = sum_ideal = sum_cost = 0.0
-    cur, count, ideal_gain = _walk_ideal(gains)
-    min_cost = 1.0
-    i = 0
-    rel_list = rr.rel_list
-    while i < rr.num_ret and ideal_gain > 0.0:
-        g = gm.get(rel_list[i], 0.0)
-        sum_results += g
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if ideal_gain > 0.0:
-            sum_ideal += ideal_gain
-        sum_cost += ideal_gain if ideal_gain >= min_cost else min_cost
-        if g != 0:
-            results_g += g / math.log2(2 + sum_cost - sum_results)
-        i += 1
-    while i < rr.num_ret:
-        g = gm.get(rel_list[i], 0.0)
-        sum_results += g
-        sum_cost += min_cost
-        if g != 0:
-            results_g += g / math.log2(2 + sum_cost - sum_results)
-        i += 1
-    while ideal_gain > 0.0:
-        cur, count, ideal_gain = _step(gains, cur, count)
-        if ideal_gain > 0.0:
-            sum_ideal += ideal_gain
-        i += 1
+    g = _gain_vector(rr, _gmap(gains))
+    seq = _ideal_seq(gains)
+    n, m = len(g), len(seq)
+    cost = np.ones(n)
+    if m and n:
+        head = np.asarray(seq[:n])
+        cost[: len(head)] = np.where(head >= 1.0, head, 1.0)
+    sum_results = np.cumsum(g)
+    sum_cost = np.cumsum(cost)
+    results_g = 0.0
+    nz = np.flatnonzero(g != 0)
+    for gain, sc, sr in zip(g[nz].tolist(), sum_cost[nz].tolist(), sum_results[nz].tolist(),
+                            strict=True):  # fmt: skip
+        results_g += gain / math.log2(2 + sc - sr)
+    sum_ideal = float(np.cumsum(seq)[-1]) if m else 0.0
     return [results_g / sum_ideal if sum_ideal > 0.0 else 0.0]
 
 
@@ -1010,6 +1000,7 @@ def _rbp_p(p) -> float:
 
 
 def m_rbp(rr, p, o):
+    np = _np()
     persistence = _rbp_p(p)
     gains = _gains(rr, p, o.version)
     # m_rbp.c leaves min and max uninitialised; built without optimisation they start at 0
@@ -1018,28 +1009,30 @@ def m_rbp(rr, p, o):
     if lo < 0 or hi > 1:
         for g in gains:
             g[1] = (g[1] - lo) / (hi - lo)
-    s = 0.0
-    cur_p = 1.0
-    gm = _gmap(gains)
-    for r in rr.rel_list:
-        gain = gm.get(r, 0.0)
-        if gain != 0:
-            s += gain * cur_p
-        cur_p = cur_p * persistence
+    gvec = _gain_vector(rr, _gmap(gains))
+    n = len(gvec)
+    if not n:
+        return [0.0]
+    steps = np.full(n, persistence)
+    steps[0] = 1.0
+    cur_p = np.cumprod(steps)  # 1, p, p*p, ... multiplied one by one as m_rbp.c does
+    s = float(np.cumsum(gvec * cur_p)[-1])
     return [(1.0 - persistence) * s]
 
 
 def m_rbp_resid(rr, p, o):
+    np = _np()
     persistence = _rbp_p(p)
-    unj = 0
-    s = 0.0
-    cur_p = 1.0
-    for r in rr.rel_list:
-        if r < 0:
-            unj += 1
-            s += cur_p
-        cur_p = cur_p * persistence
-    return [cur_p + (1 - persistence) * s if unj else 0.0]
+    a = rr.arr()
+    n = len(a)
+    unj = a < 0
+    if not n or not unj.any():
+        return [0.0]
+    steps = np.full(n + 1, persistence)
+    steps[0] = 1.0
+    cur_p = np.cumprod(steps)
+    s = float(np.cumsum(np.where(unj, cur_p[:n], 0.0))[-1])
+    return [float(cur_p[n]) + (1 - persistence) * s]
 
 
 def m_set_P(rr, p, o):
@@ -1189,8 +1182,10 @@ def _setup(name: str, req: defs.Request) -> Column:
             cut = sorted(_atol(t) for t in items)
         else:
             cut = sorted(int(c) for c in req.cutoffs.get(name, fam.default))
-        if cut[0] <= 0:
-            raise CmrkitError(f"measure {name}: cutoffs must be 1 or more (got {cut[0]})")
+        if cut[0] <= 0 or cut[-1] > defs.MAX_CUTOFF:
+            raise CmrkitError(
+                f"measure {name}: the cutoff must be an integer from 1 to {defs.MAX_CUTOFF:,}"
+            )
         if len(set(cut)) != len(cut):
             raise CmrkitError(f"measure {name}: a cutoff is given twice")
         return Column(fam, cut, [f"{name}_{c}" for c in cut])
@@ -1352,6 +1347,12 @@ def evaluate(
     else:
         evaluated = common
     per_query: dict[str, list] = {}
+    z_queries: list[str] = []
+    z_measures: set[str] = set()
+    # the values -q prints (gm_map, num_q and relstring are never z-scored on a line)
+    z_names = [
+        n for c in columns if c.family.per_query and c.family.name != "relstring" for n in c.names
+    ]
     graded = _bulk_grades(results, rel_info, opts) if fmt == "qrels" else None
     for qid in evaluated:
         bogus = qid not in run_qids
@@ -1367,7 +1368,12 @@ def evaluate(
                 elif name == "relstring":
                     values[i] = ""
         if zscores is not None:
-            values = _zscore(values, names, zscores.get(qid))
+            table = zscores.get(qid)
+            if table is None:
+                z_queries.append(qid)
+            else:
+                z_measures.update(n for n in z_names if n not in table)
+            values = _zscore(values, names, table)
         per_query[qid] = values
     num_q = len(rel_qids) if opts.complete else len(evaluated)
     summary: list = []
@@ -1412,7 +1418,27 @@ def evaluate(
         missing_from_run,
         missing_from_qrels,
         zscores=zscores is not None,
+        notes=_z_notes(z_queries, z_measures),
     )
+
+
+def _z_notes(queries: list[str], measures: set[str]) -> list[str]:
+    """-Z: what the z-score file lacks (trec_eval prints -1000000 there, silently)."""
+    notes = []
+    if queries:
+        some = ", ".join(queries[:3]) + (", ..." if len(queries) > 3 else "")
+        notes.append(
+            f"note: the z-score file has no line for {len(queries)} queries ({some}): their "
+            "values print as -1000000, as trec_eval does"
+        )
+    if measures:
+        few = sorted(measures)
+        notes.append(
+            f"note: the z-score file lacks {len(few)} measures for some queries "
+            f"({', '.join(few[:4])}{', ...' if len(few) > 4 else ''}): -1000000 there, as "
+            "trec_eval does"
+        )
+    return notes
 
 
 def _all_relevant(rel_info: RelInfo) -> int:
@@ -1432,7 +1458,7 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
         return None
     import numpy as np
 
-    import cmrkit.evaluation.ranking as ranking
+    from cmrkit.evaluation.order import MISSING, rank_all
 
     cols = results.cols
     qrels = rel_info.qrels
@@ -1440,11 +1466,14 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
     if not blocks:
         return {}
     depth = None if opts.max_docs == Options.max_docs else opts.max_docs
-    lens, starts, _, rel, _, _ = ranking._ranking(cols, blocks, qrels, depth, opts.version)
-    marked = np.where(rel == ranking._MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
+    lens, starts, _, rel, _, _ = rank_all(cols, blocks, qrels, depth, opts.version)
+    marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
     flat = marked.tolist()
     bounds = starts.tolist()
-    return {cols.qids[i]: flat[bounds[k] : bounds[k + 1]] for k, i in enumerate(blocks)}
+    return {
+        cols.qids[i]: (flat[bounds[k] : bounds[k + 1]], marked[bounds[k] : bounds[k + 1]])
+        for k, i in enumerate(blocks)
+    }
 
 
 def _qrels_values(ranked, grades, judged, columns, opts) -> list:

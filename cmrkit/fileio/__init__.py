@@ -1,7 +1,7 @@
 """Files: opening inputs (``inputs``), writing outputs atomically under locks (``outputs``), and
 the file system saying no (``failures``). The names below are the ones callers use."""
 
-from cmrkit.fileio.failures import describe_os_error
+from cmrkit.fileio.failures import as_os_error, describe_os_error
 from cmrkit.fileio.inputs import (
     iter_jsonl,
     iter_lines,
@@ -9,6 +9,7 @@ from cmrkit.fileio.inputs import (
     open_text,
     parse_json,
     read_text,
+    regular_files,
     sha256_file,
     split_zip_member,
 )
@@ -29,6 +30,7 @@ from cmrkit.fileio.outputs import (
     reading,
     safe_name,
     shown_path,
+    write_file,
 )
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "OutputLock",
     "RepeatableOutputs",
     "StagedOutputs",
+    "as_os_error",
     "describe_os_error",
     "gzip_writer",
     "is_own_output",
@@ -53,8 +56,10 @@ __all__ = [
     "parse_json",
     "read_text",
     "reading",
+    "regular_files",
     "safe_name",
     "sha256_file",
     "shown_path",
     "split_zip_member",
+    "write_file",
 ]

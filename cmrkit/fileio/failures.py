@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 from cmrkit.fileio.outputs import _active, _dropped, _names, _written, shown_path
 
@@ -47,3 +48,27 @@ def describe_os_error(error: OSError) -> tuple[str, int]:
     nothing = "; nothing was written" if not _written else ""
     prefix = f"{where}: " if where else ""
     return f"{prefix}{what}{nothing}; {todo}", code
+
+
+# errno strings as other libraries' errors carry them (Rust's "(os error 28)", C's strerror)
+_FOREIGN_ERRNO = re.compile(r"\(os error (\d+)\)|(No space left on device|Disk quota exceeded)")
+
+
+def as_os_error(error: BaseException, path: str | os.PathLike) -> OSError | None:
+    """An operating-system error hidden in another library's exception (safetensors, numpy's
+    ``tofile``: "N requested and M written", which is a full disk), as an OSError naming
+    ``path``; None when ``error`` says nothing of the kind."""
+    if isinstance(error, OSError) and error.errno is not None:
+        if error.filename is None:
+            return OSError(error.errno, error.strerror or str(error), os.fspath(path))
+        return error
+    text = str(error)
+    match = _FOREIGN_ERRNO.search(text)
+    if match:
+        number = int(match.group(1)) if match.group(1) else errno.ENOSPC
+        if match.group(2) == "Disk quota exceeded":
+            number = errno.EDQUOT
+        return OSError(number, os.strerror(number), os.fspath(path))
+    if isinstance(error, OSError) and re.search(r"\d+ requested and \d+ written", text):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+    return None

@@ -11,7 +11,7 @@ import os
 import sys
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,7 +55,7 @@ def open_binary(spec: str | os.PathLike) -> Iterator[IO[bytes]]:
     if not path.exists():
         raise CmrkitError("file not found; check the path", path=path)
     if path.is_dir():
-        raise CmrkitError("is a directory, expected a file", path=path)
+        raise CmrkitError("is a folder, expected a file; name a file", path=path)
     if path.suffix == ".zip" or member is not None:
         name = _zip_member(path, member)
         with zipfile.ZipFile(path) as zf, zf.open(name) as raw:
@@ -174,6 +174,8 @@ def iter_jsonl(
 
 def sha256_file(spec: str | os.PathLike) -> str:
     path, _ = split_zip_member(spec)
+    if path.is_dir():
+        raise CmrkitError("is a folder, expected a file; name a file", path=path)
     if not path.is_file():
         raise CmrkitError("file not found; check the path", path=path)
     h = hashlib.sha256()
@@ -181,3 +183,10 @@ def sha256_file(spec: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def regular_files(paths: Iterable[Path]) -> list[Path]:
+    """The regular files among ``paths`` (symbolic links to them included), sorted: what a
+    command scanning a folder may open. A FIFO, device or socket named like an input would
+    block the scan for ever, or read something else entirely."""
+    return sorted(p for p in paths if p.is_file())

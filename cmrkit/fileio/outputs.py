@@ -419,6 +419,24 @@ def _clean_stale(parent: Path, held: set[str]) -> None:
                 os.close(fd)
 
 
+def _remove_stage(stage: Path) -> None:
+    """Delete a staging folder, its ``owner`` file last: a deletion cut short (the process
+    killed) leaves a folder the next writer still recognises as stale and removes at once."""
+    try:
+        entries = list(os.scandir(stage))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name == _OWNER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+    shutil.rmtree(stage, ignore_errors=True)
+
+
 class StagedOutputs:
     """Write a set of outputs beside their targets, then put them in place together.
 
@@ -572,6 +590,7 @@ class StagedOutputs:
                     self.committing = False
                     raise
                 self.committed = True
+                self.committing = False  # all in place: what is left in staging is only debris
                 _written.extend(t for t, _ in staged)
 
     @staticmethod
@@ -589,12 +608,19 @@ class StagedOutputs:
             self._drop()
 
     def _drop(self) -> None:
+        # a signal waits for the clean-up (deleting a replaced collection takes a moment): an
+        # interrupt never leaves a half-deleted staging folder, its locks, or a line saying
+        # both "wrote" and "kept"
+        with interrupts.critical():
+            self._release()
+
+    def _release(self) -> None:
         for stage in self._stages.values():
             old = stage / "old"
             if not self.committed and old.is_dir() and any(old.iterdir()):
                 log.warning(f"could not put back the previous version of an output; it is in {old}")
                 continue
-            shutil.rmtree(stage, ignore_errors=True)
+            _remove_stage(stage)
         for fd in self._owners:
             os.close(fd)
         self._owners = []
@@ -617,7 +643,7 @@ class StagedOutputs:
         if self.committing:
             return
         for stage in list(self._stages.values()):
-            shutil.rmtree(stage, ignore_errors=True)
+            _remove_stage(stage)
         for lock in list(self._locks):
             with contextlib.suppress(OSError):
                 os.unlink(lock.path)
@@ -716,7 +742,10 @@ class _Outputs:
         parts = []
         if _written:
             parts.append(f"wrote {_names(_written)}")
-        pending = [*_dropped, *((t, s.existed[t]) for s in _active for t in s.targets)]
+        pending = [
+            *_dropped,
+            *((t, s.existed[t]) for s in _active if not s.committed for t in s.targets),
+        ]
         kept = [t for t, existed in pending if existed]
         new = [t for t, existed in pending if not existed]
         if kept:
@@ -735,3 +764,21 @@ class _Outputs:
 
 
 interrupts.watch(_Outputs())
+
+
+def write_file(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a ``.tmp`` beside it, renamed in; removed
+    when writing fails, so a full disk is not kept full by it). An operating-system error names
+    ``path``."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno is not None and e.filename is None:
+            raise OSError(e.errno, e.strerror, os.fspath(path)) from None  # name the file
+        raise

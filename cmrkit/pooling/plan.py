@@ -376,7 +376,7 @@ def plan_figure(plan: Plan):
     budgets = sorted({r["budget"] for r in plan.rows})
     gaps = [b - a for a, b in zip(budgets, budgets[1:], strict=False)]
     spacing = min(gaps) if gaps else max(budgets[:1] + [1])
-    step = 0.06 * spacing  # the sideways offset between two strategies' points
+    step = 0.1 * spacing  # the sideways offset between two strategies' points
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     for i, name in enumerate(names):
         rows = [r for r in plan.rows if r["strategy"] == name]
@@ -401,6 +401,16 @@ def plan_figure(plan: Plan):
     unit = "pairs per query" if plan.options.per_query else "pairs in total"
     axes[0].set_ylabel("Kendall's tau vs complete qrels")
     axes[0].set_ylim(-1.05, 1.05)
+    taus = {r["tau"] for r in plan.rows}
+    if len(taus) == 1 and None not in taus:  # every point on one line: say so in words
+        axes[0].text(
+            0.5,
+            0.45,
+            f"tau {taus.pop():.2f} for every strategy\nat every budget",
+            transform=axes[0].transAxes,
+            ha="center",
+            fontsize=9,
+        )
     axes[1].set_ylabel("relevant found (%)")
     axes[1].set_ylim(0, 100)
     estimated = sorted({r["measure"] for r in plan.rows} - {plan.options.measure})

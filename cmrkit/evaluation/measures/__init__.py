@@ -1,6 +1,11 @@
-"""Evaluation measures named as users write them (ir_measures syntax: ``AP@10``, ``RR@10``).
+"""Measures as definitions, apart from their computation (issue 22).
 
-Each measure maps to the trec_eval 9.0.x measure it equals (``AP@10`` is ``map_cut_10``), or,
+Two registries: ``measures/trec.py`` holds trec_eval's families (9.0.8 and 10.0: names,
+parameters and their defaults, summaries, versions), computed by ``evaluation/trec_eval.py``;
+this module holds the families named as users write them (ir_measures syntax: ``AP@10``,
+``RR@10``), each registered with :func:`register` and computed by ``evaluation/ranking.py``.
+
+Each measure maps to the trec_eval measure it equals (``AP@10`` is ``map_cut_10``), or,
 for the two trec_eval lacks, to a definition computed on trec_eval's ranking: ``RR@k`` is
 ``recip_rank`` on the top k, ``Judged@k`` the fraction of the top k (or of the whole ranking
 when shorter) that appears in the qrels with any grade, as in ir_measures. ``xinfAP`` and
@@ -13,113 +18,62 @@ import re
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
+from cmrkit.evaluation.measures.trec import MAX_CUTOFF
 
 
 @dataclass(frozen=True)
-class _Kind:
-    """What one measure family is: its trec_eval name and how a cutoff applies."""
+class Kind:
+    """One measure family of the ir_measures-named path: its name, how a cutoff applies, and
+    the trec_eval family it equals (``measures/trec.py``), if any."""
 
     name: str
-    trec: str | None  # trec_eval name without cutoff; None when cmrkit computes it
-    trec_cut: str | None  # trec_eval name with a cutoff (``map_cut``), None if not in trec_eval
-    cutoff: str  # "none", "optional" or "required"
-    summed: bool  # trec_eval's "all" line sums it over queries instead of averaging
-    integer: bool  # trec_eval prints it as an integer
     help: str
+    trec: str | None = None  # trec_eval name without cutoff; None when cmrkit computes it
+    trec_cut: str | None = None  # trec_eval name with a cutoff (``map_cut``)
+    cutoff: str = "none"  # "none", "optional" or "required"
+    summed: bool = False  # trec_eval's "all" line sums it over queries instead of averaging
+    integer: bool = False  # trec_eval prints it as an integer
 
 
-_KINDS = [
-    _Kind(
-        "AP",
-        "map",
-        "map_cut",
-        "optional",
-        False,
-        False,
-        "average precision (AP@k: map_cut_k, divides by all relevant)",
-    ),
-    _Kind(
-        "infAP",
-        "infAP",
-        None,
-        "none",
-        False,
-        False,
-        "inferred AP (Yilmaz & Aslam 2006): negative grades are pooled but unjudged",
-    ),
-    _Kind(
-        "RR",
-        "recip_rank",
-        None,
-        "optional",
-        False,
-        False,
-        "reciprocal rank of the first relevant document (RR@k: 0 below rank k)",
-    ),
-    _Kind("R", None, "recall", "required", False, False, "recall at k (recall_k)"),
-    _Kind("P", None, "P", "required", False, False, "precision at k (P_k)"),
-    _Kind(
-        "nDCG",
-        "ndcg",
-        "ndcg_cut",
-        "optional",
-        False,
-        False,
-        "normalized DCG with the grades as gains (nDCG@k: ndcg_cut_k)",
-    ),
-    _Kind("Bpref", "bpref", None, "none", False, False, "binary preference (bpref)"),
-    _Kind("Rprec", "Rprec", None, "none", False, False, "precision at rank R (Rprec)"),
-    _Kind(
-        "Success",
-        None,
-        "success",
-        "required",
-        False,
-        False,
-        "1 if a relevant document is in the top k (success_k)",
-    ),
-    _Kind(
-        "Judged",
-        None,
-        None,
-        "required",
-        False,
-        False,
-        "fraction of the top k present in the qrels, any grade (ir_measures Judged@k)",
-    ),
-    _Kind(
-        "xinfAP",
-        None,
-        None,
-        "none",
-        False,
-        False,
-        "extended inferred AP from stratified samples (sample_eval.pl's infAP; Yilmaz et al. 2008)",
-    ),
-    _Kind(
-        "infNDCG",
-        None,
-        None,
-        "none",
-        False,
-        False,
-        "inferred nDCG from stratified samples (sample_eval.pl's infNDCG)",
-    ),
-    _Kind("NumRel", "num_rel", None, "none", True, True, "number of relevant documents"),
-    _Kind("NumRet", "num_ret", None, "none", True, True, "number of retrieved documents"),
-    _Kind(
-        "NumRelRet",
-        "num_rel_ret",
-        None,
-        "none",
-        True,
-        True,
-        "number of relevant documents retrieved",
-    ),
-    _Kind("NumQ", "num_q", None, "none", True, True, "number of queries evaluated"),
-]
+_KINDS: list[Kind] = []
+
+
+def register(*kinds: Kind) -> None:
+    """Add measure families (ir_measures names); their computation lives in ``ranking.py``
+    (numpy, trec_eval's arithmetic), ``sampled.py`` or the trec_eval port."""
+    for kind in kinds:
+        if any(k.name.lower() == kind.name.lower() for k in _KINDS):
+            raise ValueError(f"measure {kind.name} registered twice")
+        _KINDS.append(kind)
+
+
+register(
+    Kind("AP", "average precision (AP@k: map_cut_k, divides by all relevant)",
+         trec="map", trec_cut="map_cut", cutoff="optional"),
+    Kind("infAP", "inferred AP (Yilmaz & Aslam 2006): negative grades are pooled but unjudged",
+         trec="infAP"),
+    Kind("RR", "reciprocal rank of the first relevant document (RR@k: 0 below rank k)",
+         trec="recip_rank", cutoff="optional"),
+    Kind("R", "recall at k (recall_k)", trec_cut="recall", cutoff="required"),
+    Kind("P", "precision at k (P_k)", trec_cut="P", cutoff="required"),
+    Kind("nDCG", "normalized DCG with the grades as gains (nDCG@k: ndcg_cut_k)",
+         trec="ndcg", trec_cut="ndcg_cut", cutoff="optional"),
+    Kind("Bpref", "binary preference (bpref)", trec="bpref"),
+    Kind("Rprec", "precision at rank R (Rprec)", trec="Rprec"),
+    Kind("Success", "1 if a relevant document is in the top k (success_k)",
+         trec_cut="success", cutoff="required"),
+    Kind("Judged", "fraction of the top k present in the qrels, any grade (ir_measures Judged@k)",
+         cutoff="required"),
+    Kind("xinfAP", "extended inferred AP from stratified samples (sample_eval.pl's infAP; "
+         "Yilmaz et al. 2008)"),
+    Kind("infNDCG", "inferred nDCG from stratified samples (sample_eval.pl's infNDCG)"),
+    Kind("NumRel", "number of relevant documents", trec="num_rel", summed=True, integer=True),
+    Kind("NumRet", "number of retrieved documents", trec="num_ret", summed=True, integer=True),
+    Kind("NumRelRet", "number of relevant documents retrieved", trec="num_rel_ret", summed=True,
+         integer=True),
+    Kind("NumQ", "number of queries evaluated", trec="num_q", summed=True, integer=True),
+)  # fmt: skip
 _BY_NAME = {k.name.lower(): k for k in _KINDS}
-MAX_CUTOFF = 1_000_000_000  # trec_eval reads cutoffs as C longs; no ranking is this deep
 _ALIASES = {"map": "AP", "mrr": "RR", "recall": "R", "ndcg": "nDCG", "prec": "P"}
 # trec_eval's own names, accepted as a convenience: `P_10`, `map_cut_10`, `recip_rank`.
 _TREC_NAMES = {k.trec.lower(): k for k in _KINDS if k.trec}
@@ -155,7 +109,7 @@ class Measure:
     cutoff: int | None = None
 
     @property
-    def _kind(self) -> _Kind:
+    def _kind(self) -> Kind:
         return _BY_NAME[self.kind.lower()]
 
     @property
@@ -212,7 +166,7 @@ def _valid_list() -> str:
     return ", ".join(names)
 
 
-def _make(kind: _Kind, cutoff_text: str | None, text: str) -> Measure:
+def _make(kind: Kind, cutoff_text: str | None, text: str) -> Measure:
     if cutoff_text is None:
         if kind.cutoff == "required":
             raise CmrkitError(f"measure {text!r} needs a cutoff, e.g. {kind.name}@10")
@@ -267,18 +221,3 @@ def parse_measures(texts: list[str] | tuple[str, ...] | None) -> list[Measure]:
     if not out:
         raise CmrkitError(f"no measure given; valid measures: {_valid_list()}")
     return out
-
-
-def describe_measures() -> list[tuple[str, str, str]]:
-    """(ir_measures name, trec_eval name, description) for every supported measure family."""
-    rows = []
-    for k in _KINDS:
-        if k.cutoff == "required":
-            name, trec = f"{k.name}@k", f"{k.trec_cut}_k" if k.trec_cut else "-"
-        elif k.cutoff == "optional":
-            name = f"{k.name}, {k.name}@k"
-            trec = f"{k.trec}, {k.trec_cut}_k" if k.trec_cut else f"{k.trec} (top k)"
-        else:
-            name, trec = k.name, k.trec or "-"
-        rows.append((name, trec, k.help))
-    return rows

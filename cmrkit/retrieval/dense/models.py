@@ -214,7 +214,34 @@ def lengths(ref: ModelRef, dense: DenseOptions) -> tuple[int, int]:
     trained = ref.metadata.get("parameters", {}) if ref.metadata else {}
     query = dense.query_max_length or trained.get("query_max_length") or QUERY_MAX_LENGTH
     passage = dense.passage_max_length or trained.get("passage_max_length") or model_max_length(ref)
+    limit = position_limit(ref)
+    for flag, value in (("--query-max-length", query), ("--max-length", passage)):
+        if limit is not None and int(value) > limit:
+            raise CmrkitError(
+                f"{flag} {value} is above what the model can read: {limit} tokens (its "
+                f"position embeddings); choose at most {limit}"
+            )
     return int(query), int(passage)
+
+
+def position_limit(ref: ModelRef) -> int | None:
+    """The most tokens the model's transformer can take at once (``max_position_embeddings``
+    of its config, the smaller of both encoders'); None when the config does not say."""
+    limits = []
+    for folder in (ref.path, ref.path / QUERY_ENCODER):
+        path = folder / "config.json"
+        if not path.is_file():
+            continue
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError, OSError):
+            continue
+        value = config.get("max_position_embeddings") if isinstance(config, dict) else None
+        if isinstance(value, int) and value > 0:
+            # RoBERTa-style models reserve two positions for padding
+            offset = 2 if config.get("model_type") in ("roberta", "xlm-roberta", "camembert") else 0
+            limits.append(value - offset)
+    return min(limits) if limits else None
 
 
 def resolve_device(device: str) -> str:

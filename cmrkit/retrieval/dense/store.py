@@ -9,26 +9,39 @@ Encoding writes into ``<model-tag>.partial/`` shard by shard; an interrupted enc
 from its finished shards when run again with the same model, corpus and settings, and the
 folder is moved into place when every shard is there. An encoding whose corpus has changed is
 stale: refused unless rebuilt (``force``, or ``auto`` in the run commands).
+
+Nothing in the folder is trusted blindly. The manifest, written last, records each shard's rows,
+size and sha256 and those of ``ids.txt``. Opening an encoding checks the sizes and the ``.npy``
+headers (cheap); reading it checks the content hashes as the bytes are read. A mismatch is a
+:class:`DamagedEncoding` naming the file (the run commands re-encode instead when they may).
+Each finished shard of a partial encoding is recorded the same way in its state file, so a
+resumed encoding re-encodes a shard that is missing, truncated or changed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
 import json
+import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import cmrkit.retrieval.stored as stored
 from cmrkit._version import __version__
+from cmrkit.collection.layout import collection_dir, corpus_path, iter_corpus
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file
+from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file, write_file
 from cmrkit.retrieval.dense.models import ModelRef
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import collection_dir, corpus_path, iter_corpus
+from cmrkit.retrieval.stored import StoredIndex
 
 DENSE_DIR = "dense"
 MANIFEST = "cmrkit-dense.json"
@@ -36,39 +49,170 @@ STATE = "cmrkit-dense-partial.json"
 IDS = "ids.txt"
 FORMAT = "cmrkit-dense/1"
 
+log = logging.getLogger("cmrkit")
+
+
+class DamagedEncoding(CmrkitError):
+    """A file of an encoding is not what its manifest (or a partial encoding's state) records."""
+
+
+def _npy_layout(path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
+    """(shape, fortran order, dtype, offset of the data) from a ``.npy`` header; None when the
+    file has no valid header."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                return None
+            return tuple(shape), bool(fortran), dtype, f.tell()
+    except (ValueError, OSError, SyntaxError, TypeError, EOFError):
+        return None
+
+
+def _shard_problem(
+    path: Path, rows: int | None, dim: int | None, size: int | None = None
+) -> str | None:
+    """What is wrong with a shard file (None: nothing): present, of the recorded size, a
+    float32 array of ``rows`` x ``dim`` whose data fills the file exactly."""
+    try:
+        actual = path.stat().st_size if path.is_file() else None
+    except OSError:
+        actual = None
+    if actual is None:
+        return "is missing"
+    if size is not None and actual != size:
+        return f"holds {actual:,} bytes where {size:,} were written (truncated or changed)"
+    layout = _npy_layout(path)
+    if layout is None:
+        return "has no valid .npy header"
+    shape, fortran, dtype, offset = layout
+    want_rows = shape[0] if rows is None and shape else rows
+    want_dim = shape[1] if dim is None and len(shape) == 2 else dim
+    if fortran or dtype != np.dtype("<f4") or shape != (want_rows, want_dim):
+        return (
+            f"holds a {dtype} array of shape {shape}, expected float32 of shape "
+            f"({want_rows}, {want_dim})"
+        )
+    need = offset + int(want_rows) * int(want_dim) * 4
+    if actual != need:
+        return f"holds {actual:,} bytes where its header needs {need:,} (truncated or changed)"
+    return None
+
+
+def _damaged(
+    path: Path, reason: str, collection: Path, manifest: dict[str, Any]
+) -> DamagedEncoding:
+    model = (manifest.get("model") or {}).get("name", "MODEL")
+    length = manifest.get("passage_max_length", "N")
+    return DamagedEncoding(
+        f"the dense encoding is damaged: this file {reason}; re-encode it with `cmrkit encode "
+        f"{collection.as_posix()} --model {model} --max-length {length} --force`",
+        path=path,
+    )
+
+
+def check_files(collection: Path, folder: Path, manifest: dict[str, Any]) -> None:
+    """The cheap check made on every open: each shard is there with its recorded size and a
+    float32 header of its recorded shape, ``ids.txt`` has its recorded size; else
+    :class:`DamagedEncoding` naming the file."""
+    dim = manifest.get("dim")
+    shards = manifest.get("shards")
+    if not isinstance(shards, list) or not shards:
+        raise _damaged(folder / MANIFEST, "lists no shards", collection, manifest)
+    for s in shards:
+        path = folder / str(s.get("file"))
+        problem = _shard_problem(path, s.get("rows"), dim, s.get("bytes"))
+        if problem:
+            raise _damaged(path, problem, collection, manifest)
+    ids = folder / IDS
+    recorded = (manifest.get("ids") or {}).get("bytes")
+    if not ids.is_file():
+        raise _damaged(ids, "is missing", collection, manifest)
+    if recorded is not None and ids.stat().st_size != recorded:
+        raise _damaged(
+            ids,
+            f"holds {ids.stat().st_size:,} bytes where {recorded:,} were written",
+            collection,
+            manifest,
+        )
+
 
 @dataclass(frozen=True)
-class DenseIndex:
+class DenseIndex(StoredIndex):
     """An encoded corpus that matches its collection's corpus."""
 
-    collection: Path
-    path: Path
-    manifest: dict[str, Any]
-    up_to_date: bool = False  # found current and kept
-
-    @property
-    def index_id(self) -> str:
-        return str(self.manifest["index_id"])
-
-    @property
-    def corpus_sha256(self) -> str:
-        return str(self.manifest["corpus_sha256"])
+    _loaded: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def ids(self) -> list[str]:
-        return (self.path / IDS).read_text(encoding="utf-8").split("\n")[:-1]
+        """The unit ids, in corpus order (checked against the manifest)."""
+        return self.load()[0]
 
     def vectors(self) -> np.ndarray:
-        """All unit vectors (n_units x dim, float32), in corpus order."""
+        """All unit vectors (n_units x dim, float32), in corpus order (checked)."""
+        return self.load()[1]
+
+    def load(self) -> tuple[list[str], np.ndarray]:
+        """The ids and the vectors, read once, every byte checked against the sha256 the
+        manifest records (:class:`DamagedEncoding` naming the file otherwise)."""
+        if not self._loaded:
+            self._loaded["data"] = self._read()
+        return self._loaded["data"]
+
+    def _read(self) -> tuple[list[str], np.ndarray]:
+        m = self.manifest
         # under the folder's read lock: a re-encoding swapped in meanwhile is refused, never mixed
         with reading(self.path):
             now = _read_json(self.path / MANIFEST) or {}
-            if now.get("index_id") != self.manifest.get("index_id"):
+            if now.get("index_id") != m.get("index_id"):
                 raise CmrkitError(
                     "the encoding was replaced while this command ran; run the command again",
                     path=self.path,
                 )
-            parts = [np.load(self.path / s["file"]) for s in self.manifest["shards"]]
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+            check_files(self.collection, self.path, m)
+            raw_ids = (self.path / IDS).read_bytes()
+            parts = []
+            hashes = []
+            for s in m["shards"]:
+                path = self.path / s["file"]
+                data = path.read_bytes()
+                digest = hashlib.sha256(data).hexdigest()
+                if s.get("sha256", digest) != digest:
+                    raise _damaged(
+                        path, "differs from what was written (sha256)", self.collection, m
+                    )
+                hashes.append(digest)
+                shape, _, _, offset = _npy_layout(path) or ((0, 0), False, None, 0)
+                parts.append(np.frombuffer(data, dtype="<f4", offset=offset).reshape(shape))
+        if _index_id(m.get("identity") or {}, hashes) != m.get("index_id"):
+            raise _damaged(
+                self.path / m["shards"][0]["file"],
+                "or another shard differs from what was written (index id)",
+                self.collection,
+                m,
+            )
+        recorded = (m.get("ids") or {}).get("sha256")
+        if recorded is not None and hashlib.sha256(raw_ids).hexdigest() != recorded:
+            raise _damaged(
+                self.path / IDS, "differs from what was written (sha256)", self.collection, m
+            )
+        try:
+            ids = raw_ids.decode("utf-8").split("\n")[:-1]
+        except UnicodeDecodeError:
+            raise _damaged(self.path / IDS, "is not UTF-8 text", self.collection, m) from None
+        vectors = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+        if len(ids) != vectors.shape[0] or len(set(ids)) != len(ids):
+            raise _damaged(
+                self.path / IDS,
+                f"lists {len(ids):,} ids ({len(set(ids)):,} distinct) for {vectors.shape[0]:,} "
+                "vectors",
+                self.collection,
+                m,
+            )
+        return ids, vectors
 
 
 def store_tag(ref: ModelRef, passage_max_length: int) -> str:
@@ -99,15 +243,16 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def state(collection: Path, ref: ModelRef, passage_max_length: int) -> str:
-    """``missing``, ``foreign`` (not cmrkit's), ``stale`` (another corpus) or ``current``."""
+    """``missing``, ``foreign`` (not cmrkit's), ``stale`` (another corpus), ``damaged`` (a file
+    missing or of the wrong size or shape: :func:`check_files`) or ``current``."""
     target = dense_path(collection, ref, passage_max_length)
-    if not target.exists():
-        return "missing"
-    manifest = _read_json(target / MANIFEST)
-    if manifest is None or manifest.get("format") != FORMAT:
-        return "foreign"
-    if manifest.get("corpus_sha256") != sha256_file(corpus_path(collection)):
-        return "stale"
+    found = stored.state(collection, target, MANIFEST, FORMAT)
+    if found != "current":
+        return found
+    try:
+        check_files(Path(collection), target, _read_json(target / MANIFEST) or {})
+    except DamagedEncoding:
+        return "damaged"
     return "current"
 
 
@@ -138,6 +283,7 @@ def open_dense(collection: str | Path, ref: ModelRef, passage_max_length: int) -
             path=target,
         )
     manifest = _read_json(target / MANIFEST) or {}
+    check_files(coll, target, manifest)
     return DenseIndex(coll, target, manifest, up_to_date=True)
 
 
@@ -156,13 +302,9 @@ def encode_corpus(
     """Encode every unit of the corpus with the passage encoder into ``dense/<model-tag>/``.
 
     ``encoders`` is the loaded model, or None with ``loader`` (called once, only when there is
-    work to do) returning it. An existing current encoding with the same settings is kept; a
-    stale or different one is refused unless ``force``.
+    work to do) returning it. An existing current encoding with the same settings is kept (its
+    content checked); a stale, damaged or different one is refused unless ``force``.
     """
-    from cmrkit.console import console
-    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
-    from cmrkit.retrieval.index import progress_bar
-
     coll = collection_dir(collection)
     target = dense_path(coll, ref, passage_max_length)
     corpus_sha = sha256_file(corpus_path(coll))
@@ -170,122 +312,197 @@ def encode_corpus(
     if target.exists() and not force:
         kept = open_dense(coll, ref, passage_max_length)
         if kept.manifest.get("identity") == wanted:
+            kept.load()  # every byte checked: a damaged encoding is not "up to date"
             return kept
         raise CmrkitError(
             "an encoding with another shard size exists; pass --force to re-encode",
             path=target,
         )
-    started = time.perf_counter()
     partial = target.with_name(target.name + ".partial")
+    made = [p for p in (partial.parent,) if not p.exists()]
     partial.parent.mkdir(parents=True, exist_ok=True)
     # one encoder at a time on this target: the resumable folder is locked while it is written
-    with OutputLock(partial):
-        previous = _read_json(partial / STATE) if partial.exists() else None
-        if previous is not None and previous.get("identity") != wanted:
-            previous = None
-        if previous is None:
-            shutil.rmtree(partial, ignore_errors=True)
-            partial.mkdir(parents=True)
-            (partial / STATE).write_text(json.dumps({"identity": wanted}, indent=2) + "\n")
-        ids: list[str] = []
-        texts: list[str] = []
-        seen: dict[str, int] = {}
-        for n, record in iter_corpus(coll):
-            docno = record["id"]
-            if docno in seen:
-                raise CmrkitError(
-                    f"unit id {docno!r} already used on line {seen[docno]}; ids must be unique "
-                    "(rebuild the collection)",
-                    path=corpus_path(coll),
-                    where=f"line {n}",
-                )
-            seen[docno] = n
-            ids.append(docno)
-            texts.append(record["contents"])
-        if not ids:
-            raise CmrkitError("the corpus holds no units", path=corpus_path(coll))
-        del seen
-        n_shards = (len(ids) + shard_size - 1) // shard_size
-        shards = [f"vectors-{i:05d}.npy" for i in range(n_shards)]
-        done = [s for s in shards if (partial / s).exists()]
-        if done and progress:
-            console.print(
-                f"resuming the encoding in {partial}: {len(done)} of {n_shards} shards done"
+    try:
+        with OutputLock(partial):
+            try:
+                return _encode_into(
+                    coll, ref, encoders, partial, target, wanted, corpus_sha,
+                    passage_max_length=passage_max_length, batch_size=batch_size,
+                    shard_size=shard_size, progress=progress, loader=loader,
+                )  # fmt: skip
+            except BaseException:
+                # a failure before any shard was finished leaves nothing to resume: no debris
+                if partial.is_dir() and not any(partial.glob("vectors-*.npy")):
+                    shutil.rmtree(partial, ignore_errors=True)
+                raise
+    except BaseException:
+        for folder in made:  # the dense/ folder this call created, when left empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _encode_into(
+    coll: Path,
+    ref: ModelRef,
+    encoders: Any,
+    partial: Path,
+    target: Path,
+    wanted: dict[str, Any],
+    corpus_sha: str,
+    *,
+    passage_max_length: int,
+    batch_size: int,
+    shard_size: int,
+    progress: bool,
+    loader: Any,
+) -> DenseIndex:
+    from cmrkit.console import console, progress_bar
+    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
+
+    started = time.perf_counter()
+    previous = _read_json(partial / STATE) if partial.exists() else None
+    if previous is not None and previous.get("identity") != wanted:
+        previous = None
+    if previous is None:
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        previous = {"identity": wanted, "shards": {}}
+        write_file(partial / STATE, (json.dumps(previous, indent=2) + "\n").encode())
+    records: dict[str, dict[str, Any]] = dict(previous.get("shards") or {})
+    for leftover in partial.glob("*.tmp"):  # a write cut short by a kill
+        leftover.unlink(missing_ok=True)
+    ids: list[str] = []
+    texts: list[str] = []
+    seen: dict[str, int] = {}
+    for n, record in iter_corpus(coll):
+        docno = record["id"]
+        if docno in seen:
+            raise CmrkitError(
+                f"unit id {docno!r} already used on line {seen[docno]}; ids must be unique "
+                "(rebuild the collection)",
+                path=corpus_path(coll),
+                where=f"line {n}",
             )
-        if encoders is None:
-            encoders = loader()
-        timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
-        with progress_bar(progress, f"encoding {coll.name} ({target.name})") as bar:
-            resumed = sum(
-                len(texts[i * shard_size : (i + 1) * shard_size])
-                for i, s in enumerate(shards)
-                if s in done
-            )
-            task = bar.add_task("units", total=len(ids), completed=resumed)
-            for i, shard in enumerate(shards):
-                if shard in done:
-                    continue
-                part = texts[i * shard_size : (i + 1) * shard_size]
-                t0 = time.perf_counter()
-                tokens = passage_ids(encoders.passage.tokenizer, part, passage_max_length)
-                timings["tokenize"] += time.perf_counter() - t0
-                t0 = time.perf_counter()
-                vectors = encode_ids(
-                    encoders.passage,
-                    tokens,
-                    batch_size=batch_size,
-                    progress=lambda k: bar.advance(task, k),
-                )
-                timings["encode"] += time.perf_counter() - t0
-                tmp = partial / (shard + ".tmp")
-                with open(tmp, "wb") as f:
-                    np.save(f, vectors)
-                os.replace(tmp, partial / shard)
-        with open(partial / IDS, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(f"{docno}\n" for docno in ids))
-        files = [
-            {"file": s, "rows": int(np.load(partial / s, mmap_mode="r").shape[0])} for s in shards
-        ]
-        dim = int(np.load(partial / shards[0], mmap_mode="r").shape[1])
-        timings = {k: round(v, 3) for k, v in timings.items()}
-        timings["total"] = round(time.perf_counter() - started, 3)
-        manifest = {
-            "format": FORMAT,
-            "identity": wanted,
-            "index_id": _index_id(wanted, partial, shards),
-            "model": {**ref.identity(), "path": str(ref.path), "tag": ref.tag},
-            "tag": target.name,
-            "corpus": corpus_path(coll).name,
-            "corpus_sha256": corpus_sha,
-            "n_units": len(ids),
-            "dim": dim,
-            "dtype": "float32",
-            "passage_max_length": passage_max_length,
-            "shards": files,
-            "device": encoders.device,
-            "batch_size": batch_size,
-            "resumed_shards": len(done),
-            "versions": versions(),
-            "seconds": timings,
-        }
-        (partial / MANIFEST).write_text(
-            json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        seen[docno] = n
+        ids.append(docno)
+        texts.append(record["contents"])
+    if not ids:
+        raise CmrkitError("the corpus holds no units", path=corpus_path(coll))
+    del seen
+    n_shards = (len(ids) + shard_size - 1) // shard_size
+    shards = [f"vectors-{i:05d}.npy" for i in range(n_shards)]
+    done = []
+    for i, s in enumerate(shards):
+        if not (partial / s).exists():
+            continue
+        rows = len(texts[i * shard_size : (i + 1) * shard_size])
+        rec = records.get(s)
+        problem = _shard_problem(partial / s, rows, None, rec["bytes"] if rec else None)
+        if problem is None and rec is not None and sha256_file(partial / s) != rec["sha256"]:
+            problem = "differs from what was written (sha256)"
+        if problem is None and rec is None:
+            layout = _npy_layout(partial / s)
+            rec = _record(s, (partial / s).read_bytes(), rows, layout[0][1] if layout else 0)
+        if problem is not None:
+            log.warning(f"{partial / s} {problem}: encoding it again")
+            (partial / s).unlink(missing_ok=True)
+            records.pop(s, None)
+            continue
+        records[s] = rec
+        done.append(s)
+    if done and progress:
+        console.print(f"resuming the encoding in {partial}: {len(done)} of {n_shards} shards done")
+    if encoders is None:
+        encoders = loader()
+    timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
+    with progress_bar(progress, f"encoding {coll.name} ({target.name})") as bar:
+        resumed = sum(
+            len(texts[i * shard_size : (i + 1) * shard_size])
+            for i, s in enumerate(shards)
+            if s in done
         )
-        # the finished folder goes in by rename; a previous encoding stays whole until then
-        with StagedOutputs([target], force=True, anchor=target.parent) as staged:
-            os.replace(partial, staged.path(target))
-            (staged.path(target) / STATE).unlink()
-            staged.commit()
-        return DenseIndex(coll, target, manifest)
+        task = bar.add_task("units", total=len(ids), completed=resumed)
+        for i, shard in enumerate(shards):
+            if shard in done:
+                continue
+            part = texts[i * shard_size : (i + 1) * shard_size]
+            t0 = time.perf_counter()
+            tokens = passage_ids(encoders.passage.tokenizer, part, passage_max_length)
+            timings["tokenize"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            vectors = encode_ids(
+                encoders.passage,
+                tokens,
+                batch_size=batch_size,
+                progress=lambda k: bar.advance(task, k),
+            )
+            timings["encode"] += time.perf_counter() - t0
+            buffer = io.BytesIO()
+            np.save(buffer, np.ascontiguousarray(vectors, dtype="<f4"))
+            data = buffer.getvalue()
+            write_file(partial / shard, data)
+            records[shard] = _record(shard, data, vectors.shape[0], vectors.shape[1])
+            state_now = {"identity": wanted, "shards": records}
+            write_file(partial / STATE, (json.dumps(state_now, indent=2) + "\n").encode())
+    ids_data = "".join(f"{docno}\n" for docno in ids).encode("utf-8")
+    write_file(partial / IDS, ids_data)
+    files = [records[s] for s in shards]
+    dim = int(files[0]["dim"])
+    timings = {k: round(v, 3) for k, v in timings.items()}
+    timings["total"] = round(time.perf_counter() - started, 3)
+    manifest = {
+        "format": FORMAT,
+        "identity": wanted,
+        "index_id": _index_id(wanted, [f["sha256"] for f in files]),
+        "model": {**ref.identity(), "path": str(ref.path), "tag": ref.tag},
+        "tag": target.name,
+        "corpus": corpus_path(coll).name,
+        "corpus_sha256": corpus_sha,
+        "n_units": len(ids),
+        "dim": dim,
+        "dtype": "float32",
+        "passage_max_length": passage_max_length,
+        "shards": [{k: v for k, v in f.items() if k != "dim"} for f in files],
+        "ids": {
+            "file": IDS,
+            "count": len(ids),
+            "bytes": len(ids_data),
+            "sha256": hashlib.sha256(ids_data).hexdigest(),
+        },
+        "device": encoders.device,
+        "batch_size": batch_size,
+        "resumed_shards": len(done),
+        "versions": versions(),
+        "seconds": timings,
+    }
+    # the checksums go in last: a manifest is there only when every file it names is complete
+    write_file(partial / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    # the finished folder goes in by rename; a previous encoding stays whole until then
+    with StagedOutputs([target], force=True, anchor=target.parent) as staged:
+        os.replace(partial, staged.path(target))
+        (staged.path(target) / STATE).unlink()
+        staged.commit()
+    return DenseIndex(coll, target, manifest)
 
 
-def _index_id(identity: dict[str, Any], folder: Path, shards: list[str]) -> str:
-    """The identity plus the vectors' bytes: another encoding, another id."""
-    import hashlib
+def _record(name: str, data: bytes, rows: int, dim: int) -> dict[str, Any]:
+    """What the manifest records of a shard written as ``data``."""
+    return {
+        "file": name,
+        "rows": int(rows),
+        "dim": int(dim),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
 
+
+def _index_id(identity: dict[str, Any], shard_hashes: list[str]) -> str:
+    """The identity plus the vectors' bytes (each shard's sha256): another encoding, another
+    id."""
     h = hashlib.sha256(json.dumps(identity, sort_keys=True).encode())
-    for s in shards:
-        h.update(sha256_file(folder / s).encode())
+    for digest in shard_hashes:
+        h.update(digest.encode())
     return h.hexdigest()
 
 

@@ -20,6 +20,8 @@ same weights on CPU.
 from __future__ import annotations
 
 import json
+import math
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,8 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.collection.layout import (
+    TOPICS,
+    Topic,
+    collection_dir,
+    corpus_path,
+    iter_corpus,
+    qrels_path,
+    read_topics,
+    topic_splits,
+)
+from cmrkit.errors import CmrkitError, check_range
+from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file
 from cmrkit.retrieval.dense.models import (
     METADATA,
     METADATA_FORMAT,
@@ -42,15 +54,6 @@ from cmrkit.retrieval.dense.models import (
     resolve_model,
 )
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import (
-    Topic,
-    collection_dir,
-    corpus_path,
-    iter_corpus,
-    qrels_path,
-    read_topics,
-    topic_splits,
-)
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
 
@@ -85,8 +88,12 @@ class TrainOptions:
             raise CmrkitError(
                 f"--batch-size must be at least 2 (in-batch negatives), got {self.batch_size}"
             )
-        if not self.learning_rate > 0:
-            raise CmrkitError(f"--lr must be above 0, got {self.learning_rate}")
+        if not 0 < self.learning_rate < math.inf:
+            raise CmrkitError(f"--lr must be a finite number above 0, got {self.learning_rate}")
+        # NaN or infinity here would train a model of NaN weights and save it with exit 0
+        check_range(self.weight_decay, 0, 1000, "--weight-decay")
+        if self.scale is not None and not 0 < self.scale < math.inf:
+            raise CmrkitError(f"the similarity scale must be finite and above 0, got {self.scale}")
         if not 0 <= self.warmup < 1:
             raise CmrkitError(f"--warmup must lie in [0, 1), got {self.warmup}")
         if self.negatives_depth < 1:
@@ -264,14 +271,6 @@ def train_dense(
     ``run_options`` are those of the BM25 run that gives the hard negatives (its split is the
     train split); ``dense`` gives the base model, device, lengths and markers.
     """
-    import copy
-
-    import torch
-
-    from cmrkit.console import console
-    from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
-    from cmrkit.retrieval.index import progress_bar
-
     quiet_hub()
     started = time.perf_counter()
     dense = dense or DenseOptions(batch_size=16)
@@ -279,15 +278,45 @@ def train_dense(
     opts.check()
     coll = collection_dir(collection)
     out = Path(output)
-    if out.exists() and not force:
-        raise CmrkitError("already exists; pass --force to replace it", path=out)
+    # the output is claimed now, as the run commands do: a second training writing the same
+    # folder fails at once naming this one, instead of both training and one model being lost
+    staged = StagedOutputs([out], force=force)
+    try:
+        return _train(
+            coll, out, staged, dense, opts, run_options, qrels_dir, plot, progress, argv, started
+        )
+    except BaseException:
+        staged.abort()
+        raise
+
+
+def _train(
+    coll: Path,
+    out: Path,
+    staged: StagedOutputs,
+    dense: DenseOptions,
+    opts: TrainOptions,
+    run_options: RunOptions | None,
+    qrels_dir: str | Path | None,
+    plot: bool,
+    progress: bool,
+    argv: list[str] | None,
+    started: float,
+) -> TrainResult:
+    import copy
+
+    import torch
+
+    from cmrkit.console import console, progress_bar
+    from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
+
     qdir = Path(qrels_dir) if qrels_dir is not None else None
     splits = topic_splits(coll)
     if opts.train_split not in splits:
         raise CmrkitError(
             f"no topics in split {opts.train_split!r} (splits present: {', '.join(splits)}); "
             "choose one with --train-split",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     dev_split = opts.dev_split
     if dev_split is None:
@@ -298,7 +327,7 @@ def train_dense(
         raise CmrkitError(
             f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
             "with --dev-split, or --dev-split none",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     if dev_split is not None and not qrels_path(coll, dev_split, qdir).exists():
         raise CmrkitError(
@@ -485,25 +514,37 @@ def train_dense(
         **log,
         "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
     }
-    staged = StagedOutputs([out], force=True)
+    target = staged.path(out)
     try:
-        target = staged.path(out)
         passage.save(str(target), create_model_card=False)
         if not opts.shared_encoder:
             query.save(str(target / QUERY_ENCODER), create_model_card=False)
-        (target / METADATA).write_text(
-            json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        (target / TRAIN_LOG).write_text(
-            json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        if plot:
-            _plot(log_out, target / PLOT)
-    except BaseException:
-        staged.abort()
+    except Exception as e:  # safetensors reports a full disk as its own error type
+        found = as_os_error(e, out)
+        if found is not None:
+            raise found from None
         raise
+    (target / METADATA).write_text(
+        json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    (target / TRAIN_LOG).write_text(
+        json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    if plot:
+        _plot(log_out, target / PLOT)
+    _usual_modes(target)
     staged.commit()
     return TrainResult(out, metadata, log_out)
+
+
+def _usual_modes(folder: Path) -> None:
+    """Files as any other output (0644 under the usual umask): safetensors writes its weights
+    0600, readable by their owner alone."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o666 & ~mask)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:

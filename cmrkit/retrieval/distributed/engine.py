@@ -16,20 +16,25 @@ running are cancelled (callers stage their outputs, so nothing half-made is left
 
 Testing aid: when ``$CMRKIT_FAULTS`` names a folder, :func:`fault_point` ``NAME`` makes the
 worker exit on the spot (``os._exit``, as a crash would) while a file ``kill-NAME`` there holds a
-count above 0, counting it down; and wait while a file ``stall-NAME`` exists. The tests kill and
-interrupt real workers with it.
+count above 0, counting it down; and wait while a file ``stall-NAME`` exists (after writing
+``reached-NAME``). The tests kill and interrupt real workers with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cmrkit.interrupts as interrupts
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.distributed.signals import kept_signal_handlers
 
@@ -38,6 +43,8 @@ RETRIES = 2  # reruns of a task whose worker died
 OBJECT_STORE = 256 * 1024 * 1024  # a local cluster's shared memory (results are small)
 INSTALL = "pip install 'cmrkit[ray]'"
 CANCEL_WAIT = 60  # seconds to wait for cancelled tasks' workers to be gone
+REACH_WAIT = 10.0  # seconds --address may take to accept a connection
+CONNECT_WAIT = 90.0  # seconds Ray's own connection may take before cmrkit gives up
 
 _connected: tuple[str | None, int | None] | None = None  # the cluster this process started
 
@@ -101,15 +108,26 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
             )
         else:
             options["address"] = engine.address
+            _reachable(engine.address)
+        where = (
+            f"reach the Ray cluster at {engine.address}"
+            if engine.address
+            else "start a Ray cluster on this machine"
+        )
         try:
-            with kept_signal_handlers():  # the JVM of this process keeps its own
+            # Ray retries an unanswering cluster for ever, inside native code: bounded here
+            with (
+                kept_signal_handlers(),
+                _deadline(
+                    CONNECT_WAIT,
+                    f"cannot {where}: no answer within {CONNECT_WAIT:.0f} s; check --address, or "
+                    "start one with `ray start --head`",
+                ),
+            ):
                 ray.init(**options)
+                if engine.address is None:
+                    _cluster.started = True
         except Exception as e:  # ConnectionError, ValueError, RuntimeError from Ray's start-up
-            where = (
-                f"reach the Ray cluster at {engine.address}"
-                if engine.address
-                else "start a Ray cluster on this machine"
-            )
             raise CmrkitError(
                 f"cannot {where} ({first_line(e)}); check --address, or start one with "
                 "`ray start --head`"
@@ -120,15 +138,150 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
 
 
 def disconnect() -> None:
-    """Leave the cluster this process connected to (stopping it when this process started it)."""
+    """Leave the cluster this process connected to (stopping it when this process started it).
+
+    A local cluster's processes are all gone afterwards: Ray's agents (DashboardAgent,
+    RuntimeEnvAgent) outlive a raylet stopped in a hurry, so whatever of the cluster's process
+    tree still runs after Ray's shutdown is killed."""
     global _connected
     if _connected is None:
         return
     ray = ray_module()
-    if ray.is_initialized():
-        with kept_signal_handlers():
-            ray.shutdown()
-    _connected = None
+    started = _cluster.started
+    tree = _descendants() if started else []
+    try:
+        if ray.is_initialized():
+            with kept_signal_handlers():
+                ray.shutdown()
+    finally:
+        _connected = None
+        _cluster.started = False
+        if started:
+            _kill(tree + _descendants())
+
+
+def _descendants() -> list[int]:
+    """The process ids of every process below this one (a local cluster's processes)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    todo = [c for c in children.get(os.getpid(), []) if _is_ray(c)]
+    found.extend(todo)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _is_ray(pid: int) -> bool:
+    """Whether a child process is one of Ray's (not, say, a subprocess of the caller's)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"ray" in f.read()
+    except OSError:
+        return False
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in dict.fromkeys(pids):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class _Cluster:
+    """The local cluster as :mod:`cmrkit.interrupts` sees it: when a signal must end the
+    process at once, its processes are killed with it (none is left behind)."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def reset(self) -> None:
+        pass
+
+    def summary(self) -> str:
+        return ""
+
+    def emergency(self) -> None:
+        # killed just after this process is gone, not now: Ray's threads in this process end it
+        # on the spot (exit 1, a C++ dump) when they see their cluster die under them first
+        pids = _descendants() if self.started else []
+        if pids:
+            import subprocess
+
+            subprocess.Popen(
+                ["/bin/sh", "-c", f"sleep 0.5; kill -9 {' '.join(map(str, pids))} 2>/dev/null"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+
+_cluster = _Cluster()
+
+
+interrupts.watch(_cluster)
+
+
+def _reachable(address: str) -> None:
+    """Refuse at once (after up to :data:`REACH_WAIT` seconds of retries) an ``--address``
+    where nothing accepts a connection: Ray itself would retry for ever."""
+    from cmrkit.errors import EnvironmentFault
+
+    text = address.removeprefix("ray://")
+    if text == "auto" or ":" not in text:
+        return  # Ray finds the address itself (and says so when it cannot)
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not host:
+        raise CmrkitError(f"--address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    end = time.monotonic() + REACH_WAIT
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+                return
+        except OSError as e:
+            if time.monotonic() >= end:
+                why = e.strerror or type(e).__name__
+                raise EnvironmentFault(
+                    f"cannot reach the Ray cluster at {address}: nothing answers there after "
+                    f"{REACH_WAIT:.0f} s ({why}); check --address, or start one with "
+                    "`ray start --head`"
+                ) from None
+            time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, message: str):
+    """End the process with ``message`` (exit 1) when the block has not ended in ``seconds``:
+    the main thread may be stuck in native code that no signal reaches."""
+    from cmrkit import interrupts
+
+    done = threading.Event()
+
+    def watch() -> None:
+        if not done.wait(seconds):
+            interrupts.give_up(message, 1)
+
+    threading.Thread(target=watch, name="cmrkit-connect-deadline", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 def failure(error: BaseException, what: str) -> CmrkitError:
@@ -187,7 +340,8 @@ def run_tasks(
 
 def cancel(refs: list[Any]) -> None:
     """Stop these tasks (their workers killed) and wait until they have stopped: a worker must
-    not write into a staging folder its caller is about to remove."""
+    not write into a staging folder its caller is about to remove. (Calls on actors cannot be
+    forced: their callers kill the actors instead.)"""
     if not refs:
         return
     ray = ray_module()
@@ -208,5 +362,7 @@ def fault_point(name: str) -> None:
             kill.write_text(str(count - 1))
             os._exit(1)
     stall = Path(folder) / f"stall-{name}"
+    if stall.exists():
+        (Path(folder) / f"reached-{name}").touch()
     while stall.exists():
         time.sleep(0.1)

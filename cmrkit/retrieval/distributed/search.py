@@ -21,9 +21,9 @@ from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.distributed.engine import (
     RETRIES,
     EngineOptions,
-    cancel,
     connect,
     failure,
+    fault_point,
     ray_module,
 )
 from cmrkit.retrieval.index import MANIFEST, IndexInfo
@@ -60,6 +60,7 @@ class SearchWorker:
 
     def search(self, qe: Any, queries: dict[str, str], options: dict[str, Any]) -> tuple:
         """(ranked lists, warnings) of a chunk of queries, with feedback ``qe``."""
+        fault_point("search")  # the tests interrupt a run here
         if self.searcher is None:
             self.searcher = self._open()
         if qe != self.qe:
@@ -152,7 +153,8 @@ class DistributedSearcher:
                     if nxt is not None:
                         submit(nxt, actor)
         finally:
-            cancel(list(pending))
+            if pending:  # an error or an interrupt: calls on actors are stopped by killing them
+                self.close()
         merged: dict[str, list[tuple[str, float]]] = {}
         found: list[dict[str, str]] = []
         for run, said in answers:  # type: ignore[misc]
@@ -167,6 +169,6 @@ class DistributedSearcher:
 
     def close(self) -> None:
         ray = ray_module()
-        for actor in self._actors:
+        actors, self._actors = self._actors, []
+        for actor in actors:
             ray.kill(actor)
-        self._actors = []

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_lines, read_text
+from cmrkit.fileio import iter_lines, parse_json, read_text
 
 SPAN = "span"
 ID = "id"
@@ -277,14 +277,9 @@ def _span(value: Any, path: object, where: str) -> tuple[int, int]:
 
 def read_cluster_json(path: str | os.PathLike) -> Clustering:
     """Read a JSON list of clusters, each a list of mention ids (one corpus-wide document)."""
-    try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as e:
-        raise CmrkitError(
-            f"malformed JSON ({e.msg} at line {e.lineno} column {e.colno}); expected a list "
-            "of clusters, each a list of mention ids",
-            path=path,
-        ) from None
+    data = parse_json(
+        read_text(path), path=path, what="a list of clusters, each a list of mention ids"
+    )
     if not isinstance(data, list):
         raise CmrkitError("expected a list of clusters, each a list of mention ids", path=path)
     doc = Document(CORPUS_DOCUMENT)
