@@ -64,11 +64,11 @@ def run_paths(runs_dir: Path, collection: Path, name: str, split: str) -> tuple[
     return run_path, run_path.with_suffix(".json")
 
 
-def claim(run_path: Path, sidecar_path: Path) -> StagedOutputs:
-    """Hold a run's two files for writing (locked: a second command writing the same run fails
-    at once, naming this one) from the check of what exists to the final rename; use it as a
-    context manager and pass it to :func:`write_run_files`."""
-    return StagedOutputs([run_path, sidecar_path], force=True)
+def claim(run_path: Path, sidecar_path: Path, *extra: Path) -> StagedOutputs:
+    """Hold a run's two files (and ``extra`` files made with it) for writing (locked: a second
+    command writing the same run fails at once, naming this one) from the check of what exists
+    to the final rename; use it as a context manager and pass it to :func:`write_run_files`."""
+    return StagedOutputs([run_path, sidecar_path, *extra], force=True)
 
 
 def topics_sha256(collection: Path) -> str:
@@ -175,6 +175,7 @@ class RunSpec:
     topics_sha256: str = ""
     collection: str | None = None
     command: list[str] | None = None
+    extra_paths: tuple[Path, ...] = ()  # files made with the run (the reader's spans)
 
     @classmethod
     def for_collection(
@@ -220,6 +221,7 @@ class Computed:
     tag: str
     sidecar: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    extra: dict[Path, bytes] = field(default_factory=dict)  # contents of spec.extra_paths
 
 
 def produce_run(
@@ -236,10 +238,10 @@ def produce_run(
     ``started`` (a ``time.perf_counter()`` reading) adds the ``open`` and ``total`` seconds."""
     wanted = spec.identity
     # held from the check of what exists to the rename: a second writer fails at once
-    with claim(spec.run_path, spec.sidecar_path) as staged:
+    with claim(spec.run_path, spec.sidecar_path, *spec.extra_paths) as staged:
         found = existing(spec.run_path, spec.sidecar_path, wanted, force=force)
-        if found is not None:
-            return found
+        if found is not None and all(p.is_file() for p in spec.extra_paths):
+            return found  # (a run missing one of its extra files is made again)
         seconds: dict[str, float] = {}
         if started is not None:
             seconds["open"] = round(time.perf_counter() - started, 3)
@@ -265,6 +267,9 @@ def produce_run(
             "seconds": seconds,
         }
         write_run_files(spec.run_path, spec.sidecar_path, out.run, out.tag, sidecar, staged)
+        for path in spec.extra_paths:
+            with open(staged.path(path), "wb") as f:
+                f.write(out.extra[path])
     return RunResult(spec.run_path, spec.sidecar_path, out.run, sidecar)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from cmrkit.collection.layout import (
     read_topics,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.fileio import sha256_file
 from cmrkit.retrieval.reader.features import (
     Item,
     Layout,
@@ -45,14 +44,13 @@ from cmrkit.retrieval.reader.features import (
     tokens_to_chars,
 )
 from cmrkit.retrieval.runfile import (
+    Computed,
     RankedRun,
     RunResult,
-    existing,
-    identity,
+    RunSpec,
     own_document_units,
+    produce_run,
     run_paths,
-    topics_sha256,
-    write_run_files,
     written_scores,
 )
 
@@ -284,12 +282,19 @@ def run_rerank(
         "max_span": max_span,
         "input_run_sha256": sha256_file(run_path_in),
     }
-    wanted = identity("rerank", split, parameters, "", topics_sha256(coll))
-    staged = StagedOutputs([out_run, out_sidecar, out_spans], force=True)
-    with staged:
-        found = existing(out_run, out_sidecar, wanted, force=force)
-        if found is not None and out_spans.is_file():
-            return found  # the same run (a run without its spans file is made again)
+    spec = RunSpec.for_collection(
+        runs_dir,
+        coll,
+        system="rerank",
+        name=name,
+        split=split,
+        parameters=parameters,
+        index_id="",
+        command=list(argv) if argv is not None else None,
+    )
+    spec.extra_paths = (out_spans,)
+
+    def compute() -> Computed:
         texts: dict[str, str] = {}
         for _, record in iter_corpus(coll):
             texts[record["id"]] = record["contents"]
@@ -309,10 +314,9 @@ def run_rerank(
             heads[qid] = docs[: opts.depth]
             tails[qid] = docs[opts.depth :]
         timings: dict[str, float] = {"read": round(time.perf_counter() - started, 3)}
-        result = _score(
+        device, scored, counts = _score(
             ref, coll, by_qid, heads, texts, markers, stride, max_span, opts, progress, timings
         )
-        device, scored = result
         run_out: RankedRun = {}
         span_lines: list[str] = []
         for qid in sorted(ranking):
@@ -339,35 +343,20 @@ def run_rerank(
                         ensure_ascii=False,
                     )
                 )
-        timings["total"] = round(time.perf_counter() - started, 3)
         from cmrkit.retrieval.dense.store import versions
 
-        tag = f"{name}:depth={opts.depth}".replace(" ", "_")
         sidecar = {
-            "command": list(argv) if argv is not None else None,
-            "argv": list(sys.argv),
-            "identity": wanted,
-            "system": "rerank",
-            "name": name,
-            "tag": tag,
-            "collection": str(coll),
-            "split": split,
-            "run": str(out_run),
             "spans": str(out_spans),
-            "parameters": parameters,
             "input_run": {
                 "path": str(run_path_in),
                 "sha256": parameters["input_run_sha256"],
                 "system": sidecar_in.get("system"),
                 "name": sidecar_in.get("name"),
             },
-            "model": {
-                **ref.identity(),
-                "tag": ref.tag,
-                "trained": ref.metadata,
-            },
+            "model": {**ref.identity(), "tag": ref.tag, "trained": ref.metadata},
             "device": device,
             "batch_size": opts.batch_size,
+            "sequences": counts,
             "ranking": {
                 "own_unit_removed": True,
                 "own_document_removed": any(t.exclude_doc for t in topics),
@@ -375,15 +364,17 @@ def run_rerank(
                 "tie_break": "score descending (as written, 6 decimals), then docno descending",
             },
             "versions": versions(),
-            "n_queries": len(run_out),
-            "n_queries_with_results": sum(1 for d in run_out.values() if d),
-            "warnings": [],
-            "seconds": timings,
         }
-        write_run_files(out_run, out_sidecar, run_out, tag, sidecar, staged)
-        with open(staged.path(out_spans), "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(line + "\n" for line in span_lines))
-    return RunResult(out_run, out_sidecar, run_out, sidecar)
+        spans_bytes = "".join(line + "\n" for line in span_lines).encode("utf-8")
+        return Computed(
+            run_out,
+            f"{name}:depth={opts.depth}".replace(" ", "_"),
+            sidecar,
+            timings,
+            {out_spans: spans_bytes},
+        )
+
+    return produce_run(spec, compute, force=force, started=started)
 
 
 def _score(
@@ -398,7 +389,7 @@ def _score(
     opts: RerankOptions,
     progress: bool,
     timings: dict[str, float],
-) -> tuple[str, dict[tuple[str, str], Scored]]:
+) -> tuple[str, dict[tuple[str, str], Scored], dict[str, Any]]:
     from cmrkit.console import progress_bar
     from cmrkit.retrieval.dense.models import quiet_hub, resolve_device
     from cmrkit.retrieval.reader.features import layout, passage_tokens, query_windows
@@ -444,7 +435,10 @@ def _score(
             progress=lambda n: bar.advance(task, n),
         )
     timings["read_pairs"] = round(time.perf_counter() - t0, 3)
-    timings["sequences"] = n_seq
-    timings["sequences_per_second"] = round(n_seq / max(timings["read_pairs"], 1e-9), 2)
+    counts = {
+        "pairs": len(pairs),
+        "sequences": n_seq,
+        "per_second": round(n_seq / max(timings["read_pairs"], 1e-9), 2),
+    }
     out = {(qids[qi], docnos[pi]): s for (qi, pi), s in zip(pairs, scored, strict=True)}
-    return device, out
+    return device, out, counts

@@ -628,11 +628,24 @@ def train_reader(
         )
         if plot:
             _plot(log_out, target / PLOT)
+        _usual_modes(target)
     except BaseException:
         staged.abort()
         raise
     staged.commit()
     return ReaderTrainResult(out, metadata, log_out)
+
+
+def _usual_modes(folder: Path) -> None:
+    """Files as any other output (0644 under the usual umask): safetensors writes weights
+    0600."""
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o666 & ~mask)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
@@ -660,5 +673,6 @@ def _plot(log: dict[str, Any], path: Path) -> None:
         axes[1].set_ylabel("dev (reranked)")
         axes[1].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    from cmrkit.figures import save_figure
+
+    save_figure(fig, path, "png")
