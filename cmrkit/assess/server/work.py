@@ -383,6 +383,44 @@ def _not_mine(user: User):
     )
 
 
+def _claim(conn: Connection, user: User, n: int):
+    """Claim a place on the first pool pair in the queue that has fewer than ``n`` live
+    assignments and none of this assessor's; None when there is none.
+
+    PostgreSQL: the candidate row is locked with SKIP LOCKED (the queue pattern), so concurrent
+    requests take different pairs instead of waiting on each other; when only locked rows are
+    left, one plain look decides. The conditional update (``taken < n``) is the guard either
+    way."""
+    queue = (
+        sa.select(pairs)
+        .where(
+            pairs.c.is_gold.is_(False),
+            pairs.c.active.is_(True),
+            pairs.c.taken < n,
+            _not_mine(user),
+        )
+        .order_by(pairs.c.seq)
+        .limit(1)
+    )
+    skip = conn.dialect.name == "postgresql"
+    for _ in range(50):  # bounded: each miss is a place another assessor just took
+        cand = None
+        if skip:
+            cand = conn.execute(queue.with_for_update(skip_locked=True)).first()
+        if cand is None:
+            cand = conn.execute(queue).first()
+            if cand is None:
+                return None
+        got = conn.execute(
+            pairs.update()
+            .where(pairs.c.id == cand.id, pairs.c.taken < n)
+            .values(taken=pairs.c.taken + 1)
+        )
+        if got.rowcount:
+            return cand
+    return None
+
+
 def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str, Any] | None:
     """The assessor's open pair, or a new one (gold when due), or None when nothing is left for
     them now."""
@@ -421,31 +459,7 @@ def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str,
                     pairs.update().where(pairs.c.id == row.id).values(taken=pairs.c.taken + 1)
                 )
         if row is None:
-            for _ in range(20):  # bounded: each round trip loses only to another assessor
-                cands = conn.execute(
-                    sa.select(pairs)
-                    .where(
-                        pairs.c.is_gold.is_(False),
-                        pairs.c.active.is_(True),
-                        pairs.c.taken < opts.assessors,
-                        _not_mine(user),
-                    )
-                    .order_by(pairs.c.seq)
-                    .limit(8)
-                ).all()
-                if not cands:
-                    break
-                for c in cands:
-                    got = conn.execute(
-                        pairs.update()
-                        .where(pairs.c.id == c.id, pairs.c.taken < opts.assessors)
-                        .values(taken=pairs.c.taken + 1)
-                    )
-                    if got.rowcount:
-                        row = c
-                        break
-                if row is not None:
-                    break
+            row = _claim(conn, user, opts.assessors)
         if row is None:
             return None
         conn.execute(
