@@ -48,6 +48,7 @@ from cmrkit.assess.server.db import (
     pairs,
     put_setting,
     read,
+    settings,
     users,
     write,
 )
@@ -325,20 +326,32 @@ def _task(row, lease_until: float, opts: Options, stats: dict[str, int]) -> dict
     }
 
 
-def _check_open(conn: Connection, user: User) -> None:
-    if get_setting(conn, "closed", False):
+def _check_open(conn: Connection, user: User) -> Options:
+    """The options, once the pool is open and the assessor's session still valid (the account
+    neither disabled nor changed since login) and not paused: one settings and one user read."""
+    found = dict(
+        conn.execute(
+            sa.select(settings.c.key, settings.c.value).where(
+                settings.c.key.in_(("closed", "options"))
+            )
+        ).all()
+    )
+    if json.loads(found.get("closed", "false")):
         raise ApiError(409, "the pool is closed; no more judgments are taken")
     row = conn.execute(
-        sa.select(users.c.paused, users.c.flag, users.c.disabled).where(users.c.id == user.id)
+        sa.select(users.c.paused, users.c.flag, users.c.disabled, users.c.epoch).where(
+            users.c.id == user.id
+        )
     ).first()
-    if row is None or row.disabled:
-        raise ApiError(401, "this account is disabled; ask an organizer")
+    if row is None or row.disabled or row.epoch != user.epoch:
+        raise ApiError(401, "the session has ended (account changed or disabled); log in again")
     if row.paused:
         raise ApiError(
             403,
             f"paused: {row.flag or 'by an organizer'}; an organizer must review and resume",
             paused=True,
         )
+    return Options(**json.loads(found.get("options", "{}")))
 
 
 def _reclaim(conn: Connection, now: float, limit: int = 100) -> int:
@@ -426,8 +439,7 @@ def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str,
     them now."""
     now = time.time() if now is None else now
     with write(engine) as conn:
-        _check_open(conn, user)
-        opts = options(conn)
+        opts = _check_open(conn, user)
         until = now + opts.lease_seconds
         open_row = conn.execute(
             sa.select(assignments.c.id.label("aid"), pairs)
@@ -508,7 +520,7 @@ def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = 
     now = time.time() if now is None else now
     label = _label(label)
     with write(engine) as conn:
-        _check_open(conn, user)
+        opts = _check_open(conn, user)
         row = _mine(conn, user, pid)
         if row.judged_at is not None:
             raise ApiError(
@@ -525,7 +537,6 @@ def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = 
         if not done.rowcount:
             raise ApiError(409, f"pair {pid} is already judged; nothing changed")
         conn.execute(pairs.update().where(pairs.c.id == row.ref).values(judged=pairs.c.judged + 1))
-        opts = options(conn)
         paused = False
         if row.is_gold:
             paused = _gold_check(conn, user, opts, now)
@@ -685,10 +696,10 @@ def advance(engine: Engine) -> bool:
             rows.append(_pair_row(pair_id(salt, *k), k, None, rnd + 1, seq, display[k]))
         with write(engine) as conn:
             moved = conn.execute(
-                sa.update(_settings_table())
+                sa.update(settings)
                 .where(
-                    _settings_table().c.key == "round",
-                    _settings_table().c.value == json.dumps(rnd),
+                    settings.c.key == "round",
+                    settings.c.value == json.dumps(rnd),
                 )
                 .values(value=json.dumps(rnd + 1))
             )
@@ -699,12 +710,6 @@ def advance(engine: Engine) -> bool:
             put_setting(conn, "pool", pool_text(new))
             put_setting(conn, "seq", seq)
         return True
-
-
-def _settings_table():
-    from cmrkit.assess.server.db import settings
-
-    return settings
 
 
 def _with_labels(pool, feedback: Mapping[tuple[str, str], int]):
