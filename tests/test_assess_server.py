@@ -318,11 +318,15 @@ def test_export_is_read_by_judgments_aggregate(tmp_path, cli, db_url):  # noqa: 
     app, engine = make_app(db_url, d["pool"], assessors=3)
     people = {n: logged_in(app, engine, n) for n in ("ann", "bob", "cid")}
     given: dict[str, list[int]] = {}
-    for i, (_name, c) in enumerate(people.items()):
-        done, status = judge_all(c, lambda t, i=i: [5, 4, 1][(len(t["pair_id"]) + i) % 3])
+    by_worker: dict[str, dict[str, int]] = {}
+    for i, (name, c) in enumerate(people.items()):
+        done, status = judge_all(
+            c, lambda t, i=i: [5, 4, 1, 2][(sum(map(ord, t["pair_id"])) // (i + 1)) % 4]
+        )
         assert status == 204
         for pid, label in done:
             given.setdefault(pid, []).append(label)
+            by_worker.setdefault(name, {})[pid] = label
     out = tmp_path / "exp" / "judged.csv"
     out.parent.mkdir()
     r = cli("assess", "export", "--db", db_url, "-o", out)
@@ -350,11 +354,29 @@ def test_export_is_read_by_judgments_aggregate(tmp_path, cli, db_url):  # noqa: 
         "0",
         "--hard-threshold",
         "1",
+        "--report",
+        tmp_path / "report.json",
         "-o",
         qrels,
     )
     assert r.exit_code == 0, r.output
     got = read_qrels_lines(qrels)
+    # the progress page's agreement is the one `judgments aggregate` reports
+    import json
+
+    report = json.loads((tmp_path / "report.json").read_text())["agreement"]
+    org = logged_in(app, engine, "olga", "organizer")
+    agreement = org.get("/api/progress").json()["agreement"]
+    assert agreement["pairs"] == report["pairs"] == len(given)
+    assert agreement["fleiss_kappa"] == pytest.approx(report["kappa"])
+    assert agreement["fleiss_kappa_likert"] == pytest.approx(report["kappa_likert"])
+    sklearn = pytest.importorskip("sklearn.metrics")
+    for c in agreement["cohen"]:
+        a, b = by_worker[c["a"]], by_worker[c["b"]]
+        both = sorted(set(a) & set(b))
+        want = sklearn.cohen_kappa_score([a[p] >= 4 for p in both], [b[p] >= 4 for p in both])
+        assert c["pairs"] == len(both) and c["kappa"] == pytest.approx(want)
+    assert len(agreement["cohen"]) == 3
     key = {
         row["pair_id"]: (row["query_id"], row["doc_id"])
         for row in csv.DictReader(

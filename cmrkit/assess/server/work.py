@@ -688,7 +688,9 @@ def advance(engine: Engine) -> bool:
                 put_setting(conn, "pool", pool_text(_with_labels(pool, feedback)))
             return False
         chosen = [(p.qid, p.docno) for p in new.pairs if p.sampled]
-        described = describe_pairs(chosen, collection, blind=True)
+        described = describe_pairs(
+            chosen, collection, blind=True, max_chars=identity.get("context_chars", 600)
+        )
         display = _display(described, show_titles)
         rows = []
         for k in _shuffled(chosen, seq, "round"):
@@ -815,15 +817,22 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
     ]
     likert = [[list(v.values()).count(c) for c in SCALE] for v in multi]
     names = {u.id: u.name for u in people}
+    # the labels each two assessors gave the pairs they both judged (one pass over the pairs)
+    together: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+    for v in multi:
+        raters = sorted(v, key=lambda i: names[i])
+        for i, a in enumerate(raters):
+            for b in raters[i + 1 :]:
+                la, lb = together.setdefault((a, b), ([], []))
+                la.append(binarize(v[a]))
+                lb.append(binarize(v[b]))
     cohen = []
-    raters = sorted({uid for v in labels.values() for uid in v}, key=lambda i: names[i])
-    for i, a in enumerate(raters):
-        for b in raters[i + 1 :]:
-            both = [v for v in labels.values() if a in v and b in v]
-            if len(both) < 2:
-                continue
-            k = cohen_kappa([binarize(v[a]) for v in both], [binarize(v[b]) for v in both])
-            cohen.append({"a": names[a], "b": names[b], "pairs": len(both), "kappa": k})
+    for (a, b), (la, lb) in sorted(
+        together.items(), key=lambda x: (names[x[0][0]], names[x[0][1]])
+    ):
+        if len(la) >= 2:
+            k = cohen_kappa(la, lb)
+            cohen.append({"a": names[a], "b": names[b], "pairs": len(la), "kappa": k})
     defined = [c["kappa"] for c in cohen if c["kappa"] is not None]
     recent_all = sum(1 for r in rows if r.judged_at is not None and r.judged_at >= now - window)
     pool_pairs = [p for p in prs if not p.is_gold]
