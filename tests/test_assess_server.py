@@ -206,10 +206,10 @@ def test_sessions_expire_and_end_on_disable(tmp_path, cli, db_url):  # noqa: F81
     from cmrkit.assess.server.db import write
 
     d = small_pool(tmp_path, cli)
-    app, engine = make_app(db_url, d["pool"], assessors=1, session_seconds=1.0)
+    app, engine = make_app(db_url, d["pool"], assessors=1, session_seconds=3.0)
     ann = logged_in(app, engine, "ann")
     assert ann.get("/api/me").status_code == 200
-    time.sleep(1.3)
+    time.sleep(4.2)
     r = ann.get("/api/me")
     assert r.status_code == 401 and "expired" in r.json()["error"]
 
@@ -224,7 +224,7 @@ def test_sessions_expire_and_end_on_disable(tmp_path, cli, db_url):  # noqa: F81
 
 def test_expired_leases_go_back_to_the_queue(tmp_path, cli, db_url):  # noqa: F811
     d = small_pool(tmp_path, cli, queries=1, docs=2)
-    app, engine = make_app(db_url, d["pool"], assessors=1, lease_seconds=2.0)
+    app, engine = make_app(db_url, d["pool"], assessors=1, lease_seconds=4.0)
     ann = logged_in(app, engine, "ann")
     bob = logged_in(app, engine, "bob")
     cid = logged_in(app, engine, "cid")
@@ -232,7 +232,7 @@ def test_expired_leases_go_back_to_the_queue(tmp_path, cli, db_url):  # noqa: F8
     second = bob.get("/api/next").json()["pair_id"]
     assert first != second
     assert cid.get("/api/next").status_code == 204  # both pairs are out
-    time.sleep(2.2)
+    time.sleep(4.2)
     assert bob.judge(second, 3).status_code == 201  # late, but not yet reclaimed: taken
     got = cid.get("/api/next").json()["pair_id"]  # ann's lease ran out: it comes back
     assert got == first
