@@ -190,6 +190,7 @@ def serve(
             markup=False,
         )
     webapp.serve(app, host, port, access_log=access_log)
+    out.print("stopped; every acknowledged judgment is in the database", markup=False)
 
 
 @users_app.command("add")
