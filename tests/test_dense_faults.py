@@ -200,6 +200,7 @@ def test_a_damaged_shard_of_a_partial_encoding_is_encoded_again(made, tmp_path):
     ("case", "expected"),
     [
         ("device", "--device cuda: no CUDA GPU is visible"),
+        ("model", "is not a local folder and not in the Hugging Face cache"),
         ("empty", "the corpus holds no units"),
         ("duplicate", "ids must be unique"),
     ],
@@ -218,7 +219,9 @@ def test_an_encode_failing_before_any_shard_leaves_nothing(tmp_path, case, expec
         lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
         path.write_bytes(gzip.compress("".join([*lines, lines[0]]).encode(), mtime=0))
     before = sorted(p.name for p in coll.iterdir())
-    args = [*ENC, "--device", "cuda"] if case == "device" else ENC
+    args = {"device": [*ENC, "--device", "cuda"], "model": [*ENC, "--model", "no/such"]}.get(
+        case, ENC
+    )
     r = cmrkit(tmp_path, "encode", "collections/tiny", *args)
     assert r.exit_code == 2 and expected in r.stderr, r.output
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr

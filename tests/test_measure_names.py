@@ -55,3 +55,44 @@ def test_pool_plan_takes_eval_names():
     assert PlanOptions(budgets=(5,), measure="MAP").measure == "AP"
     with pytest.raises(CmrkitError, match="no such estimator"):
         plan_measure("MRR")
+
+
+@pytest.mark.parametrize("name", ["infAP", "AP", "map", "relative_P.2", "SetF"])
+def test_pool_bias_scores_with_eval_names(tmp_path, name):
+    from cmrkit.pooling.bias import score_runs
+
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    out = CliRunner().invoke(
+        app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", name, "-f", "json"]
+    )
+    assert out.exit_code == 0, out.stderr
+    (value,) = json.loads(out.stdout)["measures"].values()
+    assert score_runs({"r": RUN_DICT}, QRELS_DICT, name) == {"r": value}
+
+
+def test_pool_bias_refuses_several_measures():
+    from cmrkit.pooling.bias import score_runs
+
+    with pytest.raises(CmrkitError, match="one measure"):
+        score_runs({"r": RUN_DICT}, QRELS_DICT, "AP,P@10")
+    with pytest.raises(CmrkitError, match="values"):
+        score_runs({"r": RUN_DICT}, QRELS_DICT, "P")
+
+
+def test_api_takes_trec_eval_names_and_the_version(tmp_path):
+    import cmrkit
+
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    df = cmrkit.evaluate(str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), ["P.1,2", "set_F"],
+                         trec_eval="9")  # fmt: skip
+    assert list(df.columns) == ["qid", "measure", "value", "trec_eval"]
+    assert set(df["trec_eval"]) == {"9.0.8"}
+    out = CliRunner().invoke(
+        app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", "P.1,2", "-m",
+              "set_F", "--trec-eval", "9", "-f", "csv"],
+    )  # fmt: skip
+    rows = [line.split(",") for line in out.stdout.splitlines()[1:]]
+    got = [[q, m, repr(float(v)), t] for q, m, v, t in df.itertuples(index=False)]
+    assert got == rows

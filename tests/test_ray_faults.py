@@ -70,6 +70,7 @@ def _start(args: list[str], faults: Path, mark: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
     )
 
 
@@ -85,7 +86,7 @@ def _ray_started(mark: str) -> bool:
     return any("raylet" in c or "gcs_server" in c for c in processes_marked(mark))
 
 
-@pytest.mark.parametrize("point", ["starting", "searching", "indexing"])
+@pytest.mark.parametrize("point", ["starting", "searching", "searching-group", "indexing"])
 def test_ctrl_c_on_ray_ends_in_one_line_and_leaves_no_process(coll, tmp_path, point):
     faults = tmp_path / "faults"
     faults.mkdir()
@@ -108,7 +109,10 @@ def test_ctrl_c_on_ray_ends_in_one_line_and_leaves_no_process(coll, tmp_path, po
         else:
             _wait_for(proc, lambda: (faults / f"reached-{stall}").exists())
         t0 = time.monotonic()
-        proc.send_signal(signal.SIGINT)
+        if point.endswith("-group"):  # Ctrl-C in a terminal: the whole group, Ray's too
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         took = time.monotonic() - t0
     finally:

@@ -157,7 +157,7 @@ OPTION_SETS = [
      "Rprec_mult.0.5,1.5", "-m", "set_F.0.25", "-m", "relstring.7", "-m", "ndcg_rel", "-m",
      "Rndcg", "-m", "G", "-m", "relative_P.2,5", "-c"],
     ["-m", "Rndcg.1=2,2=1,3=5", "-m", "G.0=1,2=4.5", "-m", "ndcg_rel.1=0.5,3=2", "-m",
-     "rbp_resid.p=0.5", "-m", "bpref", "-m", "infAP", "-m", "binG", "-l", "2", "-M", "20"],
+     "rbp_resid.p=0.5", "-m", "bpref", "-m", "infAP", "-m", "binG", "-l", "2", "-M", "20", "-n"],
 ]  # fmt: skip
 
 
@@ -288,3 +288,49 @@ def test_zscores_missing_a_query_or_measure_as_trec_eval_and_said(trec_eval, tmp
     assert result.stdout == expected
     assert "no line for 1 queries (302)" in result.stderr
     assert "lacks 1 measures for some queries (map)" in result.stderr
+
+
+def _write_prefs_case(folder: Path, seed: int) -> tuple[Path, Path, Path]:
+    """prefs (judgment groups with one or two subgroups, consistent levels), qrels_jg and a
+    run over the same documents."""
+    r = random.Random(seed)
+    prefs, jg_lines, run_lines = [], [], []
+    for q in range(6):
+        qid = f"{100 + q}"
+        docs = [f"P{q}D{i:02d}" for i in range(r.randint(4, 16))]
+        level = {d: r.choice([0, 0, 1, 2, 3]) for d in docs}  # one level per document
+        for g in range(r.randint(1, 3)):
+            subgroups = r.choice([1, 1, 2])
+            judged = r.sample(docs, r.randint(2, len(docs)))
+            for k, d in enumerate(judged):
+                jsg = f"s{k % subgroups}"
+                prefs.append(f"{qid} g{g} {jsg} {d} {level[d]}")
+                jg_lines.append(f"{qid} g{g} {d} {level[d] if r.random() > 0.1 else -1}")
+        ranked = r.sample(docs + [f"X{q}{i}" for i in range(5)], r.randint(1, len(docs) + 5))
+        for i, d in enumerate(ranked):
+            score = round(r.random() * 3, 1) if i % 3 else 10 - i
+            run_lines.append(f"{qid} Q0 {d} {i + 1} {score} prefs{seed}")
+    files = []
+    for name, lines in (("prefs", prefs), ("qrels_jg", jg_lines), ("run", run_lines)):
+        path = folder / f"{name}{seed}.txt"
+        r.shuffle(lines)
+        path.write_text("\n".join(dict.fromkeys(lines)) + "\n")
+        files.append(path)
+    return files[0], files[1], files[2]
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_random_prefs_and_judgment_groups_equal_the_c_program(trec_eval, tmp_path, seed, version):
+    prefs, jg, run = _write_prefs_case(tmp_path, seed)
+    binary = str(trec_eval[version] / "trec_eval")
+    for fmt, rel, measures in (("prefs", prefs, "all_prefs"), ("qrels_jg", jg, "qrels_jg")):
+        args = ["-q", "-m", measures, "-R", fmt]
+        expected = subprocess.run(
+            [binary, *args, str(rel), str(run)], capture_output=True, text=True, check=True
+        ).stdout
+        result = CliRunner().invoke(
+            app, ["eval", str(run), str(rel), *args, "--trec-eval", version, "-f", "trec"]
+        )
+        assert result.exit_code == 0, (fmt, result.stderr)
+        assert result.stdout == expected, fmt

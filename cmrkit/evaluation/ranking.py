@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import SAMPLED_KINDS, Measure, parse_measures
 from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSIONS
+from cmrkit.evaluation.order import MISSING as _MISSING
+from cmrkit.evaluation.order import rank_all as _ranking
 from cmrkit.trec import (
     Qrels,
     Run,
@@ -81,7 +83,6 @@ def aggregate(measure: Measure, values: Sequence[float]) -> float:
 _NATIVE = frozenset(
     {"AP", "infAP", "RR", "R", "P", "Success", "Judged", "NumRel", "NumRet", "NumRelRet", "NumQ"}
 )
-_MISSING = -(1 << 40)  # relevance of a retrieved document the qrels lack (not in the pool)
 _INFAP_EPSILON = 0.00001  # trec_eval's INFAP_EPSILON
 
 
@@ -128,70 +129,6 @@ def _prefix_sums(values, counts, picks):
         for o, pick in zip(out, picks, strict=True):
             o[q] = sums[pick[q]]
     return out
-
-
-def _ranking(
-    cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | None, version: str = "10"
-):
-    """Per-query sizes and, in trec_eval's order (cut at ``depth``), the rows and grades."""
-    import itertools
-
-    import numpy as np
-
-    bounds = cols.starts.tolist()
-    if len(blocks) == len(cols.qids):
-        docnos, scores = cols.docnos, cols.scores
-        lens = np.diff(cols.starts)
-    else:
-        docnos = list(
-            itertools.chain.from_iterable(cols.docnos[bounds[i] : bounds[i + 1]] for i in blocks)
-        )
-        lens = np.asarray([bounds[i + 1] - bounds[i] for i in blocks], dtype=np.int64)
-        rows = np.concatenate(
-            [np.arange(bounds[i], bounds[i + 1]) for i in blocks] + [np.zeros(0, np.int64)]
-        )
-        scores = cols.scores[rows]
-    nq = len(blocks)
-    starts = np.zeros(nq + 1, dtype=np.int64)
-    np.cumsum(lens, out=starts[1:])
-    # trec_eval 9.0.8 keeps scores as C floats, 10.0 as doubles
-    with np.errstate(over="ignore"):
-        single = scores.astype(np.float32 if version == "9" else np.float64)
-    beyond = int(np.count_nonzero(np.isinf(single) & np.isfinite(scores)))
-    if beyond:
-        import logging
-
-        logging.getLogger("cmrkit").warning(
-            f"{beyond} score(s) lie beyond float32's range (about ±3.4e38), in which trec_eval "
-            "9.0.8 keeps scores: they rank as ±infinity, as there"
-        )
-    gid = np.repeat(np.arange(nq), lens)
-    descending = (single[1:] <= single[:-1]) | (gid[1:] != gid[:-1])
-    order = np.arange(len(single)) if descending.all() else np.lexsort((-single, gid))
-    ordered = single[order]
-    tied = np.flatnonzero((ordered[1:] == ordered[:-1]) & (gid[1:] == gid[:-1]))
-    if len(tied):
-        # ties: docno descending (strcmp order; str and ASCII bytes sort alike)
-        breaks = np.flatnonzero(np.diff(tied) != 1)
-        firsts = tied[np.concatenate(([0], breaks + 1))].tolist()
-        lasts = (tied[np.concatenate((breaks, [len(tied) - 1]))] + 2).tolist()
-        for a, b in zip(firsts, lasts, strict=True):
-            order[a:b] = sorted(order[a:b].tolist(), key=docnos.__getitem__, reverse=True)
-    as_bytes = bool(docnos) and isinstance(docnos[0], bytes)
-    grades = []
-    for k, i in enumerate(blocks):
-        judged = qrels[cols.qids[i]]
-        if as_bytes:
-            judged = dict(zip(map(str.encode, judged), judged.values(), strict=True))
-        a, b = int(starts[k]), int(starts[k + 1])
-        grades.append(map(judged.get, docnos[a:b], itertools.repeat(_MISSING)))
-    grade = np.fromiter(itertools.chain.from_iterable(grades), dtype=np.int64, count=len(docnos))
-    if depth is not None and int(lens.max(initial=0)) > depth:
-        keep = (np.arange(len(order)) - np.repeat(starts[:-1], lens)) < depth
-        order = order[keep]
-        lens = np.minimum(lens, depth)
-        np.cumsum(lens, out=starts[1:])
-    return lens, starts, order, grade[order], docnos, scores
 
 
 def _native_values(

@@ -61,3 +61,25 @@ def query_scorer(text: str, version: str = defs.DEFAULT_VERSION) -> tuple[str, S
         return {q: result.per_query[q][k] for q in result.queries}
 
     return printed[0], trec_scores
+
+
+def mean_score(
+    text: str,
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    version: str = defs.DEFAULT_VERSION,
+) -> float:
+    """The measure's summary over the run's queries that have judgments, as `cmrkit eval`
+    prints it on its ``all`` line."""
+    name, scores = query_scorer(text, version)
+    try:
+        measure = parse_measure(text)
+    except CmrkitError:
+        values = list(scores(run, qrels).values())
+        total = 0.0
+        for v in values:  # trec_eval's accumulation, query by query
+            total += v
+        return total / len(values) if values else 0.0
+    import cmrkit.evaluation.ranking as ranking
+
+    return ranking.evaluate(run, qrels, [measure], version=version).aggregate[measure.name]

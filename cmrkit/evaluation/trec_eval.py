@@ -130,10 +130,12 @@ def _lines(raw: bytes, path, version: str, odd: Odd) -> Iterable[tuple[int, list
         raise CmrkitError(
             f"line {line}: not UTF-8 text; re-encode the file as UTF-8", path=path
         ) from None
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    last = len(lines) if text.endswith("\n") else len(lines) + 1  # the empty tail is no line
+    for n, line in enumerate(lines, 1):
         fields = line.split()
         if not fields:
-            if line.strip() or n <= text.count("\n"):
+            if n < last:
                 odd.blank += 1
             continue
         if fields[0].startswith("#") and line[:1] == "#":
@@ -456,6 +458,19 @@ def form_res_rels(
                 num_rel += buf[i]
     state["num_rel_levels"] = num_rel_levels
     rel_levels = list(buf)
+    if isinstance(grades, tuple):  # (list, numpy array) of a run ranked in bulk
+        rel_list, arr = grades
+        if opts.judged_only:
+            arr = arr[arr >= 0]
+            rel_list = arr.tolist()
+            nonpool = unjudged = 0
+        else:
+            nonpool = int((arr == NONPOOL).sum())
+            unjudged = int((arr == UNJUDGED).sum())
+        rr = ResRels(rel_list, len(rel_list), int((arr >= level).sum()), nonpool, unjudged,
+                     num_rel, rel_levels, num_rel_levels)  # fmt: skip
+        rr.__dict__["_cache"] = {"arr": arr}
+        return rr
     if grades is not None:
         rel_list = grades
     else:
@@ -1167,8 +1182,10 @@ def _setup(name: str, req: defs.Request) -> Column:
             cut = sorted(_atol(t) for t in items)
         else:
             cut = sorted(int(c) for c in req.cutoffs.get(name, fam.default))
-        if cut[0] <= 0:
-            raise CmrkitError(f"measure {name}: cutoffs must be 1 or more (got {cut[0]})")
+        if cut[0] <= 0 or cut[-1] > defs.MAX_CUTOFF:
+            raise CmrkitError(
+                f"measure {name}: the cutoff must be an integer from 1 to {defs.MAX_CUTOFF:,}"
+            )
         if len(set(cut)) != len(cut):
             raise CmrkitError(f"measure {name}: a cutoff is given twice")
         return Column(fam, cut, [f"{name}_{c}" for c in cut])
@@ -1441,7 +1458,7 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
         return None
     import numpy as np
 
-    import cmrkit.evaluation.ranking as ranking
+    from cmrkit.evaluation.order import MISSING, rank_all
 
     cols = results.cols
     qrels = rel_info.qrels
@@ -1449,11 +1466,14 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
     if not blocks:
         return {}
     depth = None if opts.max_docs == Options.max_docs else opts.max_docs
-    lens, starts, _, rel, _, _ = ranking._ranking(cols, blocks, qrels, depth, opts.version)
-    marked = np.where(rel == ranking._MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
+    lens, starts, _, rel, _, _ = rank_all(cols, blocks, qrels, depth, opts.version)
+    marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
     flat = marked.tolist()
     bounds = starts.tolist()
-    return {cols.qids[i]: flat[bounds[k] : bounds[k + 1]] for k, i in enumerate(blocks)}
+    return {
+        cols.qids[i]: (flat[bounds[k] : bounds[k + 1]], marked[bounds[k] : bounds[k + 1]])
+        for k, i in enumerate(blocks)
+    }
 
 
 def _qrels_values(ranked, grades, judged, columns, opts) -> list:

@@ -13,17 +13,14 @@ from cmrkit.trec import Qrels, Run, read_qrels, read_run
 
 
 def score_runs(runs: Mapping[str, Run], qrels: Qrels, measure: str = "infAP") -> dict[str, float]:
-    """trec_eval's mean of one measure (e.g. ``infAP``, ``AP``, ``map``) per run, over the
-    queries of the run that have judgments."""
-    from cmrkit.evaluation import evaluate
-    from cmrkit.evaluation.measures import parse_measures
+    """trec_eval's mean of one measure (any name `cmrkit eval` takes: ``infAP``, ``AP``,
+    ``map``, ``P.10``) per run, over the queries of the run that have judgments."""
+    from cmrkit.evaluation.scoring import mean_score, query_scorer
 
-    parsed = parse_measures([measure])
-    if len(parsed) != 1:
+    if "," in measure:
         raise CmrkitError(f"--measure {measure!r} must name one measure")
-    return {
-        name: evaluate(run, qrels, parsed).aggregate[parsed[0].name] for name, run in runs.items()
-    }
+    query_scorer(measure)  # a bad name, or one with several values, fails here
+    return {name: mean_score(measure, run, qrels) for name, run in runs.items()}
 
 
 def _ranks_of(scores: Mapping[str, float]) -> dict[str, int]:

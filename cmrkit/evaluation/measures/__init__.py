@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
+from cmrkit.evaluation.measures.trec import MAX_CUTOFF
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,6 @@ register(
     Kind("NumQ", "number of queries evaluated", trec="num_q", summed=True, integer=True),
 )  # fmt: skip
 _BY_NAME = {k.name.lower(): k for k in _KINDS}
-MAX_CUTOFF = 1_000_000_000  # trec_eval reads cutoffs as C longs; no ranking is this deep
 _ALIASES = {"map": "AP", "mrr": "RR", "recall": "R", "ndcg": "nDCG", "prec": "P"}
 # trec_eval's own names, accepted as a convenience: `P_10`, `map_cut_10`, `recip_rank`.
 _TREC_NAMES = {k.trec.lower(): k for k in _KINDS if k.trec}

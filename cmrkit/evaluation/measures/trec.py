@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from cmrkit.errors import CmrkitError
 
 VERSIONS = ("9", "10")
+MAX_CUTOFF = 1_000_000_000  # trec_eval reads cutoffs as C longs; no ranking is this deep
 DEFAULT_VERSION = "10"
 VERSION_NAMES = {"9": "9.0.8", "10": "10.0"}
 
@@ -255,8 +256,10 @@ def _ir_request(text: str, req: Request, version: str) -> bool:
             f"measure {text!r}: the cutoff {m.group(2)!r} is not a "
             f"{'number' if family.params == CUT_DOUBLE else 'whole number'}"
         ) from None
-    if family.params == CUT_LONG and value < 1:
-        raise CmrkitError(f"measure {text!r}: the cutoff must be 1 or more")
+    if family.params == CUT_LONG and not 1 <= value <= MAX_CUTOFF:
+        raise CmrkitError(
+            f"measure {text!r}: the cutoff must be an integer from 1 to {MAX_CUTOFF:,}"
+        )
     _check_version(cut, version)
     req.mark(cut)
     values = req.cutoffs.setdefault(cut, [])
