@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from cmrkit.assess.server import auth, work
-from cmrkit.assess.server.db import read, write
+from cmrkit.assess.server.db import read
 from cmrkit.assess.server.work import ApiError
 
 MAX_BODY = 16_384
@@ -130,11 +130,7 @@ async def login(request: Request) -> Response:
             headers={"Retry-After": str(wait)},
         )
 
-    def check():
-        with write(state.engine) as conn:
-            return auth.verify(conn, name, password)
-
-    user = await run_in_threadpool(check)
+    user = await run_in_threadpool(auth.verify, state.engine, name, password)
     if user is None:
         limiter.failed(name, address)
         raise ApiError(401, "wrong name or password (or the account is disabled)")
