@@ -647,6 +647,10 @@ class StagedOutputs:
         for lock in list(self._locks):
             with contextlib.suppress(OSError):
                 os.unlink(lock.path)
+        if not self.committed:
+            for folder in list(self._created):  # deepest first; only when left empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
     def __enter__(self) -> StagedOutputs:
         return self
