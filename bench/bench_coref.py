@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cmrkit.clusters_io import write_conll  # noqa: E402
+from cmrkit.collection.clusters import write_conll  # noqa: E402
 
 SAMPLE = ROOT / "cmrkit" / "data" / "sample"
 SCORERS = ROOT / "tests" / "reference" / "reference-coreference-scorers"

@@ -165,7 +165,7 @@ def read_topics(topics: str | os.PathLike, split: str | None = None) -> pd.DataF
 
     >>> topics = cmrkit.read_topics("collections/sample", split="test")
     """
-    import cmrkit.workspace as workspace
+    import cmrkit.collection.layout as layout
     from cmrkit.tac import cmr
     from cmrkit.trec import read_topics_tsv
 
@@ -174,8 +174,8 @@ def read_topics(topics: str | os.PathLike, split: str | None = None) -> pd.DataF
     if path.is_dir() or path.name.endswith(".jsonl"):
         folder = path if path.is_dir() else path.parent
         if path.is_dir():
-            workspace.collection_folder(path)
-        records = workspace.topic_records(folder) if path.is_dir() else _jsonl_topics(path)
+            layout.collection_dir(path)
+        records = layout.topic_records(folder) if path.is_dir() else _jsonl_topics(path)
         df = pd.DataFrame(records)
         df.insert(1, "query", df["mention"] if "mention" in df.columns else "")
     elif cmr.is_cmr_queries_file(path):
@@ -220,15 +220,15 @@ class Collection:
 
     @property
     def splits(self) -> list[str]:
-        from cmrkit.workspace import split_order
+        from cmrkit.collection.layout import split_order
 
         return split_order(set(self.topics["split"]))
 
     @cached_property
     def corpus(self) -> pd.DataFrame:
         """``docno, text, title, doc_id, kind, mentions, passage`` per unit, in corpus order."""
+        from cmrkit.collection.layout import CORPUS
         from cmrkit.fileio import iter_jsonl
-        from cmrkit.workspace import CORPUS
 
         pd = _pandas()
         rows = [
@@ -259,14 +259,14 @@ def load_collection(
 
     >>> col = cmrkit.load_collection("collections/sample", split="test")
     """
-    import cmrkit.workspace as workspace
+    import cmrkit.collection.layout as layout
 
     pd = _pandas()
-    folder = workspace.collection_folder(collection)
+    folder = layout.collection_dir(collection)
     topics = read_topics(folder, split=split)
     frames = []
-    for s in workspace.split_order(set(topics["split"])):
-        path = workspace.qrels_file(folder, s, qrels_dir)
+    for s in layout.split_order(set(topics["split"])):
+        path = layout.qrels_file(folder, s, qrels_dir)
         if path is None:
             continue
         df = read_qrels(path)
@@ -280,7 +280,7 @@ def load_collection(
     return Collection(
         name=folder.resolve().name,
         path=folder,
-        manifest=workspace.read_manifest(folder),
+        manifest=layout.read_manifest(folder),
         topics=topics,
         qrels=qrels,
     )

@@ -15,6 +15,7 @@ from cmrkit.commands import (
     pooling,
     reader,
     retrieval,
+    runs,
     status,
     tac,
 )
@@ -80,6 +81,8 @@ for _module in (
     status,
 ):
     _module.register(app)
+app.add_typer(runs.run_app, name="run")  # the groups the commands added themselves to
+app.add_typer(runs.train_app, name="train")
 
 
 def main() -> None:

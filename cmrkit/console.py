@@ -1,4 +1,4 @@
-"""Shared console output and the error boundary every command goes through."""
+"""Shared console output, progress bars, and the error boundary every command goes through."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +18,33 @@ from cmrkit.errors import CmrkitError
 # markup off: paths, run names and query ids printed here are data, never console markup
 console = Console(stderr=True, highlight=False, markup=False)
 out = Console(highlight=False, soft_wrap=True, markup=False)
+
+
+def progress_bar(
+    enabled: bool = True,
+    description: str = "{task.description}",
+    *,
+    transient: bool = False,
+    spinner: bool = False,
+    eta: bool = True,
+) -> Any:
+    """The progress bar every command shows on stderr (a rich ``Progress``; disabled when
+    ``enabled`` is false): the description, a bar, done/total and, with ``eta``, the time left."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns: list[Any] = [SpinnerColumn()] if spinner else []
+    columns += [TextColumn(description), BarColumn(), MofNCompleteColumn()]
+    if eta:
+        columns.append(TimeRemainingColumn())
+    return Progress(*columns, console=console, disable=not enabled, transient=transient)
+
 
 F = TypeVar("F", bound=Callable)
 

@@ -16,81 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cmrkit.collection.layout import qrels_file, read_manifest, split_order, topic_records
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_jsonl, regular_files
+from cmrkit.fileio import regular_files
 from cmrkit.trec import Qrels
-
-CORPUS = "corpus.jsonl.gz"
-TOPICS = "topics.jsonl"
-MANIFEST = "manifest.json"
-
-
-def collection_folder(collection: str | os.PathLike) -> Path:
-    """The collection folder (a path, or the bare name of one under collections/); a clear
-    error when it is not one."""
-    from cmrkit.retrieval.layout import bare_name
-
-    path = bare_name(collection)
-    if not (path / CORPUS).is_file():
-        what = "no such folder" if not path.exists() else f"no {CORPUS} in this folder"
-        raise CmrkitError(
-            f"{what}; name a collection folder built by `cmrkit build-collection` "
-            "(collections/NAME)",
-            path=path,
-        )
-    return path
-
-
-def read_manifest(collection: Path) -> dict[str, Any]:
-    """The collection's manifest.json ({} when absent or unreadable)."""
-    path = collection / MANIFEST
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return {}
-    return obj if isinstance(obj, dict) else {}
-
-
-def topic_records(collection: Path) -> list[dict[str, Any]]:
-    """Every record of ``topics.jsonl``, in file order."""
-    path = collection / TOPICS
-    if not path.is_file():
-        raise CmrkitError(
-            "no topics file; rebuild the collection with `cmrkit build-collection`", path=path
-        )
-    records = []
-    for n, rec in iter_jsonl(path, what="one topic object per line"):
-        if not isinstance(rec.get("qid"), str) or not isinstance(rec.get("split"), str):
-            raise CmrkitError(
-                "fields 'qid' and 'split' must be strings", path=path, where=f"line {n}"
-            )
-        records.append(rec)
-    return records
-
-
-def split_order(splits: set[str] | list[str]) -> list[str]:
-    """train, dev, test first, then the others by name."""
-    known = ["train", "dev", "test"]
-    return sorted(set(splits), key=lambda s: (known.index(s) if s in known else 3, s))
-
-
-def qrels_file(
-    collection: Path, split: str, qrels_dir: str | os.PathLike | None = None
-) -> Path | None:
-    """Where the qrels of a split are: ``QRELS_DIR/NAME.SPLIT.txt`` when ``qrels_dir`` is
-    given, else the path the manifest recorded, else ``qrels/NAME.SPLIT.txt`` in the working
-    folder or beside the collections folder; None when none exists."""
-    name = collection.resolve().name
-    if qrels_dir is not None:
-        path = Path(qrels_dir) / f"{name}.{split}.txt"
-        return path if path.is_file() else None
-    recorded = read_manifest(collection).get("files", {}).get("qrels", {}).get(split)
-    candidates = [Path(recorded)] if isinstance(recorded, str) else []
-    candidates += [
-        Path("qrels") / f"{name}.{split}.txt",
-        collection.resolve().parent.parent / "qrels" / f"{name}.{split}.txt",
-    ]
-    return next((p for p in candidates if p.is_file()), None)
 
 
 def index_state(collection: Path) -> str:
@@ -223,7 +152,8 @@ def headline(
     the run over every query of the qrels, as ``cmrkit eval --all-queries`` computes it.
 
     With ``qrels_sha256``, the figures are kept in the run's sidecar (field ``headline``: the
-    qrels' sha256, the run file's size and modification time, and each measure's value,
+    qrels' sha256, the run file's size and modification time, the trec_eval version whose
+    numbers they are, and each measure's value,
     queries and queries answered) and read back while the qrels and the run file are those
     they were computed from; a sidecar that cannot be written just is not cached into.
     """
@@ -243,6 +173,7 @@ def headline(
         and isinstance(kept, dict)
         and kept.get("qrels_sha256") == qrels_sha256
         and kept.get("run_file") == stamp
+        and kept.get("trec_eval") == _trec_eval()
         and isinstance(kept.get("scores"), dict)
     ):
         figures = kept["scores"].get(m.name)
@@ -261,6 +192,13 @@ def headline(
     return h
 
 
+def _trec_eval() -> str:
+    """The trec_eval whose numbers the headline figures are (evaluate's default version)."""
+    from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSION_NAMES
+
+    return VERSION_NAMES[DEFAULT_VERSION]
+
+
 def _keep_headline(run: RunInfo, qrels_sha256: str, stamp: list[int], h: Headline) -> None:
     """Add ``h`` to the run's sidecar (staged and renamed; skipped when the run has no
     sidecar of cmrkit's, or it cannot be written now)."""
@@ -274,13 +212,19 @@ def _keep_headline(run: RunInfo, qrels_sha256: str, stamp: list[int], h: Headlin
         isinstance(kept, dict)
         and kept.get("qrels_sha256") == qrels_sha256
         and kept.get("run_file") == stamp
+        and kept.get("trec_eval") == _trec_eval()
         and isinstance(kept.get("scores"), dict)
     )
     scores = dict(kept["scores"]) if same else {}  # type: ignore[index]
     scores[h.measure] = [h.value, h.queries, h.answered]
     updated = {
         **run.sidecar,
-        HEADLINE: {"qrels_sha256": qrels_sha256, "run_file": stamp, "scores": scores},
+        HEADLINE: {
+            "qrels_sha256": qrels_sha256,
+            "run_file": stamp,
+            "trec_eval": _trec_eval(),
+            "scores": scores,
+        },
     }
     try:
         with StagedOutputs([sidecar_path], force=True) as staged:  # locked from here
@@ -377,11 +321,3 @@ def other_qrels(name: str, qrels_dir: str | os.PathLike = "qrels") -> list[Path]
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.glob(f"{name}.*.txt") if p.is_file())
-
-
-def find_collections(collections_dir: str | os.PathLike = "collections") -> list[Path]:
-    """Collection folders (with a corpus) under ``collections_dir``, by name."""
-    folder = Path(collections_dir)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if (p / CORPUS).is_file())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cmrkit.clusters_io import write_conll
+from cmrkit.collection.clusters import write_conll
 
 SCORERS = Path(__file__).resolve().parent / "reference" / "reference-coreference-scorers"
 SCORER = SCORERS / "scorer.pl"

@@ -494,8 +494,8 @@ def test_sentence_units(cli, tmp_path):
 
 
 def test_sentence_splitting_reports_progress_with_totals(tmp_path):
-    from cmrkit import collection as col
-    from cmrkit.loaders import load_inputs
+    import cmrkit.collection.build as col
+    from cmrkit.commands.loaders import load_inputs
 
     distractors = tmp_path / "d.txt"
     distractors.write_text(

@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cmrkit.cli import PIPELINE, app
-from cmrkit.tables import Table, render
+from cmrkit.commands.tables import Table, render
 
 
 def _commands(group, ctx, path: tuple[str, ...] = ()):

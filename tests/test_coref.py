@@ -18,7 +18,7 @@ from coref_fixtures import (
     write_documents,
 )
 
-from cmrkit.clusters_io import read_clustering, write_conll
+from cmrkit.collection.clusters import read_clustering, write_conll
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.coref import Blanc, Counts, perl_percent, score
 

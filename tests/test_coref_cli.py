@@ -174,7 +174,7 @@ def test_cluster_refuses_unknown_queries_and_existing_output(tiny, cli):
 def test_eval_coref_refuses_key_and_response_swapped(tiny, cli):
     """`eval-coref RUN.clusters.jsonl GOLD` exited 0 with recall and precision exchanged; the
     gold file's 'unit' and 'doc_id' give the order away."""
-    from cmrkit.clusters_io import read_clustering
+    from cmrkit.collection.clusters import read_clustering
 
     gold = "qrels/tiny.test.clusters.jsonl"
     run = _run(tiny / "run.trec", RUN)

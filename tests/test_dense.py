@@ -388,7 +388,7 @@ def test_fuse_cli_writes_run_and_sidecar_and_refuses_foreign_runs(cli, tmp_path)
 # training
 
 
-def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
+def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws, capsys):
     import torch
 
     from cmrkit.retrieval.dense.models import QUERY_ENCODER, load_sentence_transformer
@@ -454,6 +454,17 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws):
     assert ran.sidecar["parameters"]["passage_max_length"] == 32
     assert ran.sidecar["model"]["separate_query_encoder"] is True
     assert ran.sidecar["model"]["trained"]["base_model"]["name"] == "all-MiniLM-L6-v2"
+    # other markers than the model was trained with: a plain warning line (no console markup)
+    capsys.readouterr()
+    other = run_dense(
+        coll,
+        dense=DenseOptions(model=str(out), device="cpu", batch_size=4, markers=("[[", "]]")),
+        options=_opts(root, k=3, name="other-markers"),
+    )
+    err = capsys.readouterr().err
+    assert "warning: the model was trained with markers '<S>' '</S>'" in err
+    assert "[yellow]" not in err and "[/]" not in err
+    assert other.sidecar["warnings"][0]["qid"] == "*"
     with pytest.raises(CmrkitError, match="already exists"):
         train_dense(coll, out, train=TrainOptions(train_split="train"), progress=False)
 

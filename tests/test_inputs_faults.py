@@ -132,7 +132,7 @@ def test_deep_json_is_refused_naming_the_file(tmp_path, cli):
     line = one_error(cli("eval-coref", "deep.json", "deep.json"))
     assert line.startswith("error: deep.json: JSON nested more than about"), line
     # `cluster --key` reads its key through the same reader
-    from cmrkit.clusters_io import read_clustering
+    from cmrkit.collection.clusters import read_clustering
 
     with pytest.raises(CmrkitError, match=r"deep.json: JSON nested more than about"):
         read_clustering(tmp_path / "deep.json")

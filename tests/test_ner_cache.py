@@ -8,10 +8,10 @@ import sqlite3
 import pytest
 from retrieval_collection import topic, unit, write_collection
 
+from cmrkit.collection.layout import Topic
 from cmrkit.nercache import EntityCache, cache_root
 from cmrkit.retrieval import build_index, open_index
 from cmrkit.retrieval import entities as ner
-from cmrkit.retrieval.layout import Topic
 from cmrkit.retrieval.queries import formulate
 
 TEXTS = [

@@ -12,6 +12,7 @@ from retrieval_collection import topic, unit, write_collection
 from typer.testing import CliRunner
 
 from cmrkit.cli import app
+from cmrkit.collection.layout import Topic
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
 from cmrkit.retrieval import (
@@ -24,7 +25,6 @@ from cmrkit.retrieval import (
     run_fields,
     run_qe,
 )
-from cmrkit.retrieval.layout import Topic
 from cmrkit.retrieval.queries import formulate
 from cmrkit.trec import read_run
 

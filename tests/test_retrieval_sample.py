@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cmrkit.cli import app
-from cmrkit.retrieval.layout import read_topics
+from cmrkit.collection.layout import read_topics
 from cmrkit.trec import read_qrels, read_run
 
 

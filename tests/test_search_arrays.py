@@ -202,7 +202,7 @@ def test_docno_table_cached_beside_the_index_and_rebuilt_when_wrong(tied, tmp_pa
 
 
 def _corpus_ids(coll):
-    from cmrkit.retrieval.layout import iter_corpus
+    from cmrkit.collection.layout import iter_corpus
 
     return [r["id"] for _, r in iter_corpus(coll)]
 

@@ -18,9 +18,10 @@ from typing import Any
 
 from cmrkit.assess.display import Prepared, Shown, detokenize
 from cmrkit.assess.key import KeyEntry, pair_id
+from cmrkit.collection.layout import CORPUS, topics_by_qid
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl
-from cmrkit.pooling import Pool, natural_key, read_topics_jsonl
+from cmrkit.pooling import Pool, natural_key
 from cmrkit.trec import read_qrels
 
 _OFFSETS = re.compile(r":(\d+):(\d+)$")
@@ -154,8 +155,8 @@ def describe_pairs(
     Unless ``blind`` is off, the candidate's annotated mentions are marked too (only annotated
     units have them, so marking tells assessors which candidates were annotated)."""
     root = Path(collection)
-    corpus = root / "corpus.jsonl.gz"
-    topics = read_topics_jsonl(root / "topics.jsonl")
+    corpus = root / CORPUS
+    topics = topics_by_qid(root)
     docnos = {d for _, d in pairs}
     records, groups = _read_units(corpus, docnos)
     neighbours: dict[str, tuple[str | None, str | None]] = {}
@@ -274,7 +275,7 @@ def build_tasks(
         gold_pairs = sorted(
             (k for k in gold if k not in pooled), key=lambda k: (natural_key(k[0]), k[1])
         )
-        topics = read_topics_jsonl(Path(collection) / "topics.jsonl")
+        topics = topics_by_qid(collection)
         gold_pairs = [k for k in gold_pairs if k[0] in topics and topics[k[0]].get("unit") != k[1]]
         if len(gold_pairs) < gold_per_hit:
             raise CmrkitError(

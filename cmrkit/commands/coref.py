@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.evaluate import Format, _coverage, _emit, _with_warnings
+from cmrkit.commands.output import Format, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -151,7 +151,7 @@ def eval_coref_command(
 
     Example: cmrkit eval-coref qrels/sample.test.clusters.jsonl runs/sample/bm25.test.clusters.jsonl
     """  # noqa: E501
-    from cmrkit.clusters_io import read_clustering
+    from cmrkit.collection.clusters import read_clustering
     from cmrkit.evaluation.coref import parse_coref_measures, score
     from cmrkit.evaluation.report import coref_to_csv, coref_to_json
 
@@ -165,9 +165,9 @@ def eval_coref_command(
     if fmt is CorefFormat.table:
         _coref_table(result, f"{key} vs {response}", per_document)
     elif fmt is CorefFormat.json:
-        _emit(coref_to_json(result, per_document, {"key": str(key), "response": str(response)}))
+        emit(coref_to_json(result, per_document, {"key": str(key), "response": str(response)}))
     else:
-        _emit(coref_to_csv(result, per_document))
+        emit(coref_to_csv(result, per_document))
     for note in result.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
 
@@ -212,9 +212,10 @@ def _first_line_of(path: Path, qid: str) -> str | None:
 
 
 def _split_of(collection: Path, qids: set[str]) -> str:
+    from cmrkit.collection.layout import TOPICS
     from cmrkit.fileio import iter_jsonl
 
-    topics = collection / "topics.jsonl"
+    topics = collection / TOPICS
     if not topics.is_file():
         raise CmrkitError("no topics.jsonl to tell the run's split; pass --split", path=topics)
     splits = {str(t.get("split")) for _, t in iter_jsonl(topics) if t.get("qid") in qids}
@@ -273,7 +274,7 @@ def cluster_command(
 
     Example: cmrkit cluster runs/sample/bm25.test.trec --collection collections/sample --top 1
     """  # noqa: E501
-    from cmrkit.clusters_io import ID, read_clustering, write_clusters_jsonl
+    from cmrkit.collection.clusters import ID, read_clustering, write_clusters_jsonl
     from cmrkit.evaluation.clusters import ClusterOptions, cluster_links, run_links
     from cmrkit.evaluation.units import gold_clusters_path, read_annotated_units
     from cmrkit.fileio import RepeatableOutputs
@@ -335,7 +336,7 @@ def cluster_command(
 def _spans_table(result, per_query: bool, title: str) -> None:
     from rich.table import Table
 
-    table = Table(title=title, caption=_coverage(result))
+    table = Table(title=title, caption=coverage(result))
     table.add_column("qid" if per_query else "measure")
     if per_query:
         for m in result.measures:
@@ -411,16 +412,16 @@ def eval_spans_command(
 
     measures = span_measures(k or [1, 10])
     units = read_annotated_units(collection or _spans_collection(spans))
-    qrels_data = _with_warnings(lambda: read_qrels(qrels))
+    qrels_data = with_warnings(lambda: read_qrels(qrels))
     run = read_span_run(spans, units)
     result = evaluate_spans(run, qrels_data, units, measures, all_queries=all_queries)
     if fmt is Format.table:
         _spans_table(result, per_query, title=f"{spans} vs {qrels}")
         return
     if fmt is Format.json:
-        _emit(evaluation.result_to_json(result, None, {"spans": str(spans), "qrels": str(qrels)}))
+        emit(evaluation.result_to_json(result, None, {"spans": str(spans), "qrels": str(qrels)}))
     elif fmt is Format.csv:
-        _emit(evaluation.result_to_csv(result, None))
+        emit(evaluation.result_to_csv(result, None))
     else:
-        _emit(evaluation.result_to_trec(result, None))
-    console.print(_coverage(result), markup=False, soft_wrap=True)
+        emit(evaluation.result_to_trec(result, None))
+    console.print(coverage(result), markup=False, soft_wrap=True)

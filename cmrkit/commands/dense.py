@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cmrkit.commands.group import group
-from cmrkit.commands.retrieval import (
+from cmrkit.commands.runs import (
     AUTO_INDEX,
     COLLECTION_ARG,
     FORCE,
@@ -20,17 +19,17 @@ from cmrkit.commands.retrieval import (
     THREADS,
     VERBOSE,
     K,
-    _argv,
-    _options,
-    _report,
+    report_run,
+    rerun_argv,
     run_app,
+    run_options,
+    train_app,
 )
 from cmrkit.console import out, user_errors
 
 if TYPE_CHECKING:
     from cmrkit.retrieval.dense.options import DenseOptions
 
-train_app = group(help="Train a retrieval model on a collection's own queries.")
 
 MODEL = typer.Option(
     "all-MiniLM-L6-v2",
@@ -66,7 +65,8 @@ DOWNLOAD = typer.Option(
 )
 
 
-def _markers(text: str | None) -> tuple[str, str] | None:
+def parse_markers(text: str | None) -> tuple[str, str] | None:
+    """The --markers option: two strings separated by a space (None: the model's own)."""
     from cmrkit.errors import CmrkitError
 
     if text is None:
@@ -81,259 +81,255 @@ def _markers(text: str | None) -> tuple[str, str] | None:
 
 def _dense(ctx: typer.Context) -> DenseOptions:
     """The dense options of a command, as one record: each field of DenseOptions the command
-    has as an option, read from its parsed parameters (``--max-length`` is the passage
-    length)."""
+    has as an option, read from its parsed parameters."""
     import dataclasses
 
     from cmrkit.retrieval.dense.options import DenseOptions
 
     names = {f.name for f in dataclasses.fields(DenseOptions)}
-    values = {
-        ("passage_max_length" if key == "max_length" else key): value
-        for key, value in ctx.params.items()
-    }
-    values = {key: value for key, value in values.items() if key in names}
+    values = {key: value for key, value in ctx.params.items() if key in names}
     if "markers" in values:
-        values["markers"] = _markers(values["markers"])
+        values["markers"] = parse_markers(values["markers"])
     return DenseOptions(**values)
 
 
 def register(app: typer.Typer) -> None:
-    """Add `encode`, `run dense`, `run fuse` and the `train` group."""
+    """Add `encode`; `run dense`, `run fuse` and `train dense` are in their groups."""
+    app.command("encode")(encode_command)
 
-    @app.command("encode")
-    @user_errors
-    def encode(
-        ctx: typer.Context,
-        collection: Path = COLLECTION_ARG,
-        model: str = MODEL,
-        device: str = DEVICE,
-        batch_size: int = BATCH,
-        max_length: int | None = MAX_LENGTH,
-        shard_size: int = SHARD,
-        download: bool = DOWNLOAD,
-        force: bool = typer.Option(False, "--force", help="Re-encode an existing encoding."),
-        quiet: bool = QUIET,
-    ) -> None:
-        """Encode a collection's corpus with a dense model (COLLECTION/dense/MODEL-TAG/).
 
-        Batched, with a progress bar; an interrupted encoding resumes from its finished shards.
-        The encoding records the model's identity and the corpus hash: after the corpus changes
-        it is refused until re-encoded with --force.
+@user_errors
+def encode_command(
+    ctx: typer.Context,
+    collection: Path = COLLECTION_ARG,
+    model: str = MODEL,
+    device: str = DEVICE,
+    batch_size: int = BATCH,
+    passage_max_length: int | None = MAX_LENGTH,
+    shard_size: int = SHARD,
+    download: bool = DOWNLOAD,
+    force: bool = typer.Option(False, "--force", help="Re-encode an existing encoding."),
+    quiet: bool = QUIET,
+) -> None:
+    """Encode a collection's corpus with a dense model (COLLECTION/dense/MODEL-TAG/).
 
-        Example: cmrkit encode collections/sample --model all-MiniLM-L6-v2 --max-length 256
-        """
-        from cmrkit.retrieval.dense.store import encode as encode_corpus
+    Batched, with a progress bar; an interrupted encoding resumes from its finished shards.
+    The encoding records the model's identity and the corpus hash: after the corpus changes
+    it is refused until re-encoded with --force.
 
-        dense = _dense(ctx)
-        index = encode_corpus(collection, dense, force=force, progress=not quiet)
-        m = index.manifest
-        if index.up_to_date:
-            out.print(f"{index.path} is up to date (same model and corpus); --force re-encodes it")
-            return
-        out.print(
-            f"encoded {m['n_units']:,} units into {index.path} ({m['dim']} dimensions, "
-            f"{m['seconds']['total']} s on {m['device']})"
-        )
+    Example: cmrkit encode collections/sample --model all-MiniLM-L6-v2 --max-length 256
+    """
+    from cmrkit.retrieval.dense.store import encode as encode_corpus
 
-    @run_app.command("dense")
-    @user_errors
-    def dense(
-        ctx: typer.Context,
-        collection: Path = COLLECTION_ARG,
-        split: str | None = SPLIT,
-        model: str = MODEL,
-        k: int = K,
-        device: str = DEVICE,
-        batch_size: int = BATCH,
-        max_length: int | None = MAX_LENGTH,
-        query_max_length: int | None = QUERY_LENGTH,
-        markers: str | None = MARKERS,
-        shard_size: int = SHARD,
-        download: bool = DOWNLOAD,
-        name: str | None = NAME,
-        runs_dir: Path = RUNS,
-        force: bool = FORCE,
-        quiet: bool = QUIET,
-        auto_index: bool = typer.Option(
-            True,
-            "--auto-index/--no-auto-index",
-            help="Encode a missing or stale corpus encoding first; --no-auto-index refuses "
-            "instead.",
-        ),
-    ) -> None:
-        """Dense retrieval: the query mention wrapped in markers, exact inner-product search.
+    dense = _dense(ctx)
+    index = encode_corpus(collection, dense, force=force, progress=not quiet)
+    m = index.manifest
+    if index.up_to_date:
+        out.print(f"{index.path} is up to date (same model and corpus); --force re-encodes it")
+        return
+    out.print(
+        f"encoded {m['n_units']:,} units into {index.path} ({m['dim']} dimensions, "
+        f"{m['seconds']['total']} s on {m['device']})"
+    )
 
-        The corpus is encoded first when needed (see `cmrkit encode`). The query's own unit is
-        never returned; ties and files follow the Lucene runs' rules.
 
-        Example: cmrkit run dense collections/sample --model all-MiniLM-L6-v2 --split test
-        """
-        from cmrkit.retrieval.dense.search import run_dense
+@run_app.command("dense")
+@user_errors
+def dense_command(
+    ctx: typer.Context,
+    collection: Path = COLLECTION_ARG,
+    split: str | None = SPLIT,
+    model: str = MODEL,
+    k: int = K,
+    device: str = DEVICE,
+    batch_size: int = BATCH,
+    passage_max_length: int | None = MAX_LENGTH,
+    query_max_length: int | None = QUERY_LENGTH,
+    markers: str | None = MARKERS,
+    shard_size: int = SHARD,
+    download: bool = DOWNLOAD,
+    name: str | None = NAME,
+    runs_dir: Path = RUNS,
+    force: bool = FORCE,
+    quiet: bool = QUIET,
+    auto_index: bool = typer.Option(
+        True,
+        "--auto-index/--no-auto-index",
+        help="Encode a missing or stale corpus encoding first; --no-auto-index refuses instead.",
+    ),
+) -> None:
+    """Dense retrieval: the query mention wrapped in markers, exact inner-product search.
 
-        options = _dense(ctx)
-        _report(
-            run_dense(
-                collection,
-                dense=options,
-                options=_options(ctx),
-            )
-        )
+    The corpus is encoded first when needed (see `cmrkit encode`). The query's own unit is
+    never returned; ties and files follow the Lucene runs' rules.
 
-    @run_app.command("fuse")
-    @user_errors
-    def fuse(
-        ctx: typer.Context,
-        runs: list[Path] = typer.Argument(..., help="Two or more TREC run files."),
-        output: Path | None = typer.Option(
-            None,
-            "-o",
-            "--output",
-            help="Fused run file (sidecar beside it) [default: runs/COLLECTION/NAME.SPLIT.trec "
-            "from the runs' sidecars].",
-        ),
-        method: str = typer.Option("rrf", "--method", help="rrf, combsum or combmnz."),
-        norm: str = typer.Option(
-            "minmax", "--norm", help="Score normalisation for combsum/combmnz: minmax or zscore."
-        ),
-        weights: str | None = typer.Option(
-            None, "--weights", help="One weight per run, e.g. 0.7,0.3 [default: all 1]."
-        ),
-        rrf_k: int = typer.Option(60, "--rrf-k", help="RRF's k: score = sum w / (k + rank)."),
-        k: int = K,
-        name: str | None = typer.Option(
-            None, "--name", help="Run name (and tag) [default: the method]."
-        ),
-        runs_dir: Path = RUNS,
-        force: bool = FORCE,
-    ) -> None:
-        """Fuse runs: reciprocal rank fusion (k=60), CombSUM or CombMNZ, weights per run.
+    Example: cmrkit run dense collections/sample --model all-MiniLM-L6-v2 --split test
+    """
+    from cmrkit.retrieval.dense.search import run_dense
 
-        Queries missing from a run get no contribution from it (the union is fused). Runs
-        whose sidecars name different collections or splits are refused.
-
-        Example: cmrkit run fuse runs/sample/bm25.test.trec runs/sample/dense-ft.test.trec
-        -o runs/sample/hybrid.test.trec
-        """
-        from cmrkit.retrieval.fusion import parse_weights, run_fuse
-
-        result = run_fuse(
-            runs,
-            output=output,
-            method=method,
-            weights=parse_weights(weights, len(runs)),
-            norm=norm,
-            rrf_k=rrf_k,
-            k=k,
-            name=name,
-            runs_dir=runs_dir,
-            force=force,
-            argv=_argv(ctx),
-        )
-        _report(result)
-
-    @train_app.command("dense")
-    @user_errors
-    def train_dense(
-        ctx: typer.Context,
-        collection: Path = COLLECTION_ARG,
-        output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained model."),
-        model: str = MODEL,
-        train_split: str = typer.Option("train", "--train-split", help="Split to train on."),
-        dev_split: str | None = typer.Option(
-            None,
-            "--dev-split",
-            help="Split scored after each epoch [default: dev when it exists and is not the "
-            "train split]; none to skip.",
-        ),
-        shared_encoder: bool = typer.Option(
-            False,
-            "--shared-encoder/--separate-encoders",
-            help="One encoder for queries and passages, or two (DPR, CoreSearch).",
-        ),
-        epochs: int = typer.Option(1, "--epochs", help="Passes over the training examples."),
-        batch_size: int = typer.Option(16, "--batch-size", help="Examples per step."),
-        lr: float = typer.Option(2e-5, "--lr", help="AdamW learning rate."),
-        weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
-        warmup: float = typer.Option(0.1, "--warmup", help="Share of steps warming up."),
-        negatives_depth: int = typer.Option(
-            20, "--negatives-depth", help="Hard negatives come from BM25's top N."
-        ),
-        pairs_per_query: int = typer.Option(
-            1,
-            "--pairs-per-query",
-            help="Positives drawn per query and epoch; 0 takes every positive (CoreSearch).",
-        ),
-        negatives_run: Path | None = typer.Option(
-            None,
-            "--negatives-run",
-            help="A BM25 run of the train split [default: `run bm25` on it, kept in runs/].",
-        ),
-        max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
-        seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
-        query_max_length: int | None = QUERY_LENGTH,
-        max_length: int | None = typer.Option(
-            128, "--max-length", help="Passage tokens kept during training (and later runs)."
-        ),
-        markers: str | None = MARKERS,
-        device: str = DEVICE,
-        download: bool = DOWNLOAD,
-        qrels_dir: Path | None = typer.Option(
-            None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
-        ),
-        plot: bool = typer.Option(False, "--plot", help="Also write loss.png in the folder."),
-        threads: int = THREADS,
-        spacy_model: str = SPACY,
-        runs_dir: Path = RUNS,
-        force: bool = typer.Option(False, "--force", help="Replace an existing model folder."),
-        verbose: bool = VERBOSE,
-        quiet: bool = QUIET,
-        auto_index: bool = AUTO_INDEX,
-    ) -> None:
-        """Fine-tune a bi-encoder (CoreSearch recipe): marked query vs each positive unit,
-        in-batch negatives plus a BM25 hard negative per positive.
-
-        The folder is a sentence-transformers model plus cmrkit's metadata; use it with
-        `cmrkit run dense --model FOLDER`. The sample has no train split: train on dev.
-
-        Example: cmrkit train dense collections/sample --train-split dev -o models/sample-ft
-        """
-        from cmrkit.retrieval.dense.train import TrainOptions, train_dense
-
-        dense = _dense(ctx)
-        train = TrainOptions(
-            train_split=train_split,
-            dev_split=dev_split,
-            shared_encoder=shared_encoder,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=lr,
-            weight_decay=weight_decay,
-            warmup=warmup,
-            negatives_depth=negatives_depth,
-            pairs_per_query=pairs_per_query or None,
-            seed=seed,
-            max_steps=max_steps,
-            negatives_run=negatives_run,
-        )
-        result = train_dense(
+    options = _dense(ctx)
+    report_run(
+        run_dense(
             collection,
-            output,
-            dense=dense,
-            train=train,
-            run_options=_options(ctx, force=False),  # --force replaces the model folder only
-            qrels_dir=qrels_dir,
-            plot=plot,
-            force=force,
-            progress=not quiet,
-            argv=_argv(ctx),
+            dense=options,
+            options=run_options(ctx),
         )
-        last = result.log["epochs"][-1] if result.log["epochs"] else {}
-        dev = last.get("dev")
-        shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
-        out.print(
-            f"trained {result.metadata['parameters']['steps']} steps "
-            f"(mean loss {last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
-        )
+    )
 
-    app.add_typer(train_app, name="train")
+
+@run_app.command("fuse")
+@user_errors
+def fuse_command(
+    ctx: typer.Context,
+    runs: list[Path] = typer.Argument(..., help="Two or more TREC run files."),
+    output: Path | None = typer.Option(
+        None,
+        "-o",
+        "--output",
+        help="Fused run file (sidecar beside it) [default: runs/COLLECTION/NAME.SPLIT.trec "
+        "from the runs' sidecars].",
+    ),
+    method: str = typer.Option("rrf", "--method", help="rrf, combsum or combmnz."),
+    norm: str = typer.Option(
+        "minmax", "--norm", help="Score normalisation for combsum/combmnz: minmax or zscore."
+    ),
+    weights: str | None = typer.Option(
+        None, "--weights", help="One weight per run, e.g. 0.7,0.3 [default: all 1]."
+    ),
+    rrf_k: int = typer.Option(60, "--rrf-k", help="RRF's k: score = sum w / (k + rank)."),
+    k: int = K,
+    name: str | None = typer.Option(
+        None, "--name", help="Run name (and tag) [default: the method]."
+    ),
+    runs_dir: Path = RUNS,
+    force: bool = FORCE,
+) -> None:
+    """Fuse runs: reciprocal rank fusion (k=60), CombSUM or CombMNZ, weights per run.
+
+    Queries missing from a run get no contribution from it (the union is fused). Runs
+    whose sidecars name different collections or splits are refused.
+
+    Example: cmrkit run fuse runs/sample/bm25.test.trec runs/sample/dense-ft.test.trec
+    -o runs/sample/hybrid.test.trec
+    """
+    from cmrkit.retrieval.fusion import parse_weights, run_fuse
+
+    result = run_fuse(
+        runs,
+        output=output,
+        method=method,
+        weights=parse_weights(weights, len(runs)),
+        norm=norm,
+        rrf_k=rrf_k,
+        k=k,
+        name=name,
+        runs_dir=runs_dir,
+        force=force,
+        argv=rerun_argv(ctx),
+    )
+    report_run(result)
+
+
+@train_app.command("dense")
+@user_errors
+def train_dense_command(
+    ctx: typer.Context,
+    collection: Path = COLLECTION_ARG,
+    output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained model."),
+    model: str = MODEL,
+    train_split: str = typer.Option("train", "--train-split", help="Split to train on."),
+    dev_split: str | None = typer.Option(
+        None,
+        "--dev-split",
+        help="Split scored after each epoch [default: dev when it exists and is not the "
+        "train split]; none to skip.",
+    ),
+    shared_encoder: bool = typer.Option(
+        False,
+        "--shared-encoder/--separate-encoders",
+        help="One encoder for queries and passages, or two (DPR, CoreSearch).",
+    ),
+    epochs: int = typer.Option(1, "--epochs", help="Passes over the training examples."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Examples per step."),
+    lr: float = typer.Option(2e-5, "--lr", help="AdamW learning rate."),
+    weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
+    warmup: float = typer.Option(0.1, "--warmup", help="Share of steps warming up."),
+    negatives_depth: int = typer.Option(
+        20, "--negatives-depth", help="Hard negatives come from BM25's top N."
+    ),
+    pairs_per_query: int = typer.Option(
+        1,
+        "--pairs-per-query",
+        help="Positives drawn per query and epoch; 0 takes every positive (CoreSearch).",
+    ),
+    negatives_run: Path | None = typer.Option(
+        None,
+        "--negatives-run",
+        help="A BM25 run of the train split [default: `run bm25` on it, kept in runs/].",
+    ),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
+    seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
+    query_max_length: int | None = QUERY_LENGTH,
+    passage_max_length: int | None = typer.Option(
+        128, "--max-length", help="Passage tokens kept during training (and later runs)."
+    ),
+    markers: str | None = MARKERS,
+    device: str = DEVICE,
+    download: bool = DOWNLOAD,
+    qrels_dir: Path | None = typer.Option(
+        None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
+    ),
+    plot: bool = typer.Option(False, "--plot", help="Also write loss.png in the folder."),
+    threads: int = THREADS,
+    spacy_model: str = SPACY,
+    runs_dir: Path = RUNS,
+    force: bool = typer.Option(False, "--force", help="Replace an existing model folder."),
+    verbose: bool = VERBOSE,
+    quiet: bool = QUIET,
+    auto_index: bool = AUTO_INDEX,
+) -> None:
+    """Fine-tune a bi-encoder (CoreSearch recipe): marked query vs each positive unit,
+    in-batch negatives plus a BM25 hard negative per positive.
+
+    The folder is a sentence-transformers model plus cmrkit's metadata; use it with
+    `cmrkit run dense --model FOLDER`. The sample has no train split: train on dev.
+
+    Example: cmrkit train dense collections/sample --train-split dev -o models/sample-ft
+    """
+    from cmrkit.retrieval.dense.train import TrainOptions, train_dense
+
+    dense = _dense(ctx)
+    train = TrainOptions(
+        train_split=train_split,
+        dev_split=dev_split,
+        shared_encoder=shared_encoder,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=lr,
+        weight_decay=weight_decay,
+        warmup=warmup,
+        negatives_depth=negatives_depth,
+        pairs_per_query=pairs_per_query or None,
+        seed=seed,
+        max_steps=max_steps,
+        negatives_run=negatives_run,
+    )
+    result = train_dense(
+        collection,
+        output,
+        dense=dense,
+        train=train,
+        run_options=run_options(ctx, force=False),  # --force replaces the model folder only
+        qrels_dir=qrels_dir,
+        plot=plot,
+        force=force,
+        progress=not quiet,
+        argv=rerun_argv(ctx),
+    )
+    last = result.log["epochs"][-1] if result.log["epochs"] else {}
+    dev = last.get("dev")
+    shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
+    out.print(
+        f"trained {result.metadata['parameters']['steps']} steps "
+        f"(mean loss {last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
+    )

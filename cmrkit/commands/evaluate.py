@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TypeVar
 
 import typer
 
+from cmrkit.commands.output import Format, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
-
-T = TypeVar("T")
-
-
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    trec = "trec"
 
 
 class Test(StrEnum):
@@ -43,35 +33,11 @@ MEASURE_HELP = (
 )
 
 
-def _with_warnings(load: Callable[[], T]) -> T:
-    """Run a loader, showing its warnings (identical duplicate qrels lines) as one line each."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value = load()
-    for w in caught:
-        console.print(f"warning: {w.message}", markup=False)
-    return value
-
-
-def _coverage(result, label: str = "") -> str:
-    parts = [f"{label}averaged over {result.queries} queries"]
-    if result.missing_from_run:
-        how = "scored 0 (--all-queries)" if result.all_queries else "not counted"
-        parts.append(f"{len(result.missing_from_run)} qrels queries missing from the run ({how})")
-    if result.missing_from_qrels:
-        parts.append(
-            f"{len(result.missing_from_qrels)} run queries missing from the qrels (ignored)"
-        )
-    if result.depth is not None:
-        parts.append(f"top {result.depth} documents per query")
-    return "; ".join(parts)
-
-
 def _eval_table(result, groups, per_query: bool, title: str) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     if per_query:
-        table = Table(title, ["qid", *(m.name for m in result.measures)], caption=_coverage(result))
+        table = Table(title, ["qid", *(m.name for m in result.measures)], caption=coverage(result))
         for qid, row in result.per_query.items():
             table.add_row(qid, *(m.format(row[m.name]) for m in result.measures))
         table.add_section()
@@ -85,7 +51,7 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
         render(table, out)
         return
     headers = ["measure", "trec_eval", "all", *(g.group for g in groups or [])]
-    table = Table(title, headers, keys=2, caption=_coverage(result))
+    table = Table(title, headers, keys=2, caption=coverage(result))
     for m in result.measures:
         cells = [m.format(result.aggregate[m.name])]
         cells += [m.format(g.aggregate[m.name]) for g in groups or []]
@@ -94,11 +60,6 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
         table.add_section()
         table.add_row("queries", "", str(result.queries), *(str(len(g.queries)) for g in groups))
     render(table, out)
-
-
-def _emit(text: str) -> None:
-    out.file.write(text)
-    out.file.flush()
 
 
 def register(app: typer.Typer) -> None:
@@ -313,7 +274,7 @@ def eval_command(
         )  # fmt: skip
         return
     measures = evaluation.parse_measures(measure)
-    qrels_data, strata = _with_warnings(lambda: read_qrels_with_strata(qrels))
+    qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels))
     run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
@@ -330,16 +291,16 @@ def eval_command(
         _eval_table(result, groups, per_query, title=f"{run} vs {qrels}")
         return
     if fmt is Format.json:
-        _emit(
+        emit(
             evaluation.result_to_json(
                 result, groups, {"run": str(run), "qrels": str(qrels), "by": by}
             )
         )
     elif fmt is Format.csv:
-        _emit(evaluation.result_to_csv(result, groups))
+        emit(evaluation.result_to_csv(result, groups))
     else:
-        _emit(evaluation.result_to_trec(result, groups))
-    console.print(_coverage(result), markup=False, soft_wrap=True)
+        emit(evaluation.result_to_trec(result, groups))
+    console.print(coverage(result), markup=False, soft_wrap=True)
 
 
 def _eval_trec(
@@ -370,11 +331,11 @@ def _eval_trec(
     table = te.read_zscores(zscores) if zscores is not None else None
     result = te.evaluate(results, rel_info, request, opts, table, run_path=run)
     if fmt is Format.trec:
-        _emit(result.to_trec())
+        emit(result.to_trec())
     elif fmt is Format.json:
-        _emit(te.result_to_json(result, {"run": str(run), "qrels": str(qrels)}))
+        emit(te.result_to_json(result, {"run": str(run), "qrels": str(qrels)}))
     elif fmt is Format.csv:
-        _emit(te.result_to_csv(result))
+        emit(te.result_to_csv(result))
     else:
         _trec_table(result, f"{run} vs {qrels}")
     for odd, path in ((rel_info.odd, qrels), (results.odd, run)):
@@ -399,18 +360,18 @@ def _eval_coresearch(run, qrels, fmt, dedupe: bool) -> None:
     from cmrkit.evaluation import coresearch
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
-    qrels_data, _ = _with_warnings(lambda: read_qrels_with_strata(qrels))
+    qrels_data, _ = with_warnings(lambda: read_qrels_with_strata(qrels))
     run_data = read_run_columns(run, dedupe=dedupe).to_run()
     result = coresearch.evaluate(run_data, qrels_data)
     values = result["measures"]
     if fmt is Format.json:
-        _emit(json.dumps({"run": str(run), "qrels": str(qrels), **result}, indent=2) + "\n")
+        emit(json.dumps({"run": str(run), "qrels": str(qrels), **result}, indent=2) + "\n")
     elif fmt is Format.csv:
-        _emit("measure,value\n" + "".join(f"{k},{v!r}\n" for k, v in values.items()))
+        emit("measure,value\n" + "".join(f"{k},{v!r}\n" for k, v in values.items()))
     elif fmt is Format.trec:
-        _emit("".join(f"{k:<22}\tall\t{v:6.4f}\n" for k, v in values.items()))
+        emit("".join(f"{k:<22}\tall\t{v:6.4f}\n" for k, v in values.items()))
     else:
-        from cmrkit.tables import Table, render
+        from cmrkit.commands.tables import Table, render
 
         table = Table(f"{run} vs {qrels}", list(values), caption="CoreSearch's conventions")
         table.add_row(*(f"{v:.4f}" for v in values.values()))
@@ -422,8 +383,8 @@ def _eval_coresearch(run, qrels, fmt, dedupe: bool) -> None:
 
 
 def _trec_table(result, title: str) -> None:
+    from cmrkit.commands.tables import Table, render
     from cmrkit.evaluation.measures.trec import VERSION_NAMES
-    from cmrkit.tables import Table, render
 
     version = VERSION_NAMES[result.version]
     if result.options.query:
@@ -448,7 +409,7 @@ def _cols(result):
 
 
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
     test = "paired t-test" if comp.test == "t" else "paired permutation test"
@@ -570,7 +531,7 @@ def compare_command(
                 f"--baseline {baseline!r} is none of the runs "
                 f"({', '.join(names)}); give its path or name"
             )
-    qrels_data, strata = _with_warnings(lambda: read_qrels_with_strata(qrels))
+    qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels))
     loaded = {
         name: read_run_columns(path, dedupe=dedupe) for name, path in zip(names, runs, strict=True)
     }
@@ -598,15 +559,15 @@ def compare_command(
         _compare_table(comp, evaluation.format_p)
     elif fmt is Format.json:
         paths = {name: str(path) for name, path in zip(names, runs, strict=True)}
-        _emit(evaluation.comparison_to_json(comp, paths))
+        emit(evaluation.comparison_to_json(comp, paths))
     elif fmt is Format.csv:
-        _emit(evaluation.comparison_to_csv(comp))
+        emit(evaluation.comparison_to_csv(comp))
     else:
-        _emit(evaluation.comparison_to_trec(comp))
+        emit(evaluation.comparison_to_trec(comp))
     if fmt is not Format.table:
         console.print(comp.describe(), markup=False, soft_wrap=True)
     for name, result in comp.results.items():
-        console.print(_coverage(result, f"{name} alone: "), markup=False, soft_wrap=True)
+        console.print(coverage(result, f"{name} alone: "), markup=False, soft_wrap=True)
     if plot is not None:
         done = f"{plot} is up to date; --force rewrites it" if up_to_date else f"wrote {plot}"
         console.print(done, markup=False, soft_wrap=True)

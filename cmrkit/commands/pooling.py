@@ -45,7 +45,7 @@ def _write_json(path: Path | None, data: object, force: bool) -> None:
 
 @pool_app.command("create")
 @user_errors
-def create(
+def create_command(
     runs: list[Path] = typer.Argument(..., help="TREC run files to pool."),
     output: Path = typer.Option(..., "-o", "--output", help="Pool file to write (JSONL)."),
     collection: Path | None = typer.Option(
@@ -112,19 +112,17 @@ def create(
     Example: cmrkit pool create runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --strategy maxmean --budget 20 --per-query --depth 100 -o pools/maxmean.pool.jsonl
     """
-    from cmrkit.errors import CmrkitError
+    from cmrkit.collection.layout import bare_name
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import (
-        SimulatedAssessors,
         StrategyOptions,
         annotated_pairs,
-        create_pool,
-        create_strategy_pool,
         infer_collection,
+        plain_pool,
         pool_report,
+        pool_runs,
         write_pool,
     )
-    from cmrkit.retrieval.layout import bare_name
 
     opts = StrategyOptions(
         name=strategy,
@@ -136,45 +134,22 @@ def create(
         batch=batch,
         seed=seed,
     )
-    opts.check()
-    plain = strategy == "depth" and budget is None and not per_query
-    if sample is not None and not plain:
-        raise CmrkitError("--sample goes with the plain depth pool; use --strategy strata")
+    plain_pool(opts, sample)  # refused before any output is claimed
     where = bare_name(collection) if collection else infer_collection(runs)
     targets = [output] + ([report] if report else [])
     with RepeatableOutputs(targets, force=force) as staged, console.status("pooling the runs"):
-        if plain and simulate is None:
-            pool = create_pool(
-                runs,
-                where,
-                depth=30 if depth is None else depth,
-                exclude=qrels,
-                topics=topics,
-                sample=sample,
-                seed=seed,
-            )
-        else:
-            simulated = None
-            if simulate is not None:
-                from cmrkit.fileio import sha256_file
-                from cmrkit.trec import read_qrels
-
-                simulated = SimulatedAssessors(
-                    read_qrels(simulate),
-                    assessors,
-                    noise,
-                    seed,
-                    {"path": str(simulate), "sha256": sha256_file(simulate)},
-                )
-            pool = create_strategy_pool(
-                runs,
-                where,
-                opts,
-                depth=depth,
-                exclude=qrels,
-                topics=topics,
-                assessors=simulated,
-            )
+        pool = pool_runs(
+            runs,
+            where,
+            opts,
+            depth=depth,
+            exclude=qrels,
+            topics=topics,
+            sample=sample,
+            simulate=simulate,
+            assessors=assessors,
+            noise=noise,
+        )
         write_pool(pool, staged.path(output))
         rep = pool_report(pool)
         if report:
@@ -204,7 +179,7 @@ def create(
 
 @pool_app.command("next")
 @user_errors
-def next_cmd(
+def next_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="An mtf or maxmean pool."),
     judgments: list[Path] = typer.Option(
         ...,
@@ -270,7 +245,7 @@ def next_cmd(
 
 @pool_app.command("sample-qrels")
 @user_errors
-def sample_qrels_cmd(
+def sample_qrels_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="A strata pool (or a full one)."),
     qrels: Path = typer.Argument(..., help="Qrels of its judgments (`judgments aggregate`)."),
     output: Path = typer.Option(..., "-o", "--output", help="sample_eval qrels to write."),
@@ -300,7 +275,7 @@ def sample_qrels_cmd(
 
 
 def _print_pool_report(rep: dict) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     pq = rep["per_query"]
     out.print(
@@ -350,7 +325,7 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 
 @pool_app.command("plan")
 @user_errors
-def plan_cmd(
+def plan_command(
     runs: list[Path] = typer.Argument(..., help="TREC run files (two or more)."),
     qrels: Path = typer.Option(
         ..., "--qrels", help="Complete (or dense enough) qrels: the truth the simulation uses."
@@ -392,11 +367,11 @@ def plan_cmd(
     Example: cmrkit pool plan runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --qrels qrels/sample.test.txt --budgets 5,10,20,30,50 --per-query --plot plan.png
     """
+    from cmrkit.collection.layout import bare_name
     from cmrkit.figures import figure_format
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import infer_collection
     from cmrkit.pooling.plan import PlanOptions, plan_pool, plot_plan
-    from cmrkit.retrieval.layout import bare_name
 
     if plot is not None:
         figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
@@ -417,15 +392,9 @@ def plan_cmd(
     targets = [p for p in (json_out, plot) if p is not None]
     staging = RepeatableOutputs(targets, force=force) if targets else contextlib.nullcontext()
     with staging as staged:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from cmrkit.console import progress_bar
 
-        with Progress(
-            TextColumn("simulating strategies"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
+        with progress_bar(True, "simulating strategies", transient=True, eta=False) as bar:
             task = bar.add_task("plan", total=None)
             result = plan_pool(
                 runs,
@@ -449,8 +418,8 @@ def plan_cmd(
 
 
 def _print_plan(plan, per_run: bool) -> None:
+    from cmrkit.commands.tables import Table, render
     from cmrkit.pooling.plan import MEASURES
-    from cmrkit.tables import Table, render
 
     o = plan.options
     labels = plan.info["assessor_labels"]
@@ -503,7 +472,7 @@ def _print_plan(plan, per_run: bool) -> None:
 
 @pool_app.command("export")
 @user_errors
-def export(
+def export_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
     fmt: str = typer.Option(..., "--format", "-f", help="mturk, jsonl or html."),
     output: Path = typer.Option(
@@ -559,10 +528,10 @@ def export(
     from cmrkit.assess.key import default_key_path, write_key
     from cmrkit.assess.render import write_html, write_jsonl, write_mturk
     from cmrkit.assess.tasks import build_tasks, read_gold
+    from cmrkit.collection.layout import bare_name
     from cmrkit.errors import CmrkitError
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import check_collection, read_pool
-    from cmrkit.retrieval.layout import bare_name
 
     if fmt not in FORMATS:
         raise CmrkitError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -618,7 +587,7 @@ def export(
 
 @pool_app.command("bias")
 @user_errors
-def bias(
+def bias_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
     runs: list[Path] = typer.Argument(..., help="The pooled run files."),
     qrels: Path = typer.Option(..., "--qrels", help="Qrels made from the pool."),
@@ -631,8 +600,8 @@ def bias(
     Example: cmrkit pool bias pools/sample.pool.jsonl runs/sample/bm25.test.trec
     runs/sample/fields-doc.test.trec --qrels qrels/sample.pooled.txt
     """
+    from cmrkit.commands.tables import Table, render
     from cmrkit.pooling import pool_bias, read_pool
-    from cmrkit.tables import Table, render
 
     rows = pool_bias(read_pool(pool_file), runs, qrels, measure=measure)
     _write_json(json_out, rows, force)
@@ -658,7 +627,7 @@ def bias(
 
 @judgments_app.command("aggregate")
 @user_errors
-def aggregate_cmd(
+def aggregate_command(
     files: list[Path] = typer.Argument(
         ..., metavar="JUDGMENTS", help="MTurk batch results or simple CSV files."
     ),
@@ -760,7 +729,7 @@ def aggregate_cmd(
 
 
 def _print_aggregate_report(rep: dict, min_relevant: int) -> None:
-    from cmrkit.tables import Table, render
+    from cmrkit.commands.tables import Table, render
 
     a = rep["agreement"]
     out.print(
@@ -819,7 +788,7 @@ def _print_aggregate_report(rep: dict, min_relevant: int) -> None:
 
 @judgments_app.command("simulate")
 @user_errors
-def simulate_cmd(
+def simulate_command(
     qrels: Path = typer.Option(..., "--qrels", help="Complete gold qrels the assessors know."),
     pool_file: Path = typer.Option(..., "--pool", help="The pool whose pairs to answer."),
     output: Path = typer.Option(..., "-o", "--output", help="Simple CSV to write."),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.dense import DEVICE, MARKERS, _markers, train_app
-from cmrkit.commands.retrieval import (
+from cmrkit.commands.dense import DEVICE, MARKERS, parse_markers
+from cmrkit.commands.runs import (
     AUTO_INDEX,
     COLLECTION_ARG,
     FORCE,
@@ -17,10 +17,11 @@ from cmrkit.commands.retrieval import (
     SPACY,
     THREADS,
     VERBOSE,
-    _argv,
-    _options,
-    _report,
+    report_run,
+    rerun_argv,
     run_app,
+    run_options,
+    train_app,
 )
 from cmrkit.console import out, user_errors
 
@@ -30,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
     @train_app.command("reader")
     @user_errors
-    def train_reader(
+    def train_reader_command(
         ctx: typer.Context,
         collection: Path = COLLECTION_ARG,
         output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained reader."),
@@ -144,15 +145,15 @@ def register(app: typer.Typer) -> None:
             collection,
             output,
             model=model,
-            markers=_markers(markers),
+            markers=parse_markers(markers),
             device=device,
             train=opts,
-            run_options=_options(ctx, force=False),  # --force replaces the reader folder only
+            run_options=run_options(ctx, force=False),  # --force replaces the reader folder only
             qrels_dir=qrels_dir,
             plot=plot,
             force=force,
             progress=not quiet,
-            argv=_argv(ctx),
+            argv=rerun_argv(ctx),
         )
         last = result.log["epochs"][-1] if result.log["epochs"] else {}
         dev = last.get("dev")
@@ -167,7 +168,7 @@ def register(app: typer.Typer) -> None:
 
     @run_app.command("rerank")
     @user_errors
-    def rerank(
+    def rerank_command(
         ctx: typer.Context,
         run: Path = typer.Argument(..., help="The run to rerank (bm25, dense, fused, ...)."),
         model: Path = typer.Option(
@@ -219,7 +220,7 @@ def register(app: typer.Typer) -> None:
             device=device,
             stride=stride,
             max_span=max_span,
-            markers=_markers(markers),
+            markers=parse_markers(markers),
         )
         result = run_rerank(
             run,
@@ -231,8 +232,8 @@ def register(app: typer.Typer) -> None:
             runs_dir=runs_dir,
             force=force,
             progress=not quiet,
-            argv=_argv(ctx),
+            argv=rerun_argv(ctx),
         )
-        _report(result)
+        report_run(result)
         if not result.up_to_date:
             out.print(f"answer spans: {result.sidecar['spans']}")

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
 
 def _table(title: str, columns: list[tuple[str, str]]):
     """A table of the shared 80-column renderer; the first column labels the rows."""
-    from cmrkit.tables import Table
+    from cmrkit.commands.tables import Table
 
     left = [name for name, justify in columns[1:] if justify == "left"]
     return Table(title, [name for name, _ in columns], left=left)
@@ -52,17 +52,17 @@ def status_command(
 
     Example: cmrkit status collections/sample
     """
-    from cmrkit import workspace as ws
+    import cmrkit.collection.layout as layout
+    import cmrkit.workspace as ws
+    from cmrkit.commands.tables import render
     from cmrkit.evaluation import parse_measure
-    from cmrkit.tables import render
 
     if measure is not None:
         parse_measure(measure)  # a typo fails here, before any work
     if collection is not None:
-        folder = collection if collection.exists() else collections_dir / collection
-        folders = [ws.collection_folder(folder)]
+        folders = [layout.collection_dir(collection, collections_dir)]
     else:
-        folders = ws.find_collections(collections_dir)
+        folders = layout.find_collections(collections_dir)
     if not folders:
         out.print(
             f"no collections under {collections_dir}/; build one with `cmrkit build-collection`"

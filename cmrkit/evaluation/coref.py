@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cmrkit.clusters_io import ID, Clustering, Document
+from cmrkit.collection.clusters import ID, Clustering, Document
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.agreement import agreement_by_group
 

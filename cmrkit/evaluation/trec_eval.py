@@ -458,6 +458,19 @@ def form_res_rels(
                 num_rel += buf[i]
     state["num_rel_levels"] = num_rel_levels
     rel_levels = list(buf)
+    if isinstance(grades, tuple):  # (list, numpy array) of a run ranked in bulk
+        rel_list, arr = grades
+        if opts.judged_only:
+            arr = arr[arr >= 0]
+            rel_list = arr.tolist()
+            nonpool = unjudged = 0
+        else:
+            nonpool = int((arr == NONPOOL).sum())
+            unjudged = int((arr == UNJUDGED).sum())
+        rr = ResRels(rel_list, len(rel_list), int((arr >= level).sum()), nonpool, unjudged,
+                     num_rel, rel_levels, num_rel_levels)  # fmt: skip
+        rr.__dict__["_cache"] = {"arr": arr}
+        return rr
     if grades is not None:
         rel_list = grades
     else:
@@ -1457,7 +1470,10 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
     marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
     flat = marked.tolist()
     bounds = starts.tolist()
-    return {cols.qids[i]: flat[bounds[k] : bounds[k + 1]] for k, i in enumerate(blocks)}
+    return {
+        cols.qids[i]: (flat[bounds[k] : bounds[k + 1]], marked[bounds[k] : bounds[k + 1]])
+        for k, i in enumerate(blocks)
+    }
 
 
 def _qrels_values(ranked, grades, judged, columns, opts) -> list:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmrkit.collection.layout import CORPUS, MANIFEST, collection_dir, qrels_file, read_manifest
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl
-from cmrkit.workspace import CORPUS, MANIFEST, collection_folder, qrels_file, read_manifest
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class AnnotatedUnits:
 def read_annotated_units(collection: str | Path) -> AnnotatedUnits:
     """The annotated (and context) units of a collection; distractors come after them in the
     corpus and are not read."""
-    corpus = collection_folder(collection) / CORPUS
+    corpus = collection_dir(collection) / CORPUS
     contents: dict[str, str] = {}
     mentions: dict[str, list[UnitMention]] = {}
     unit_of: dict[str, str] = {}
@@ -65,7 +65,7 @@ def read_annotated_units(collection: str | Path) -> AnnotatedUnits:
 def gold_clusters_path(collection: str | Path, split: str) -> Path:
     """The split's gold clusters file that `cmrkit build-collection` wrote beside the qrels:
     the path the manifest recorded, else beside the split's qrels file."""
-    folder = collection_folder(collection)
+    folder = collection_dir(collection)
     recorded = read_manifest(folder).get("files", {}).get("clusters", {}).get(split)
     candidates = [Path(recorded)] if isinstance(recorded, str) else []
     qrels = qrels_file(folder, split)

@@ -22,16 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmrkit.errors import CmrkitError
-from cmrkit.fileio import RepeatableOutputs, iter_jsonl
-from cmrkit.trec import read_qrels
-from cmrkit.workspace import (
+from cmrkit.collection.layout import (
     CORPUS,
-    collection_folder,
+    collection_dir,
     qrels_file,
     split_order,
     topic_records,
 )
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import RepeatableOutputs, iter_jsonl
+from cmrkit.trec import read_qrels
 
 QRELS_HEADER = "query-id\tcorpus-id\tscore"
 
@@ -71,7 +71,7 @@ def export_beir(
     """Write ``out_dir`` in the BEIR layout from a collection and its qrels; all or nothing.
     A folder already holding exactly this export is up to date; another is kept unless
     ``force``."""
-    coll = collection_folder(collection)
+    coll = collection_dir(collection)
     topics = topic_records(coll)
     present = split_order({t["split"] for t in topics})
     chosen = list(splits) if splits else present

@@ -26,17 +26,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_jsonl
-from cmrkit.trec import read_qrels
-from cmrkit.workspace import (
+from cmrkit.collection.layout import (
     CORPUS,
-    collection_folder,
+    collection_dir,
     qrels_file,
     read_manifest,
     split_order,
     topic_records,
 )
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import iter_jsonl
+from cmrkit.trec import read_qrels
 
 PREFIX = "cmrkit"
 _registered: dict[str, Path] = {}
@@ -189,7 +189,7 @@ def register(
         raise CmrkitError(
             "ir_datasets is not installed; pip install ir-datasets (or cmrkit[ir])"
         ) from None
-    coll = collection_folder(collection)
+    coll = collection_dir(collection)
     name = name or coll.resolve().name
     n_docs = read_manifest(coll).get("counts", {}).get("corpus_units")
     splits = split_order({t["split"] for t in topic_records(coll)})

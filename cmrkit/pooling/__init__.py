@@ -1,5 +1,6 @@
 """Pools of candidates for assessment: ``pool`` (create, read, write, report), ``strategies``
-(which pairs to judge: depth, rbp, rrf, mtf, maxmean, strata), ``assessors`` (simulated),
+(which pairs to judge: depth, rbp, rrf, mtf, maxmean, strata), ``rounds`` (applying a strategy
+to a pool, the adaptive rounds), ``sample`` (sample qrels for xinfAP), ``assessors`` (simulated),
 ``bias`` (leave-one-run-out reusability) and ``plan`` (strategies x budgets, simulated; import
 it from ``cmrkit.pooling.plan``)."""
 
@@ -20,19 +21,18 @@ from cmrkit.pooling.pool import (
     pool_report,
     read_pool,
     read_query_ids,
-    read_topics_jsonl,
     subset_pool,
     write_pool,
 )
-from cmrkit.pooling.strategies import (
-    STRATEGIES,
-    StrategyOptions,
+from cmrkit.pooling.rounds import (
     apply_strategy,
     create_strategy_pool,
     next_round,
-    parse_strata,
-    sample_qrels,
+    plain_pool,
+    pool_runs,
 )
+from cmrkit.pooling.sample import sample_qrels
+from cmrkit.pooling.strategies import STRATEGIES, StrategyOptions, parse_strata
 
 __all__ = [
     "POOL_FORMAT",
@@ -53,11 +53,12 @@ __all__ = [
     "next_round",
     "parse_sample_spec",
     "parse_strata",
+    "plain_pool",
+    "pool_runs",
     "pool_bias",
     "pool_report",
     "read_pool",
     "read_query_ids",
-    "read_topics_jsonl",
     "sample_qrels",
     "score_runs",
     "subset_pool",

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmrkit.collection.layout import CORPUS, TOPICS, read_manifest, topics_by_qid
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl, iter_lines, sha256_file
 from cmrkit.trec import Run, ranked, read_qrels, read_run
@@ -116,7 +117,7 @@ def collection_identity(collection: str | os.PathLike) -> dict[str, Any]:
             "--collection collections/NAME",
             path=root,
         )
-    corpus, topics = root / "corpus.jsonl.gz", root / "topics.jsonl"
+    corpus, topics = root / CORPUS, root / TOPICS
     for p in (corpus, topics):
         if not p.is_file():
             raise CmrkitError("missing from the collection folder; rebuild the collection", path=p)
@@ -131,7 +132,7 @@ def collection_identity(collection: str | os.PathLike) -> dict[str, Any]:
 def check_collection(pool: Pool, collection: str | os.PathLike, pool_path: object) -> None:
     """Refuse a collection that is not the one the pool was made from."""
     mine = pool.header["collection"]
-    corpus = Path(collection) / "corpus.jsonl.gz"
+    corpus = Path(collection) / CORPUS
     if not corpus.is_file():
         raise CmrkitError(
             f"the pool comes from collection {mine['name']!r} ({mine['path']}), whose corpus is "
@@ -145,16 +146,6 @@ def check_collection(pool: Pool, collection: str | os.PathLike, pool_path: objec
             "use the pool's own collection or pool again",
             path=pool_path,
         )
-
-
-def read_topics_jsonl(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """``topics.jsonl`` of a collection as {qid: record}."""
-    topics: dict[str, dict[str, Any]] = {}
-    for n, rec in iter_jsonl(path, what="one topic object per line"):
-        if "qid" not in rec:
-            raise CmrkitError("a topic needs a 'qid' field", path=path, where=f"line {n}")
-        topics[str(rec["qid"])] = rec
-    return topics
 
 
 def read_query_ids(path: str | os.PathLike) -> list[str]:
@@ -278,7 +269,7 @@ def create_pool(
         raise CmrkitError("give at least one run file to pool")
     strata = parse_sample_spec(sample) if sample else None
     identity = collection_identity(collection)
-    topic_records = read_topics_jsonl(Path(collection) / "topics.jsonl")
+    topic_records = topics_by_qid(collection)
     wanted = set(read_query_ids(topics)) if topics is not None else None
 
     run_meta: list[dict[str, Any]] = []
@@ -488,8 +479,7 @@ def annotated_pairs(pool: Pool, collection: str | os.PathLike) -> dict[str, int]
     """For each qrels file the collection's manifest lists: how many of the pool's pairs it
     already judges (pairs a pool made without ``--qrels`` would send to assessors again)."""
     try:
-        manifest = json.loads((Path(collection) / "manifest.json").read_text(encoding="utf-8"))
-        files = [Path(p) for p in manifest["files"]["qrels"].values()]
+        files = [Path(p) for p in read_manifest(collection)["files"]["qrels"].values()]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
     pairs = {(p.qid, p.docno) for p in pool.pairs}

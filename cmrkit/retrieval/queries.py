@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import cmrkit.retrieval.entities as ner
+from cmrkit.collection.layout import Topic
 from cmrkit.errors import CmrkitError
-from cmrkit.retrieval.layout import Topic
 
 FORMULATIONS = ("mention", "mention+entities", "sentence", "context", "chain", "features")
 

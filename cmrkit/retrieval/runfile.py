@@ -1,4 +1,5 @@
-"""Run files and their JSON sidecars, the same for every system (Lucene, dense, fused).
+"""Run files and their JSON sidecars: the one protocol every system (Lucene, dense, fused,
+reranked) follows, through :func:`produce_run`.
 
 A run is written to ``RUNS/<collection>/<name>.<split>.trec`` beside ``<name>.<split>.json``
 (the sidecar: the exact command, every parameter, the index and topic hashes, versions and
@@ -6,22 +7,35 @@ timings), both staged and moved into place together. The sidecar's ``identity`` 
 the parameters asked for, the index id and the topics' sha256) says what the run is: a run whose
 identity equals the one asked for is up to date and kept (not recomputed, not refused); another
 run at the same paths is refused unless ``force``.
+
+A system describes its run as a :class:`RunSpec` (what it is and where it goes) and hands
+:func:`produce_run` a function that computes it; ``produce_run`` claims the two files, keeps an
+up-to-date run, refuses another, computes, and writes the run with its sidecar (the fields every
+sidecar has, plus the system's own)::
+
+    spec = RunSpec.for_collection(runs_dir, coll, system="rerank", name=name, split=split,
+                                  parameters=params, index_id=index_id,
+                                  command=rerun_command(opts.argv, opts.split, split))
+    result = produce_run(spec, lambda: Computed(run, tag, {"model": ...}), force=opts.force,
+                         started=started)
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from cmrkit.collection.layout import TOPICS, Topic, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, safe_name, sha256_file
-from cmrkit.retrieval.layout import TOPICS, Topic, iter_corpus
 from cmrkit.trec import write_run
 
 RankedRun = dict[str, list[tuple[str, float]]]
@@ -122,6 +136,136 @@ def write_run_files(
             write_run(f, run, tag)
         with open(out.path(sidecar_path), "w", encoding="utf-8") as f:
             f.write(json.dumps(sidecar, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def refuse_other_run(run_path: Path, sidecar_path: Path, wanted: Mapping[str, Any]) -> None:
+    """Refuse now (before costly work) a run at these paths whose identity differs from
+    ``wanted`` in anything but the index id (which may not be known yet)."""
+    if not sidecar_path.is_file():
+        return
+    try:
+        found = json.loads(sidecar_path.read_text(encoding="utf-8")).get("identity") or {}
+    except (OSError, ValueError, AttributeError):
+        found = {}
+    if any(found.get(key) != value for key, value in wanted.items() if key != "index_id"):
+        existing(run_path, sidecar_path, wanted, force=False)  # raises the usual error
+
+
+def rerun_command(
+    argv: Sequence[str] | None, split_asked: str | None, split: str
+) -> list[str] | None:
+    """The command that makes the run again: ``argv``, naming the split it ran when the user
+    left the split to the default."""
+    if argv is None:
+        return None
+    return [*argv, "--split", split] if split_asked is None else list(argv)
+
+
+@dataclass
+class RunSpec:
+    """What a run is (system, name, split, parameters, index and topics) and where it goes."""
+
+    system: str
+    name: str
+    split: str | None  # None: a fused run whose inputs name no split
+    parameters: dict[str, Any]
+    run_path: Path
+    sidecar_path: Path
+    index_id: str = ""
+    topics_sha256: str = ""
+    collection: str | None = None
+    command: list[str] | None = None
+
+    @classmethod
+    def for_collection(
+        cls,
+        runs_dir: str | Path,
+        collection: Path,
+        *,
+        system: str,
+        name: str,
+        split: str,
+        parameters: Mapping[str, Any],
+        index_id: str,
+        command: list[str] | None = None,
+    ) -> RunSpec:
+        """A run of ``collection`` at ``RUNS/<collection>/<name>.<split>.trec``."""
+        run_path, sidecar_path = run_paths(Path(runs_dir), collection, name, split)
+        return cls(
+            system,
+            name,
+            split,
+            dict(parameters),
+            run_path,
+            sidecar_path,
+            index_id,
+            topics_sha256(collection),
+            str(collection),
+            command,
+        )
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return identity(
+            self.system, self.split or "", self.parameters, self.index_id, self.topics_sha256
+        )
+
+
+@dataclass
+class Computed:
+    """A system's run, its tag, and the sidecar fields that are the system's own (they may
+    override the shared ones, e.g. ``n_queries``); ``seconds`` are its step timings."""
+
+    run: RankedRun
+    tag: str
+    sidecar: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def produce_run(
+    spec: RunSpec,
+    compute: Callable[[], Computed],
+    *,
+    force: bool = False,
+    started: float | None = None,
+) -> RunResult:
+    """The run-file protocol: claim the run's two files (a second writer fails at once), keep
+    the run already there when its identity is ``spec``'s, refuse another unless ``force``,
+    else ``compute`` it and write the run and its sidecar together.
+
+    ``started`` (a ``time.perf_counter()`` reading) adds the ``open`` and ``total`` seconds."""
+    wanted = spec.identity
+    # held from the check of what exists to the rename: a second writer fails at once
+    with claim(spec.run_path, spec.sidecar_path) as staged:
+        found = existing(spec.run_path, spec.sidecar_path, wanted, force=force)
+        if found is not None:
+            return found
+        seconds: dict[str, float] = {}
+        if started is not None:
+            seconds["open"] = round(time.perf_counter() - started, 3)
+        out = compute()
+        seconds.update(out.seconds)
+        if started is not None:
+            seconds["total"] = round(time.perf_counter() - started, 3)
+        sidecar = {
+            "command": spec.command,
+            "argv": list(sys.argv),
+            "identity": wanted,
+            "system": spec.system,
+            "name": spec.name,
+            "tag": out.tag,
+            "collection": spec.collection,
+            "split": spec.split,
+            "run": str(spec.run_path),
+            "parameters": spec.parameters,
+            "n_queries": len(out.run),
+            "n_queries_with_results": sum(1 for docs in out.run.values() if docs),
+            "warnings": [],
+            **out.sidecar,
+            "seconds": seconds,
+        }
+        write_run_files(spec.run_path, spec.sidecar_path, out.run, out.tag, sidecar, staged)
+    return RunResult(spec.run_path, spec.sidecar_path, out.run, sidecar)
 
 
 def own_document_units(collection: Path, topics: Sequence[Topic]) -> dict[str, frozenset[str]]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
@@ -29,6 +28,13 @@ from typing import Any
 import numpy as np
 
 import cmrkit.retrieval.entities as ner
+from cmrkit.collection.layout import (
+    TOPICS,
+    collection_dir,
+    qrels_path,
+    read_topics,
+    resolve_split,
+)
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.retrieval.docnos import DocnoTable
 from cmrkit.retrieval.index import (
@@ -37,22 +43,18 @@ from cmrkit.retrieval.index import (
     IndexInfo,
     ensure_index,
     opening,
-    progress_bar,
 )
-from cmrkit.retrieval.java import first_line
-from cmrkit.retrieval.layout import Topic, collection_dir, qrels_path, read_topics, resolve_split
+from cmrkit.retrieval.java import java_errors
 from cmrkit.retrieval.options import MAX_K, RunOptions
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.retrieval.runfile import (
+    Computed,
     RankedRun,
     RunResult,
-    claim,
-    existing,
-    identity,
+    RunSpec,
     own_document_units,
-    run_paths,
-    topics_sha256,
-    write_run_files,
+    produce_run,
+    rerun_command,
     written_scores,
 )
 from cmrkit.trec import read_qrels
@@ -69,6 +71,8 @@ MAX_FEEDBACK = 10_000  # feedback terms and documents
 MAX_WEIGHT = 1000.0  # k1, Rocchio's alpha, beta, gamma
 WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 WEIGHTED_FIELDS = FIELDS + FEATURE_FIELDS
+_CANNOT_OPEN = "Lucene cannot open the index"
+_REBUILD = "rebuild it with `cmrkit index --force`"
 TIE_BREAK = (
     "Anserini separates equal scores by 1e-6 steps, docno ascending; then score descending "
     "(as written, 6 decimals), then docno descending (trec_eval order)"
@@ -136,20 +140,15 @@ class Searcher:
         self.k1, self.b = float(k1), float(b)
         self.verbose = verbose
         self._jclass = jclass
-        try:
-            with opening(info), quiet(java_log_path(), verbose=verbose):
-                # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
-                jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
-                self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
-                self.java.set_bm25(self.k1, self.b)
-        except CmrkitError:
-            raise
-        except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise CmrkitError(
-                f"Lucene cannot open the index ({first_line(e)}); rebuild it with "
-                "`cmrkit index --force`",
-                path=info.path,
-            ) from None
+        with (
+            java_errors(_CANNOT_OPEN, _REBUILD, info.path),
+            opening(info),
+            quiet(java_log_path(), verbose=verbose),
+        ):
+            # long contexts (query formulation `context`) exceed Lucene's default 1024 clauses
+            jclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(1 << 20)
+            self.java = jclass("io.anserini.search.SimpleSearcher")(str(info.path.resolve()))
+            self.java.set_bm25(self.k1, self.b)
         self._analyzer = jclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         self._analyze = jclass("io.anserini.analysis.AnalyzerUtils").analyze
         self._batch: Any = None
@@ -169,26 +168,21 @@ class Searcher:
         if self._batch is not None:
             self._batch.close()
             self._batch = None
-        try:
-            # opened under the read lock like the searcher: an index rebuilt since is refused
-            with opening(self.info), quiet(java_log_path(), verbose=self.verbose):
-                batch = self._jclass(CLASS)(
-                    str(self.info.path.resolve()),
-                    self.java.get_analyzer(),
-                    self.k1,
-                    self.b,
-                    int(threads),
-                )
-                if self._table is None:
-                    self._table = load_table(self.info.path, self.info.index_id, batch)
-        except CmrkitError:
-            raise
-        except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise CmrkitError(
-                f"Lucene cannot open the index ({first_line(e)}); rebuild it with "
-                "`cmrkit index --force`",
-                path=self.info.path,
-            ) from None
+        # opened under the read lock like the searcher: an index rebuilt since is refused
+        with (
+            java_errors(_CANNOT_OPEN, _REBUILD, self.info.path),
+            opening(self.info),
+            quiet(java_log_path(), verbose=self.verbose),
+        ):
+            batch = self._jclass(CLASS)(
+                str(self.info.path.resolve()),
+                self.java.get_analyzer(),
+                self.k1,
+                self.b,
+                int(threads),
+            )
+            if self._table is None:
+                self._table = load_table(self.info.path, self.info.index_id, batch)
         self._batch, self._batch_threads = batch, threads
         if self._qe is not None:
             batch.setFeedback(self.java)
@@ -302,12 +296,12 @@ class Searcher:
             for j, part in enumerate(parts):
                 following = submit(j + 1)
                 try:
-                    packed = batch.collect(pending)
-                except Exception as e:  # a Java exception arrives as jnius.JavaException
-                    raise CmrkitError(
-                        f"Lucene search failed on queries {part[0]}..{part[-1]} ({first_line(e)})",
-                        path=self.info.path,
-                    ) from None
+                    with java_errors(
+                        f"Lucene search failed on queries {part[0]}..{part[-1]}",
+                        "rerun with --verbose to see Lucene's log",
+                        self.info.path,
+                    ):
+                        packed = batch.collect(pending)
                 finally:
                     pending = following
                 self._order(part, packed, run, table, exclude, exclude_units, k, warnings)
@@ -451,7 +445,6 @@ def _execute(
     learn: Callable[[Searcher, str, dict], None] | None = None,
 ) -> RunResult:
     started = time.perf_counter()
-    timings: dict[str, float] = {}
     check_formulation(plan.formulation)
     coll = collection_dir(plan.collection)
     split = resolve_split(coll, opts.split)
@@ -460,7 +453,7 @@ def _execute(
         raise CmrkitError(
             f"no topic of split {split!r} carries a coreference chain (field 'chain'); chain "
             "queries apply to TAC collections (`cmrkit build-collection --source tac`)",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     build = None
     if opts.engine.distributed:
@@ -477,7 +470,6 @@ def _execute(
         build=build,
     )
     _check_fields_held(info, plan.fields)
-    run_path, sidecar_path = run_paths(opts.runs_dir, info.collection, plan.name, split)
     parameters = {
         "query": plan.formulation,
         "k": opts.k,
@@ -488,13 +480,21 @@ def _execute(
         "qe": plan.qe.params() if plan.qe else None,
         **plan.params,
     }
-    wanted = identity(plan.system, split, parameters, info.index_id, topics_sha256(coll))
-    # held from the check of what exists to the rename: a second writer fails at once
-    with claim(run_path, sidecar_path) as staged:
-        found = existing(run_path, sidecar_path, wanted, force=opts.force)
-        if found is not None:
-            return found
-        timings["open"] = round(time.perf_counter() - started, 3)
+    spec = RunSpec.for_collection(
+        opts.runs_dir,
+        info.collection,
+        system=plan.system,
+        name=plan.name,
+        split=split,
+        parameters=parameters,
+        index_id=info.index_id,
+        command=rerun_command(opts.argv, opts.split, split),
+    )
+
+    def compute() -> Computed:
+        from cmrkit.console import progress_bar
+
+        timings: dict[str, float] = {}
         t0 = time.perf_counter()
         queries = formulate(topics, plan.formulation, opts.spacy_model)
         timings["formulate"] = round(time.perf_counter() - t0, 3)
@@ -532,22 +532,8 @@ def _execute(
             timings["search"] = round(time.perf_counter() - t0, 3)
         finally:
             searcher.close()
-        tag = _tag(plan)
-        timings["total"] = round(time.perf_counter() - started, 3)
-        argv = list(opts.argv) if opts.argv is not None else None
-        if argv is not None and opts.split is None:
-            argv += ["--split", split]  # the rerunnable command names the split it ran
         sidecar = {
-            "command": argv,
-            "argv": list(sys.argv),
-            "identity": wanted,
-            "system": plan.system,
-            "name": plan.name,
-            "tag": tag,
-            "collection": str(info.collection),
-            "split": split,
-            "run": str(run_path),
-            "parameters": {**parameters, "fields": plan.fields},
+            "parameters": {**parameters, "fields": plan.fields},  # learned weights, if any
             "threads": opts.threads,
             "engine": engine,
             **extra,
@@ -565,13 +551,12 @@ def _execute(
                 opts.spacy_model if plan.formulation in ("mention+entities", "sentence") else None
             ),
             "n_queries": len(queries),
-            "n_queries_with_results": sum(1 for docs in run.values() if docs),
             "warnings": warnings,
             "queries": queries,
-            "seconds": timings,
         }
-        write_run_files(run_path, sidecar_path, run, tag, sidecar, staged)
-    return RunResult(run_path, sidecar_path, run, sidecar)
+        return Computed(run, _tag(plan), sidecar, timings)
+
+    return produce_run(spec, compute, force=opts.force, started=started)
 
 
 def _check_fields_held(info: IndexInfo, fields: Mapping[str, float] | None) -> None:
@@ -878,8 +863,3 @@ def run_qe(
         params={"base": base, "preset": chosen},
     )
     return _execute(plan, opts)
-
-
-def topics_for(collection: str | Path, split: str) -> list[Topic]:
-    """The topics of a split (convenience for scripts and tests)."""
-    return read_topics(Path(collection), split)

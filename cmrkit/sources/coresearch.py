@@ -11,7 +11,7 @@ Per split (``Train``, ``Dev``, ``Test``):
 
 A passage whose id is listed in a gold cluster is annotated; the others are distractors. Every
 annotated passage is its own passage id, even where two mentions share a paragraph (the
-``mention`` unit of :mod:`cmrkit.collection` keeps that); a query's positives are the other
+``mention`` unit of :mod:`cmrkit.collection.build` keeps that); a query's positives are the other
 passages of its cluster. With a queries file the queries are exactly its ids, else every
 annotated passage. ``dpr/`` and ``squad/`` hold training files derived from these and are not
 read.

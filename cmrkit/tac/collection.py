@@ -28,14 +28,22 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit._version import __version__
-from cmrkit.clusters_io import write_clusters_jsonl
-from cmrkit.collection import (
+from cmrkit.collection.build import (
     BuildReport,
     InputFile,
     build_identity,
     kept_collection,
     pick_longest,
     relevant_units,
+)
+from cmrkit.collection.clusters import write_clusters_jsonl
+from cmrkit.collection.layout import (
+    CORPUS,
+    MANIFEST,
+    TOPICS,
+    clusters_name,
+    qrels_name,
+    topics_tsv_name,
 )
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
@@ -379,14 +387,14 @@ def build_tac_collection(
     missing.difference_update(u.id for u in units)
 
     out_dir = Path(collections_dir) / opts.name
-    qrels_file = Path(qrels_dir) / f"{opts.name}.{opts.split}.txt"
-    clusters_file = Path(qrels_dir) / f"{opts.name}.{opts.split}.clusters.jsonl"
+    qrels_file = Path(qrels_dir) / qrels_name(opts.name, opts.split)
+    clusters_file = Path(qrels_dir) / clusters_name(opts.name, opts.split)
     counts: dict[str, Any] = {"gold_mentions": len(gold), "mentions": len(kept)}
     targets = [out_dir, qrels_file, clusters_file]
     with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as st:
         cdir = st.path(out_dir)
         cdir.mkdir()
-        corpus = gzip_writer(cdir / "corpus.jsonl.gz")
+        corpus = gzip_writer(cdir / CORPUS)
         chain_out = gzip_writer(cdir / "chains.jsonl.gz")
         n_candidates = 0
         try:
@@ -458,17 +466,17 @@ def build_tac_collection(
             "problems": problems.messages,
             "splits": {opts.split: stats},
             "files": {
-                "corpus": "corpus.jsonl.gz",
-                "topics": "topics.jsonl",
-                "topics_tsv": {opts.split: f"topics.{opts.split}.tsv"},
+                "corpus": CORPUS,
+                "topics": TOPICS,
+                "topics_tsv": {opts.split: topics_tsv_name(opts.split)},
                 "cmr_queries": {opts.split: f"queries.{opts.split}.txt"},
                 "chains": "chains.jsonl.gz",
                 "qrels": {opts.split: str(qrels_file)},
                 "clusters": {opts.split: str(clusters_file)},
             },
-            "corpus_sha256": sha256_file(cdir / "corpus.jsonl.gz"),
+            "corpus_sha256": sha256_file(cdir / CORPUS),
         }
-        (cdir / "manifest.json").write_text(
+        (cdir / MANIFEST).write_text(
             json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     return BuildReport(
@@ -653,13 +661,13 @@ def _write_topics(
     opts: TacOptions,
 ) -> None:
     records = list(_topic_records(queries, placed, doc_chains, opts))
-    with open(cdir / "topics.jsonl", "w", encoding="utf-8", newline="\n") as f:
+    with open(cdir / TOPICS, "w", encoding="utf-8", newline="\n") as f:
         for rec in records:
             f.write(
                 json.dumps({k: v for k, v in rec.items() if k != "judgments"}, ensure_ascii=False)
                 + "\n"
             )
-    with open(cdir / f"topics.{opts.split}.tsv", "w", encoding="utf-8", newline="\n") as f:
+    with open(cdir / topics_tsv_name(opts.split), "w", encoding="utf-8", newline="\n") as f:
         write_topics_tsv(f, ((r["qid"], r["mention"]) for r in records))
     with open(cdir / f"queries.{opts.split}.txt", "w", encoding="utf-8", newline="\n") as f:
         cmr.write_cmr_queries(

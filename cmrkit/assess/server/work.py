@@ -148,10 +148,11 @@ def _escape(text: str | None) -> str:
 
 def _gold_pairs(pool, collection: Path, gold: Mapping[tuple[str, str], int]) -> list:
     """Usable pairs of known answer: outside the pool, of a known query, not its own unit."""
-    from cmrkit.pooling import natural_key, read_topics_jsonl
+    from cmrkit.collection.layout import topics_by_qid
+    from cmrkit.pooling import natural_key
 
     pooled = {(p.qid, p.docno) for p in pool.pairs}
-    topics = read_topics_jsonl(collection / "topics.jsonl")
+    topics = topics_by_qid(collection)
     keep = [
         k for k in gold if k not in pooled and k[0] in topics and topics[k[0]].get("unit") != k[1]
     ]

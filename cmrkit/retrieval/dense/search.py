@@ -10,7 +10,6 @@ collections, the units of its document are never returned.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -19,21 +18,20 @@ from typing import Any
 
 import numpy as np
 
+from cmrkit.collection.layout import collection_dir, read_topics, resolve_split
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.dense.models import ModelRef, lengths, resolve_model
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import collection_dir, read_topics, resolve_split
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import (
+    Computed,
     RankedRun,
     RunResult,
-    claim,
-    existing,
-    identity,
+    RunSpec,
     own_document_units,
-    run_paths,
-    topics_sha256,
-    write_run_files,
+    produce_run,
+    refuse_other_run,
+    rerun_command,
 )
 
 log = logging.getLogger("cmrkit")
@@ -179,7 +177,6 @@ def run_dense(
     opts = RunOptions.build(options, overrides)
     dense = dense or DenseOptions()
     started = time.perf_counter()
-    timings: dict[str, float] = {}
     coll = collection_dir(collection)
     split = resolve_split(coll, opts.split)
     topics = read_topics(coll, split)
@@ -193,7 +190,7 @@ def run_dense(
             f"the queries use {markers[0]!r} {markers[1]!r}"
         )
         warnings.append({"qid": "*", "warning": note})
-        console.print(f"[yellow]warning: {note}[/]")
+        console.print(f"warning: {note}", style="yellow")  # markup is off: data, not tags
     loaded: list[Any] = []
 
     def loader() -> Any:
@@ -202,7 +199,6 @@ def run_dense(
         return loaded[0]
 
     name = opts.name or f"dense-{ref.tag}"
-    run_path, sidecar_path = run_paths(opts.runs_dir, coll, name, split)
     parameters = {
         "model": ref.identity(),
         "markers": list(markers),
@@ -211,11 +207,19 @@ def run_dense(
         "k": opts.k,
         "similarity": "inner product",
     }
+    spec = RunSpec.for_collection(
+        opts.runs_dir,
+        coll,
+        system="dense",
+        name=name,
+        split=split,
+        parameters=parameters,
+        index_id="",
+        command=rerun_command(opts.argv, opts.split, split),
+    )
     if not opts.force:
         # refuse a conflicting run before spending time on encoding the corpus
-        _refuse_other_run(
-            run_path, sidecar_path, identity("dense", split, parameters, "", topics_sha256(coll))
-        )
+        refuse_other_run(spec.run_path, spec.sidecar_path, spec.identity)
     encoded = ensure_encoded(
         coll,
         ref,
@@ -225,16 +229,13 @@ def run_dense(
         progress=opts.progress,
         loader=loader,
     )
-    wanted = identity("dense", split, parameters, encoded.index_id, topics_sha256(coll))
-    # held from the check of what exists to the rename: a second writer fails at once
-    with claim(run_path, sidecar_path) as staged:
-        found = existing(run_path, sidecar_path, wanted, force=opts.force)
-        if found is not None:
-            return found
-        timings["open"] = round(time.perf_counter() - started, 3)
-        from cmrkit.retrieval.dense.encode import decode, encode_ids, query_ids
-        from cmrkit.retrieval.index import progress_bar
+    spec.index_id = encoded.index_id
 
+    def compute() -> Computed:
+        from cmrkit.console import progress_bar
+        from cmrkit.retrieval.dense.encode import decode, encode_ids, query_ids
+
+        timings: dict[str, float] = {}
         t0 = time.perf_counter()
         encoders = loader()
         timings["load_model"] = round(time.perf_counter() - t0, 3)
@@ -262,22 +263,7 @@ def run_dense(
         hits = search(qvecs, encoded.vectors(), encoded.ids(), opts.k, exclude=exclude)
         run: RankedRun = {t.qid: docs for t, docs in zip(topics, hits, strict=True)}
         timings["search"] = round(time.perf_counter() - t0, 3)
-        tag = _tag(name, ref, query_len, passage_len)
-        timings["total"] = round(time.perf_counter() - started, 3)
-        argv = list(opts.argv) if opts.argv is not None else None
-        if argv is not None and opts.split is None:
-            argv += ["--split", split]
         sidecar = {
-            "command": argv,
-            "argv": list(sys.argv),
-            "identity": wanted,
-            "system": "dense",
-            "name": name,
-            "tag": tag,
-            "collection": str(coll),
-            "split": split,
-            "run": str(run_path),
-            "parameters": parameters,
             "model": {
                 **ref.identity(),
                 "path": str(ref.path),
@@ -300,29 +286,14 @@ def run_dense(
             },
             "versions": store.versions(),
             "n_queries": len(topics),
-            "n_queries_with_results": sum(1 for docs in run.values() if docs),
             "warnings": warnings,
             "queries": {
                 t.qid: decode(tokenizer, ids) for t, ids in zip(topics, tokens, strict=True)
             },
-            "seconds": timings,
         }
-        write_run_files(run_path, sidecar_path, run, tag, sidecar, staged)
-        return RunResult(run_path, sidecar_path, run, sidecar)
+        return Computed(run, _tag(name, ref, query_len, passage_len), sidecar, timings)
 
-
-def _refuse_other_run(run_path: Path, sidecar_path: Path, wanted: dict[str, Any]) -> None:
-    """A run at these paths made with other parameters (any encoding) is refused now."""
-    import json
-
-    if not sidecar_path.is_file():
-        return
-    try:
-        found = json.loads(sidecar_path.read_text(encoding="utf-8")).get("identity") or {}
-    except (OSError, ValueError, AttributeError):
-        found = {}
-    if any(found.get(key) != value for key, value in wanted.items() if key != "index_id"):
-        existing(run_path, sidecar_path, wanted, force=False)  # raises the usual error
+    return produce_run(spec, compute, force=opts.force, started=started)
 
 
 def _tag(name: str, ref: ModelRef, query_len: int, passage_len: int) -> str:

@@ -34,12 +34,14 @@ from typing import Any
 
 import numpy as np
 
+import cmrkit.retrieval.stored as stored
 from cmrkit._version import __version__
+from cmrkit.collection.layout import collection_dir, corpus_path, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file, write_file
 from cmrkit.retrieval.dense.models import ModelRef
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import collection_dir, corpus_path, iter_corpus
+from cmrkit.retrieval.stored import StoredIndex
 
 DENSE_DIR = "dense"
 MANIFEST = "cmrkit-dense.json"
@@ -140,22 +142,10 @@ def check_files(collection: Path, folder: Path, manifest: dict[str, Any]) -> Non
 
 
 @dataclass(frozen=True)
-class DenseIndex:
+class DenseIndex(StoredIndex):
     """An encoded corpus that matches its collection's corpus."""
 
-    collection: Path
-    path: Path
-    manifest: dict[str, Any]
-    up_to_date: bool = False  # found current and kept
     _loaded: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def index_id(self) -> str:
-        return str(self.manifest["index_id"])
-
-    @property
-    def corpus_sha256(self) -> str:
-        return str(self.manifest["corpus_sha256"])
 
     def ids(self) -> list[str]:
         """The unit ids, in corpus order (checked against the manifest)."""
@@ -256,15 +246,11 @@ def state(collection: Path, ref: ModelRef, passage_max_length: int) -> str:
     """``missing``, ``foreign`` (not cmrkit's), ``stale`` (another corpus), ``damaged`` (a file
     missing or of the wrong size or shape: :func:`check_files`) or ``current``."""
     target = dense_path(collection, ref, passage_max_length)
-    if not target.exists():
-        return "missing"
-    manifest = _read_json(target / MANIFEST)
-    if manifest is None or manifest.get("format") != FORMAT:
-        return "foreign"
-    if manifest.get("corpus_sha256") != sha256_file(corpus_path(collection)):
-        return "stale"
+    found = stored.state(collection, target, MANIFEST, FORMAT)
+    if found != "current":
+        return found
     try:
-        check_files(Path(collection), target, manifest)
+        check_files(Path(collection), target, _read_json(target / MANIFEST) or {})
     except DamagedEncoding:
         return "damaged"
     return "current"
@@ -371,9 +357,8 @@ def _encode_into(
     progress: bool,
     loader: Any,
 ) -> DenseIndex:
-    from cmrkit.console import console
+    from cmrkit.console import console, progress_bar
     from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
-    from cmrkit.retrieval.index import progress_bar
 
     started = time.perf_counter()
     previous = _read_json(partial / STATE) if partial.exists() else None

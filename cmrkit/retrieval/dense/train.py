@@ -30,6 +30,16 @@ from typing import Any
 
 import numpy as np
 
+from cmrkit.collection.layout import (
+    TOPICS,
+    Topic,
+    collection_dir,
+    corpus_path,
+    iter_corpus,
+    qrels_path,
+    read_topics,
+    topic_splits,
+)
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file
 from cmrkit.retrieval.dense.models import (
@@ -44,15 +54,6 @@ from cmrkit.retrieval.dense.models import (
     resolve_model,
 )
 from cmrkit.retrieval.dense.options import DenseOptions
-from cmrkit.retrieval.layout import (
-    Topic,
-    collection_dir,
-    corpus_path,
-    iter_corpus,
-    qrels_path,
-    read_topics,
-    topic_splits,
-)
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
 
@@ -306,9 +307,8 @@ def _train(
 
     import torch
 
-    from cmrkit.console import console
+    from cmrkit.console import console, progress_bar
     from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
-    from cmrkit.retrieval.index import progress_bar
 
     qdir = Path(qrels_dir) if qrels_dir is not None else None
     splits = topic_splits(coll)
@@ -316,7 +316,7 @@ def _train(
         raise CmrkitError(
             f"no topics in split {opts.train_split!r} (splits present: {', '.join(splits)}); "
             "choose one with --train-split",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     dev_split = opts.dev_split
     if dev_split is None:
@@ -327,7 +327,7 @@ def _train(
         raise CmrkitError(
             f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
             "with --dev-split, or --dev-split none",
-            path=coll / "topics.jsonl",
+            path=coll / TOPICS,
         )
     if dev_split is not None and not qrels_path(coll, dev_split, qdir).exists():
         raise CmrkitError(

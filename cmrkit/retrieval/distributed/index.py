@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import cmrkit.retrieval.entities as ner
+from cmrkit.collection.layout import CORPUS, corpus_path, iter_corpus
+from cmrkit.collection.layout import MANIFEST as COLLECTION_MANIFEST
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.retrieval.distributed.engine import EngineOptions, connect, fault_point, run_tasks
@@ -42,14 +44,11 @@ from cmrkit.retrieval.index import (
     IndexInfo,
     check_unit_id,
     corpus_size,
+    existing_index,
     finish_index,
     group_key,
     index_corpus,
-    index_path,
-    kept_index,
-    progress_bar,
 )
-from cmrkit.retrieval.layout import CORPUS, collection_dir, corpus_path, iter_corpus
 
 SHARD_UNITS = 250_000  # units per shard at most (about 10 minutes of NER on one core)
 
@@ -69,6 +68,8 @@ def split_corpus(
     Returns the non-empty slices with their unit counts, whether any passage or document
     holds more than one unit (then every shard indexes ``document``), and the number of units.
     """
+    from cmrkit.console import progress_bar
+
     path = corpus_path(coll)
     seen: dict[str, int] = {}
     groups: set[str] | None = set()  # None once a group of two units is found
@@ -102,7 +103,7 @@ def split_corpus(
         raise CmrkitError("the corpus holds no units", path=path)
     for d, c in zip(dirs, counts, strict=True):
         manifest = {"counts": {"corpus_units": c}}
-        (d / "manifest.json").write_text(json.dumps(manifest) + "\n", encoding="utf-8")
+        (d / COLLECTION_MANIFEST).write_text(json.dumps(manifest) + "\n", encoding="utf-8")
     slices = [(d, c) for d, c in zip(dirs, counts, strict=True) if c]
     return slices, groups is None, len(seen)
 
@@ -148,32 +149,32 @@ def index_shard(
 def merge_indexes(parts: Sequence[Path], out: Path, *, verbose: bool) -> int:
     """Merge Lucene indexes into the new index ``out`` (``IndexWriter.addIndexes``: segments
     copied, not re-analysed); the number of documents it holds."""
-    from cmrkit.retrieval.java import first_line, jclass, quiet
+    from cmrkit.retrieval.java import java_errors, jclass, quiet
 
     def directory(path: Path):
         return jclass("org.apache.lucene.store.FSDirectory").open(
             jclass("java.io.File")(str(path.resolve())).toPath()
         )
 
-    with quiet(out.parent / "lucene.log", verbose=verbose):
+    with (
+        quiet(out.parent / "lucene.log", verbose=verbose),
+        java_errors(
+            "Lucene could not merge the shard indexes", "rerun with --verbose to see its log", out
+        ),
+    ):
+        config = jclass("org.apache.lucene.index.IndexWriterConfig")()
+        config.setOpenMode(jclass("org.apache.lucene.index.IndexWriterConfig$OpenMode").CREATE)
+        target = directory(out)
+        sources = [directory(p) for p in parts]
+        writer = jclass("org.apache.lucene.index.IndexWriter")(target, config)
         try:
-            config = jclass("org.apache.lucene.index.IndexWriterConfig")()
-            config.setOpenMode(jclass("org.apache.lucene.index.IndexWriterConfig$OpenMode").CREATE)
-            target = directory(out)
-            sources = [directory(p) for p in parts]
-            writer = jclass("org.apache.lucene.index.IndexWriter")(target, config)
-            try:
-                writer.addIndexes(*sources)
-                writer.commit()
-                n = int(writer.getDocStats().numDocs)
-            finally:
-                writer.close()
-                for d in (*sources, target):
-                    d.close()
-        except Exception as e:  # a Java exception arrives as jnius.JavaException
-            raise CmrkitError(
-                f"Lucene could not merge the shard indexes ({first_line(e)})", path=out
-            ) from None
+            writer.addIndexes(*sources)
+            writer.commit()
+            n = int(writer.getDocStats().numDocs)
+        finally:
+            writer.close()
+            for d in (*sources, target):
+                d.close()
     return n
 
 
@@ -190,16 +191,13 @@ def build_sharded(
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` on a Ray cluster; the index
     (equal in content to :func:`cmrkit.retrieval.index.build_index`'s)."""
-    from cmrkit.console import console
+    from cmrkit.console import console, progress_bar
 
-    coll = collection_dir(collection)
-    target = index_path(coll)
-    if target.exists() and not force:
-        kept = kept_index(
-            coll, target, entities=entities, spacy_model=spacy_model, docvectors=docvectors
-        )
-        if kept is not None:
-            return kept
+    coll, target, kept = existing_index(
+        collection, force=force, entities=entities, spacy_model=spacy_model, docvectors=docvectors
+    )
+    if kept is not None:
+        return kept
     started = time.perf_counter()
     timings: dict[str, float] = {}
     workers = connect(engine, verbose=verbose)

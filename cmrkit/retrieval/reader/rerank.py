@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
-from cmrkit.retrieval.layout import (
+from cmrkit.collection.layout import (
     collection_dir,
     iter_corpus,
     read_topics,
 )
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, sha256_file
 from cmrkit.retrieval.reader.features import (
     Item,
     Layout,
@@ -399,8 +399,8 @@ def _score(
     progress: bool,
     timings: dict[str, float],
 ) -> tuple[str, dict[tuple[str, str], Scored]]:
+    from cmrkit.console import progress_bar
     from cmrkit.retrieval.dense.models import quiet_hub, resolve_device
-    from cmrkit.retrieval.index import progress_bar
     from cmrkit.retrieval.reader.features import layout, passage_tokens, query_windows
     from cmrkit.retrieval.reader.model import load_reader
 

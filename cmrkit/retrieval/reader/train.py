@@ -30,9 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file
-from cmrkit.retrieval.layout import (
+from cmrkit.collection.layout import (
     TOPICS,
     Topic,
     collection_dir,
@@ -42,6 +40,8 @@ from cmrkit.retrieval.layout import (
     read_topics,
     topic_splits,
 )
+from cmrkit.errors import CmrkitError
+from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
 
@@ -363,10 +363,9 @@ def train_reader(
     MiniLM) on the train split of ``collection``; save it to ``output``."""
     import torch
 
-    from cmrkit.console import console
+    from cmrkit.console import console, progress_bar
     from cmrkit.retrieval.dense.models import quiet_hub, resolve_device, resolve_model
     from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
-    from cmrkit.retrieval.index import progress_bar
     from cmrkit.retrieval.reader.features import (
         char_to_tokens,
         item,

@@ -22,13 +22,14 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import cmrkit.collection.layout as layout
 from cmrkit._version import __version__
-from cmrkit.clusters_io import write_clusters_jsonl
+from cmrkit.collection.clusters import write_clusters_jsonl
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.model import Mention, Passage
 from cmrkit.sources.common import clean_id
-from cmrkit.trec import write_topics_tsv
+from cmrkit.trec import write_qrels, write_topics_tsv
 
 UNITS = ("passage", "sentence", "mention")
 QUERY_MODES = ("all", "longest")
@@ -175,7 +176,7 @@ def kept_collection(
     there is none to keep (or ``force``); an error when another collection is there."""
     if force or not out_dir.exists():
         return None
-    path = out_dir / "manifest.json"
+    path = out_dir / layout.MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -197,7 +198,7 @@ def kept_collection(
         )
     files = manifest.get("files") or {}
     qrels = {s: Path(p) for s, p in (files.get("qrels") or {}).items()}
-    corpus = out_dir / str(files.get("corpus", "corpus.jsonl.gz"))
+    corpus = out_dir / str(files.get("corpus", layout.CORPUS))
     elsewhere = [p for p in qrels.values() if p.parent != Path(qrels_dir)]
     if elsewhere:
         raise CmrkitError(
@@ -675,7 +676,7 @@ def build_collection(
     segmenter = None
     split_tick = None
     if opts.unit == "sentence":
-        from cmrkit.sentences import load_segmenter, sentence_spans
+        from cmrkit.collection.sentences import load_segmenter, sentence_spans
 
         loaded = step(f"loading spaCy ({opts.sentences})", 1)
         nlp = load_segmenter(opts.spacy_model, opts.sentences)
@@ -699,8 +700,8 @@ def build_collection(
     for s in splits:
         safe_name(s, "split name")
     out_dir = Path(collections_dir) / opts.name
-    qrels_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.txt" for s in splits}
-    cluster_files = {s: Path(qrels_dir) / f"{opts.name}.{s}.clusters.jsonl" for s in splits}
+    qrels_files = {s: Path(qrels_dir) / layout.qrels_name(opts.name, s) for s in splits}
+    cluster_files = {s: Path(qrels_dir) / layout.clusters_name(opts.name, s) for s in splits}
     targets = [out_dir, *qrels_files.values(), *cluster_files.values()]
 
     query_clusters = {q.mention.cluster for q in queries}
@@ -719,7 +720,7 @@ def build_collection(
     with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as staged:
         cdir = staged.path(out_dir)
         cdir.mkdir()
-        corpus_path = cdir / "corpus.jsonl.gz"
+        corpus_path = cdir / layout.CORPUS
         out = gzip_writer(corpus_path)
         try:
             for u in units:
@@ -732,11 +733,11 @@ def build_collection(
         dropped.update(d_dropped)
         dropped.pop("distractor_id_clash", None)
 
-        with open(cdir / "topics.jsonl", "w", encoding="utf-8", newline="\n") as f:
+        with open(cdir / layout.TOPICS, "w", encoding="utf-8", newline="\n") as f:
             for q in queries:
                 f.write(_json(_topic(q, opts)) + "\n")
         for s in splits:
-            with open(cdir / f"topics.{s}.tsv", "w", encoding="utf-8", newline="\n") as f:
+            with open(cdir / layout.topics_tsv_name(s), "w", encoding="utf-8", newline="\n") as f:
                 write_topics_tsv(
                     f,
                     (
@@ -748,9 +749,9 @@ def build_collection(
             with open(staged.path(qrels_files[s]), "w", encoding="utf-8", newline="\n") as f:
                 for q in queries:
                     if q.mention.split == s:
-                        qid = clean_id(q.mention.mention_id)
-                        for docno in q.relevant:
-                            f.write(f"{qid} 0 {docno} 1\n")
+                        write_qrels(
+                            f, {clean_id(q.mention.mention_id): dict.fromkeys(q.relevant, 1)}
+                        )
             with open(staged.path(cluster_files[s]), "w", encoding="utf-8", newline="\n") as f:
                 write_clusters_jsonl(f, gold_cluster_records(mentions, s, placed))
 
@@ -776,15 +777,15 @@ def build_collection(
             "dropped": dropped,
             "splits": stats,
             "files": {
-                "corpus": "corpus.jsonl.gz",
-                "topics": "topics.jsonl",
-                "topics_tsv": {s: f"topics.{s}.tsv" for s in splits},
+                "corpus": layout.CORPUS,
+                "topics": layout.TOPICS,
+                "topics_tsv": {s: layout.topics_tsv_name(s) for s in splits},
                 "qrels": {s: str(p) for s, p in qrels_files.items()},
                 "clusters": {s: str(p) for s, p in cluster_files.items()},
             },
             "corpus_sha256": sha256_file(corpus_path),
         }
-        with open(cdir / "manifest.json", "w", encoding="utf-8", newline="\n") as f:
+        with open(cdir / layout.MANIFEST, "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from cmrkit.collection import DistractorSource, InputFile
+from cmrkit.collection.build import DistractorSource, InputFile
 from cmrkit.errors import CmrkitError
 from cmrkit.model import Mention
 from cmrkit.sources.common import parse_input_spec, split_from_name

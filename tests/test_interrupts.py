@@ -1,0 +1,215 @@
+"""Signals at random points of real runs (Lucene search, spaCy and Lucene indexing), a main
+thread stuck in Java, signals the caller ignores (cmrkit.interrupts).
+
+The real components run: the CLI as its own process, real signals and file systems (see
+fault_tools)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fault_tools import (
+    ROOT,
+    _child_signals,
+    cmrkit,
+    digest_tree,
+    leftovers,
+    start,
+)
+from retrieval_collection import topic, unit
+from retrieval_collection import write_collection as write_retrieval_collection
+
+# === 4. interrupts ==========================================================================
+
+NAMES = ["Alice Martin", "Bob Chen", "Paris", "Berlin", "Acme Corp", "Tokyo", "Nairobi", "Oslo"]
+SYLLABLES = [
+    a + b for a in ("ka", "lo", "mi", "su", "te", "ra") for b in ("rin", "dos", "mel", "tak")
+]
+SIGNAL_NAMES = {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}
+
+
+def synthetic_collection(root: Path, n_units: int = 800, n_queries: int = 100) -> Path:
+    """collections/syn: sentences of made-up words and a few names (for spaCy's NER)."""
+    rng = random.Random(7)
+    units, topics = [], []
+    for i in range(n_units):
+        words = " ".join(rng.choice(SYLLABLES) for _ in range(25))
+        text = f"{words} near {rng.choice(NAMES)} and {rng.choice(NAMES)}."
+        units.append(unit(f"D:{i}", text, doc_id=f"d{i}"))
+    for q in range(n_queries):
+        text = units[q]["contents"]
+        topics.append(topic(f"q{q}", "test", text.split()[3], text, units[q]["id"]))
+    qrels = {"test": {t["qid"]: [units[n_queries + i]["id"]] for i, t in enumerate(topics)}}
+    return write_retrieval_collection(root, "syn", units, topics, qrels)
+
+
+@pytest.fixture(scope="module")
+def searchable(tmp_path_factory):
+    """An indexed synthetic collection with a first run, and how long each step took."""
+    root = tmp_path_factory.mktemp("syn")
+    synthetic_collection(root)
+    t = time.monotonic()
+    r = cmrkit("index", "collections/syn", "--quiet", cwd=root)
+    assert r.returncode == 0, r.stderr
+    index_seconds = time.monotonic() - t
+    t = time.monotonic()
+    r = cmrkit(*SEARCH, "-k", "20", cwd=root)
+    assert r.returncode == 0, r.stderr
+    return root, index_seconds, time.monotonic() - t
+
+
+SEARCH = ("run", "bm25", "collections/syn", "--query", "mention", "--name", "r", "--quiet")
+
+
+def wait_for_handlers(proc: subprocess.Popen) -> None:
+    """Wait until cmrkit's signal handlers are in place (SIGTERM caught, per /proc): before
+    that, Python itself is still starting and a signal has its default effect (nothing is
+    written yet)."""
+    while proc.poll() is None:
+        with contextlib.suppress(FileNotFoundError):
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            caught = int(
+                next(x for x in status.splitlines() if x.startswith("SigCgt:")).split()[1], 16
+            )
+            if caught & (1 << (signal.SIGTERM - 1)):
+                return
+        time.sleep(0.005)
+
+
+def interrupt(args, cwd: Path, delay: float, sig: int) -> tuple[int, str]:
+    """Start ``cmrkit ARGS``, send ``sig`` ``delay`` seconds after its handlers are in place,
+    wait for the end."""
+    proc = start(*args, cwd=cwd)
+    wait_for_handlers(proc)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"hung after {signal.Signals(sig).name} at {delay:.2f} s") from None
+    return proc.returncode, err
+
+
+def check_interrupted(rc: int, err: str, sig: int) -> None:
+    assert "Traceback" not in err, err
+    assert rc == 128 + sig, (rc, err)
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"interrupted by {SIGNAL_NAMES[sig]}: "), err
+    assert "kept" in last or "nothing was written" in last, last
+
+
+def test_signals_at_random_points_of_a_lucene_search_keep_the_old_run(searchable):
+    root, _, run_seconds = searchable
+    outputs = [root / "runs" / "syn" / f"r.test.{ext}" for ext in ("trec", "json")]
+    current = {p: p.read_bytes() for p in outputs}
+    rng = random.Random(14)
+    interrupted = 0
+    for i in range(6):
+        sig = (signal.SIGINT, signal.SIGTERM)[i % 2]
+        delay = rng.uniform(0.02, 1.0) * run_seconds
+        rc, err = interrupt((*SEARCH, "-k", "30", "--force"), root, delay, sig)
+        if rc == 0:  # it ended before the signal: the new run is complete
+            lines = outputs[0].read_text().splitlines()
+            assert len(lines) == 100 * 30 and json.loads(outputs[1].read_text())["n_queries"] == 100
+            current = {p: p.read_bytes() for p in outputs}
+        else:
+            check_interrupted(rc, err, sig)
+            assert {p: p.read_bytes() for p in outputs} == current
+            interrupted += 1
+        assert leftovers(root) == []
+    assert interrupted  # the signals landed inside the runs, not after them
+
+
+def test_signals_at_random_points_of_spacy_and_lucene_indexing_keep_the_old_index(searchable):
+    root, index_seconds, _ = searchable
+    index = root / "collections" / "syn" / "index"
+    before = digest_tree(index)
+    rng = random.Random(3)
+    interrupted = 0
+    for i in range(4):
+        sig = (signal.SIGTERM, signal.SIGINT)[i % 2]
+        delay = rng.uniform(0.05, 0.9) * index_seconds
+        rc, err = interrupt(("index", "collections/syn", "--force", "--quiet"), root, delay, sig)
+        if rc == 0:
+            assert json.loads((index / "cmrkit-index.json").read_text())["n_units"] == 800
+            before = digest_tree(index)
+        else:
+            check_interrupted(rc, err, sig)
+            assert digest_tree(index) == before
+            interrupted += 1
+        assert leftovers(root) == []
+    assert interrupted
+    r = cmrkit(*SEARCH, "-k", "5", "--name", "after", cwd=root)
+    assert r.returncode == 0, r.stderr
+
+
+_STUCK_IN_JAVA = """
+import os, threading, time
+from pathlib import Path
+from cmrkit import interrupts
+from cmrkit.fileio import StagedOutputs
+from cmrkit.retrieval.java import jclass
+latch = jclass("java.util.concurrent.CountDownLatch")(1)
+main = jclass("java.lang.Thread").currentThread()
+def ready():  # once the main thread waits inside Java
+    while main.getState().toString() != "WAITING":
+        time.sleep(0.01)
+    print("ready", flush=True)
+with interrupts.handling():
+    with StagedOutputs([Path("out.txt")]) as staged:
+        staged.path(Path("out.txt")).write_text("half")
+        threading.Thread(target=ready, daemon=True).start()
+        getattr(latch, "await")()  # never returns: only the watchdog can end this process
+"""
+
+
+def test_a_main_thread_stuck_in_java_still_ends_on_ctrl_c(tmp_path):
+    """The main thread waits forever inside one Java call: the watchdog ends the process (exit
+    130, the line, the staging folder removed)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_IN_JAVA],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_child_signals,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().endswith(
+        "interrupted by Ctrl-C (SIGINT): nothing written: did not write out.txt"
+    )
+    assert not (tmp_path / "out.txt").exists() and leftovers(tmp_path) == []
+
+
+def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path):
+    """nohup and background jobs ignore some signals: cmrkit does not take them back."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from cmrkit import interrupts\nimport signal, time\n"
+            "with interrupts.handling():\n"
+            "    print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, flush=True)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    out, _ = proc.communicate(timeout=60)
+    assert out.strip() == "True"
