@@ -770,6 +770,17 @@ class _Outputs:
 interrupts.watch(_Outputs())
 
 
+def usual_modes(folder: str | os.PathLike) -> None:
+    """Give every file under ``folder`` the mode any other output gets (0644 under the usual
+    umask): libraries that write through a private temporary file (safetensors: 0600) leave
+    files only their owner can read."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in Path(folder).rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o666 & ~mask)
+
+
 def write_file(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (a ``.tmp`` beside it, renamed in; removed
     when writing fails, so a full disk is not kept full by it). An operating-system error names
