@@ -269,7 +269,7 @@ def _reachable(address: str) -> None:
 def _deadline(seconds: float, message: str):
     """End the process with ``message`` (exit 1) when the block has not ended in ``seconds``:
     the main thread may be stuck in native code that no signal reaches."""
-    from cmrkit import interrupts
+    import cmrkit.interrupts as interrupts
 
     done = threading.Event()
 
