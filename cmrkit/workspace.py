@@ -152,7 +152,8 @@ def headline(
     the run over every query of the qrels, as ``cmrkit eval --all-queries`` computes it.
 
     With ``qrels_sha256``, the figures are kept in the run's sidecar (field ``headline``: the
-    qrels' sha256, the run file's size and modification time, and each measure's value,
+    qrels' sha256, the run file's size and modification time, the trec_eval version whose
+    numbers they are, and each measure's value,
     queries and queries answered) and read back while the qrels and the run file are those
     they were computed from; a sidecar that cannot be written just is not cached into.
     """
@@ -172,6 +173,7 @@ def headline(
         and isinstance(kept, dict)
         and kept.get("qrels_sha256") == qrels_sha256
         and kept.get("run_file") == stamp
+        and kept.get("trec_eval") == _trec_eval()
         and isinstance(kept.get("scores"), dict)
     ):
         figures = kept["scores"].get(m.name)
@@ -190,6 +192,13 @@ def headline(
     return h
 
 
+def _trec_eval() -> str:
+    """The trec_eval whose numbers the headline figures are (evaluate's default version)."""
+    from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSION_NAMES
+
+    return VERSION_NAMES[DEFAULT_VERSION]
+
+
 def _keep_headline(run: RunInfo, qrels_sha256: str, stamp: list[int], h: Headline) -> None:
     """Add ``h`` to the run's sidecar (staged and renamed; skipped when the run has no
     sidecar of cmrkit's, or it cannot be written now)."""
@@ -203,13 +212,19 @@ def _keep_headline(run: RunInfo, qrels_sha256: str, stamp: list[int], h: Headlin
         isinstance(kept, dict)
         and kept.get("qrels_sha256") == qrels_sha256
         and kept.get("run_file") == stamp
+        and kept.get("trec_eval") == _trec_eval()
         and isinstance(kept.get("scores"), dict)
     )
     scores = dict(kept["scores"]) if same else {}  # type: ignore[index]
     scores[h.measure] = [h.value, h.queries, h.answered]
     updated = {
         **run.sidecar,
-        HEADLINE: {"qrels_sha256": qrels_sha256, "run_file": stamp, "scores": scores},
+        HEADLINE: {
+            "qrels_sha256": qrels_sha256,
+            "run_file": stamp,
+            "trec_eval": _trec_eval(),
+            "scores": scores,
+        },
     }
     try:
         with StagedOutputs([sidecar_path], force=True) as staged:  # locked from here

@@ -162,6 +162,7 @@ def test_headline_over_the_qrels_queries_and_cached_in_the_sidecar(workdir, tmp_
     kept = json.loads(sidecar.read_text())["headline"]
     digest = hashlib.sha256((root / "qrels/w.test.txt").read_bytes()).hexdigest()
     assert kept["qrels_sha256"] == digest
+    assert kept["trec_eval"] == "10.0"  # the version whose numbers these are
     assert kept["scores"]["AP"][1:] == [5, 5]
     assert json.loads(sidecar.read_text())["identity"]  # the rest of the sidecar is kept
     # read back, not computed: a planted figure shows (nothing else could produce it)

@@ -41,7 +41,7 @@ from cmrkit.collection.layout import (
     topic_splits,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file
+from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file, usual_modes
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
 
@@ -628,6 +628,7 @@ def train_reader(
         )
         if plot:
             _plot(log_out, target / PLOT)
+        usual_modes(target)  # safetensors writes its weights 0600
     except BaseException:
         staged.abort()
         raise
@@ -660,5 +661,6 @@ def _plot(log: dict[str, Any], path: Path) -> None:
         axes[1].set_ylabel("dev (reranked)")
         axes[1].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    from cmrkit.figures import save_figure
+
+    save_figure(fig, path, "png")
