@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from cmrkit.collection.layout import (
     read_topics,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file
+from cmrkit.fileio import sha256_file
 from cmrkit.retrieval.reader.features import (
     Item,
     Layout,
@@ -45,14 +44,13 @@ from cmrkit.retrieval.reader.features import (
     tokens_to_chars,
 )
 from cmrkit.retrieval.runfile import (
+    Computed,
     RankedRun,
     RunResult,
-    existing,
-    identity,
+    RunSpec,
     own_document_units,
+    produce_run,
     run_paths,
-    topics_sha256,
-    write_run_files,
     written_scores,
 )
 
@@ -270,7 +268,7 @@ def run_rerank(
                 path=run_path_in,
             )
     name = name or f"{run_path_in.name.split('.')[0]}-rerank"
-    out_run, out_sidecar = run_paths(Path(runs_dir), coll, name, split)
+    out_run, _ = run_paths(Path(runs_dir), coll, name, split)
     out_spans = spans_path(out_run)
     if out_run.resolve() == run_path_in.resolve():
         raise CmrkitError("the reranked run would replace its input; pass another --name")
@@ -284,12 +282,19 @@ def run_rerank(
         "max_span": max_span,
         "input_run_sha256": sha256_file(run_path_in),
     }
-    wanted = identity("rerank", split, parameters, "", topics_sha256(coll))
-    staged = StagedOutputs([out_run, out_sidecar, out_spans], force=True)
-    with staged:
-        found = existing(out_run, out_sidecar, wanted, force=force)
-        if found is not None and out_spans.is_file():
-            return found  # the same run (a run without its spans file is made again)
+    spec = RunSpec.for_collection(
+        runs_dir,
+        coll,
+        system="rerank",
+        name=name,
+        split=split,
+        parameters=parameters,
+        index_id="",
+        command=list(argv) if argv is not None else None,
+        also=(out_spans,),
+    )
+
+    def compute() -> Computed:
         texts: dict[str, str] = {}
         for _, record in iter_corpus(coll):
             texts[record["id"]] = record["contents"]
@@ -339,22 +344,11 @@ def run_rerank(
                         ensure_ascii=False,
                     )
                 )
-        timings["total"] = round(time.perf_counter() - started, 3)
         from cmrkit.retrieval.dense.store import versions
 
         tag = f"{name}:depth={opts.depth}".replace(" ", "_")
         sidecar = {
-            "command": list(argv) if argv is not None else None,
-            "argv": list(sys.argv),
-            "identity": wanted,
-            "system": "rerank",
-            "name": name,
-            "tag": tag,
-            "collection": str(coll),
-            "split": split,
-            "run": str(out_run),
             "spans": str(out_spans),
-            "parameters": parameters,
             "input_run": {
                 "path": str(run_path_in),
                 "sha256": parameters["input_run_sha256"],
@@ -375,15 +369,11 @@ def run_rerank(
                 "tie_break": "score descending (as written, 6 decimals), then docno descending",
             },
             "versions": versions(),
-            "n_queries": len(run_out),
-            "n_queries_with_results": sum(1 for d in run_out.values() if d),
-            "warnings": [],
-            "seconds": timings,
         }
-        write_run_files(out_run, out_sidecar, run_out, tag, sidecar, staged)
-        with open(staged.path(out_spans), "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(line + "\n" for line in span_lines))
-    return RunResult(out_run, out_sidecar, run_out, sidecar)
+        spans = "".join(line + "\n" for line in span_lines)
+        return Computed(run_out, tag, sidecar, timings, {out_spans: spans})
+
+    return produce_run(spec, compute, force=force, started=started)
 
 
 def _score(
