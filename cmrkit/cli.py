@@ -118,4 +118,4 @@ def _command_line() -> None:
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
-    raise SystemExit(code if isinstance(code, int) else 0)
+    raise SystemExit(code if type(code) is int else 0)  # an Exit code, not a value returned

@@ -206,10 +206,10 @@ def test_sessions_expire_and_end_on_disable(tmp_path, cli, db_url):  # noqa: F81
     from cmrkit.assess.server.db import write
 
     d = small_pool(tmp_path, cli)
-    app, engine = make_app(db_url, d["pool"], assessors=1, session_seconds=1.0)
+    app, engine = make_app(db_url, d["pool"], assessors=1, session_seconds=3.0)
     ann = logged_in(app, engine, "ann")
     assert ann.get("/api/me").status_code == 200
-    time.sleep(1.3)
+    time.sleep(4.2)
     r = ann.get("/api/me")
     assert r.status_code == 401 and "expired" in r.json()["error"]
 
@@ -224,7 +224,7 @@ def test_sessions_expire_and_end_on_disable(tmp_path, cli, db_url):  # noqa: F81
 
 def test_expired_leases_go_back_to_the_queue(tmp_path, cli, db_url):  # noqa: F811
     d = small_pool(tmp_path, cli, queries=1, docs=2)
-    app, engine = make_app(db_url, d["pool"], assessors=1, lease_seconds=2.0)
+    app, engine = make_app(db_url, d["pool"], assessors=1, lease_seconds=4.0)
     ann = logged_in(app, engine, "ann")
     bob = logged_in(app, engine, "bob")
     cid = logged_in(app, engine, "cid")
@@ -232,7 +232,7 @@ def test_expired_leases_go_back_to_the_queue(tmp_path, cli, db_url):  # noqa: F8
     second = bob.get("/api/next").json()["pair_id"]
     assert first != second
     assert cid.get("/api/next").status_code == 204  # both pairs are out
-    time.sleep(2.2)
+    time.sleep(4.2)
     assert bob.judge(second, 3).status_code == 201  # late, but not yet reclaimed: taken
     got = cid.get("/api/next").json()["pair_id"]  # ann's lease ran out: it comes back
     assert got == first
@@ -318,11 +318,15 @@ def test_export_is_read_by_judgments_aggregate(tmp_path, cli, db_url):  # noqa: 
     app, engine = make_app(db_url, d["pool"], assessors=3)
     people = {n: logged_in(app, engine, n) for n in ("ann", "bob", "cid")}
     given: dict[str, list[int]] = {}
-    for i, (_name, c) in enumerate(people.items()):
-        done, status = judge_all(c, lambda t, i=i: [5, 4, 1][(len(t["pair_id"]) + i) % 3])
+    by_worker: dict[str, dict[str, int]] = {}
+    for i, (name, c) in enumerate(people.items()):
+        done, status = judge_all(
+            c, lambda t, i=i: [5, 4, 1, 2][(sum(map(ord, t["pair_id"])) // (i + 1)) % 4]
+        )
         assert status == 204
         for pid, label in done:
             given.setdefault(pid, []).append(label)
+            by_worker.setdefault(name, {})[pid] = label
     out = tmp_path / "exp" / "judged.csv"
     out.parent.mkdir()
     r = cli("assess", "export", "--db", db_url, "-o", out)
@@ -350,11 +354,29 @@ def test_export_is_read_by_judgments_aggregate(tmp_path, cli, db_url):  # noqa: 
         "0",
         "--hard-threshold",
         "1",
+        "--report",
+        tmp_path / "report.json",
         "-o",
         qrels,
     )
     assert r.exit_code == 0, r.output
     got = read_qrels_lines(qrels)
+    # the progress page's agreement is the one `judgments aggregate` reports
+    import json
+
+    report = json.loads((tmp_path / "report.json").read_text())["agreement"]
+    org = logged_in(app, engine, "olga", "organizer")
+    agreement = org.get("/api/progress").json()["agreement"]
+    assert agreement["pairs"] == report["pairs"] == len(given)
+    assert agreement["fleiss_kappa"] == pytest.approx(report["kappa"])
+    assert agreement["fleiss_kappa_likert"] == pytest.approx(report["kappa_likert"])
+    sklearn = pytest.importorskip("sklearn.metrics")
+    for c in agreement["cohen"]:
+        a, b = by_worker[c["a"]], by_worker[c["b"]]
+        both = sorted(set(a) & set(b))
+        want = sklearn.cohen_kappa_score([a[p] >= 4 for p in both], [b[p] >= 4 for p in both])
+        assert c["pairs"] == len(both) and c["kappa"] == pytest.approx(want)
+    assert len(agreement["cohen"]) == 3
     key = {
         row["pair_id"]: (row["query_id"], row["doc_id"])
         for row in csv.DictReader(

@@ -12,6 +12,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cmrkit.cli import PIPELINE, app
+from cmrkit.commands.evaluate import TREC_EVAL_LETTERS
 from cmrkit.commands.tables import Table, render
 
 
@@ -58,13 +59,16 @@ def test_help_at_80_columns_has_word_placeholders_and_no_cuts(commands):
 
 
 def test_a_short_flag_means_one_thing_everywhere(commands):
+    """Except trec_eval's own letters in `eval`, which mean what trec_eval means."""
     _, _, found = commands
     meaning: dict[str, set[str]] = {}
-    for _path, cmd, _ in found:
+    for path, cmd, _ in found:
         for p in cmd.params:
             if p.param_type_name == "option":
                 longs = [o for o in p.opts + p.secondary_opts if o.startswith("--")]
                 for o in p.opts:
+                    if path == ("eval",) and o in TREC_EVAL_LETTERS:
+                        continue
                     if not o.startswith("--"):
                         meaning.setdefault(o, set()).add(longs[0] if longs else o)
     clashes = {flag: names for flag, names in meaning.items() if len(names) > 1}

@@ -40,7 +40,7 @@ def test_sigint_while_force_deletes_the_replaced_collection(tmp_path):
     assert first.returncode == 0, err
     junk = tmp_path / "collections" / "sample" / "junk"  # makes the old one slow to delete
     junk.mkdir()
-    for i in range(6000):
+    for i in range(20000):
         (junk / f"{i}.txt").write_bytes(b"x" * 64)
     proc = _cmrkit(tmp_path, "build-collection", "--force")
     deadline = time.monotonic() + 300

@@ -150,3 +150,37 @@ def test_an_address_where_nothing_listens_gives_up_in_one_line(coll, tmp_path):
     assert took < REACH_WAIT + 60
     assert left_behind(mark, wait=5) == []
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_address_that_never_answers_as_ray_gives_up_after_the_bound(coll, tmp_path):
+    """Something listens there, but no Ray cluster: Ray itself would retry for ever."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    mark = f"{os.getpid()}-{time.monotonic_ns()}"
+    os.environ["CMRKIT_RAY_CONNECT_WAIT"] = "8"
+    try:
+        t0 = time.monotonic()
+        proc = _start(
+            ["run", "bm25", str(coll), "--engine", "ray", "--address", f"127.0.0.1:{port}"]
+            + ["--runs-dir", str(tmp_path / "runs"), "--quiet"],
+            tmp_path,
+            mark,
+        )
+        out, err = proc.communicate(timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        del os.environ["CMRKIT_RAY_CONNECT_WAIT"]
+        server.close()
+    assert proc.returncode == 1, (out, err)
+    assert err.strip().splitlines() == [
+        f"error: cannot reach the Ray cluster at 127.0.0.1:{port}: no answer within 8 s; check "
+        "--address, or start one with `ray start --head` ($CMRKIT_RAY_CONNECT_WAIT sets how long "
+        "to wait)"
+    ], err
+    assert took < 60
+    assert left_behind(mark, wait=5) == []
+    assert not (tmp_path / "runs").exists()

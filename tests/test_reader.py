@@ -5,6 +5,7 @@ reranking, spans scored by eval-spans, reruns and the errors users see."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,16 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_reader(train
     assert [x["step"] for x in log["loss"]] == [1, 2]
     assert [e["epoch"] for e in log["epochs"]] == [0, 1] and "RR@10" in log["epochs"][1]["dev"]
     assert (out / "loss.png").stat().st_size > 0
+    from PIL import Image
+
+    with Image.open(out / "loss.png") as png:  # plots for papers: 300 dpi
+        assert [round(v) for v in png.info["dpi"]] == [300, 300]
+    # every file readable as the other outputs are (safetensors writes 0600)
+    mask = os.umask(0)
+    os.umask(mask)
+    modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o777 for p in out.rglob("*.*")}
+    assert modes["heads.safetensors"] == modes["encoder/model.safetensors"] == 0o666 & ~mask
+    assert set(modes.values()) == {0o666 & ~mask}
     ref = resolve_reader(out)
     net, _ = load_reader(ref, "cpu")
     base, _ = load_encoder(resolve_model("all-MiniLM-L6-v2").path)

@@ -68,3 +68,20 @@ def test_a_run_is_written_once_then_kept_and_another_refused(tmp_path, coll):
     assert first.run_path.read_bytes() == before and len(calls) == 1
     produce_run(spec(tmp_path, coll, k1=1.2), compute, force=True)
     assert len(calls) == 2
+
+
+def test_files_beside_the_run_are_written_with_it_and_needed_to_keep_it(tmp_path, coll):
+    base = spec(tmp_path, coll)
+    spans = base.run_path.with_name("toy.test.spans.jsonl")
+    base.also = (spans,)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return Computed(RUN, "toy", {"spans": str(spans)}, files={spans: '{"qid": "q1"}\n'})
+
+    produce_run(base, compute)
+    assert spans.read_text() == '{"qid": "q1"}\n'
+    assert produce_run(base, compute).up_to_date and len(calls) == 1
+    spans.unlink()  # a run without its spans file is made again
+    assert not produce_run(base, compute).up_to_date and spans.is_file() and len(calls) == 2

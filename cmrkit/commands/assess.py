@@ -61,7 +61,7 @@ def _shown_url(url: str) -> str:
 
 @assess_app.command("serve")
 @user_errors
-def serve(
+def serve_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
     db_url: str | None = typer.Option(
         None, "--db", help=DB_HELP + " [default: an SQLite file beside the pool]"
@@ -190,11 +190,12 @@ def serve(
             markup=False,
         )
     webapp.serve(app, host, port, access_log=access_log)
+    out.print("stopped; every acknowledged judgment is in the database", markup=False)
 
 
 @users_app.command("add")
 @user_errors
-def users_add(
+def users_add_command(
     name: str = typer.Argument(..., help="User name (the worker_id of their judgments)."),
     role: str = typer.Option(..., "--role", help="assessor or organizer."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
@@ -229,7 +230,7 @@ def users_add(
 
 @users_app.command("list")
 @user_errors
-def users_list(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+def users_list_command(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
     """List the accounts: name, role, state (active, disabled, paused and why).
 
     Example: cmrkit assess users list --db sqlite:///pools/sample.assess.sqlite
@@ -262,7 +263,7 @@ def _set_state(name: str, db_url: str, what: str) -> None:
 
 @users_app.command("disable")
 @user_errors
-def users_disable(
+def users_disable_command(
     name: str = typer.Argument(..., help="User name."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
 ) -> None:
@@ -275,7 +276,7 @@ def users_disable(
 
 @users_app.command("enable")
 @user_errors
-def users_enable(
+def users_enable_command(
     name: str = typer.Argument(..., help="User name."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
 ) -> None:
@@ -288,7 +289,7 @@ def users_enable(
 
 @users_app.command("resume")
 @user_errors
-def users_resume(
+def users_resume_command(
     name: str = typer.Argument(..., help="User name."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
 ) -> None:
@@ -301,7 +302,7 @@ def users_resume(
 
 @assess_app.command("export")
 @user_errors
-def export(
+def export_command(
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
     output: Path = typer.Option(
         ..., "-o", "--output", help="Judgments CSV to write (pair_id,worker_id,label)."
@@ -394,7 +395,7 @@ def _aggregate(staged, output, key, pool, qrels, sample_qrels, **rules) -> None:
 
 @assess_app.command("close")
 @user_errors
-def close(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+def close_command(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
     """Close the pool: no pair is handed out and no judgment taken any more (export works).
 
     Example: cmrkit assess close --db sqlite:///pools/sample.assess.sqlite
@@ -407,7 +408,7 @@ def close(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
 
 @assess_app.command("migrate")
 @user_errors
-def migrate(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+def migrate_command(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
     """Create the database schema or bring it to this version (every command does this too).
 
     Example: cmrkit assess migrate --db postgresql://cmrkit@127.0.0.1:5432/assess

@@ -147,6 +147,11 @@ def _trec_eval_needed(
     return fmt is Format.trec or str(run) == "-" or any(options)
 
 
+# `eval` takes trec_eval's own option letters with trec_eval's meanings (issue 21), even where
+# another cmrkit command gives the letter another meaning (-n is --name in build-collection).
+TREC_EVAL_LETTERS = frozenset({"-q", "-c", "-l", "-M", "-N", "-n", "-J", "-R", "-Z"})
+
+
 @user_errors
 def eval_command(
     run: Path = typer.Argument(

@@ -30,6 +30,7 @@ from cmrkit.fileio.outputs import (
     reading,
     safe_name,
     shown_path,
+    usual_modes,
     write_file,
 )
 
@@ -61,5 +62,6 @@ __all__ = [
     "sha256_file",
     "shown_path",
     "split_zip_member",
+    "usual_modes",
     "write_file",
 ]

@@ -647,6 +647,10 @@ class StagedOutputs:
         for lock in list(self._locks):
             with contextlib.suppress(OSError):
                 os.unlink(lock.path)
+        if not self.committed:
+            for folder in list(self._created):  # deepest first; only when left empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
     def __enter__(self) -> StagedOutputs:
         return self
@@ -764,6 +768,17 @@ class _Outputs:
 
 
 interrupts.watch(_Outputs())
+
+
+def usual_modes(folder: str | os.PathLike) -> None:
+    """Give every file under ``folder`` the mode any other output gets (0644 under the usual
+    umask): libraries that write through a private temporary file (safetensors: 0600) leave
+    files only their owner can read."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in Path(folder).rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o666 & ~mask)
 
 
 def write_file(path: str | os.PathLike, data: bytes) -> None:

@@ -64,11 +64,12 @@ def run_paths(runs_dir: Path, collection: Path, name: str, split: str) -> tuple[
     return run_path, run_path.with_suffix(".json")
 
 
-def claim(run_path: Path, sidecar_path: Path, *extra: Path) -> StagedOutputs:
-    """Hold a run's two files (and ``extra`` files made with it) for writing (locked: a second
-    command writing the same run fails at once, naming this one) from the check of what exists
-    to the final rename; use it as a context manager and pass it to :func:`write_run_files`."""
-    return StagedOutputs([run_path, sidecar_path, *extra], force=True)
+def claim(run_path: Path, sidecar_path: Path, *more: Path) -> StagedOutputs:
+    """Hold a run's files (the run, its sidecar, and ``more`` a system writes beside them) for
+    writing (locked: a second command writing the same run fails at once, naming this one) from
+    the check of what exists to the final rename; use it as a context manager and pass it to
+    :func:`write_run_files`."""
+    return StagedOutputs([run_path, sidecar_path, *more], force=True)
 
 
 def topics_sha256(collection: Path) -> str:
@@ -175,7 +176,9 @@ class RunSpec:
     topics_sha256: str = ""
     collection: str | None = None
     command: list[str] | None = None
-    extra_paths: tuple[Path, ...] = ()  # files made with the run (the reader's spans)
+    # files the system writes beside the run (e.g. the reader's spans): claimed and put in place
+    # with it; a kept run needs them all
+    also: tuple[Path, ...] = ()
 
     @classmethod
     def for_collection(
@@ -189,6 +192,7 @@ class RunSpec:
         parameters: Mapping[str, Any],
         index_id: str,
         command: list[str] | None = None,
+        also: tuple[Path, ...] = (),
     ) -> RunSpec:
         """A run of ``collection`` at ``RUNS/<collection>/<name>.<split>.trec``."""
         run_path, sidecar_path = run_paths(Path(runs_dir), collection, name, split)
@@ -203,6 +207,7 @@ class RunSpec:
             topics_sha256(collection),
             str(collection),
             command,
+            also,
         )
 
     @property
@@ -221,7 +226,7 @@ class Computed:
     tag: str
     sidecar: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
-    extra: dict[Path, bytes] = field(default_factory=dict)  # contents of spec.extra_paths
+    files: dict[Path, str] = field(default_factory=dict)  # the text of each of the spec's ``also``
 
 
 def produce_run(
@@ -231,17 +236,18 @@ def produce_run(
     force: bool = False,
     started: float | None = None,
 ) -> RunResult:
-    """The run-file protocol: claim the run's two files (a second writer fails at once), keep
-    the run already there when its identity is ``spec``'s, refuse another unless ``force``,
-    else ``compute`` it and write the run and its sidecar together.
+    """The run-file protocol: claim the run's files (a second writer fails at once), keep the
+    run already there when its identity is ``spec``'s (and the files ``spec.also`` are there),
+    refuse another unless ``force``, else ``compute`` it and write the run, its sidecar and
+    ``also`` together.
 
     ``started`` (a ``time.perf_counter()`` reading) adds the ``open`` and ``total`` seconds."""
     wanted = spec.identity
     # held from the check of what exists to the rename: a second writer fails at once
-    with claim(spec.run_path, spec.sidecar_path, *spec.extra_paths) as staged:
+    with claim(spec.run_path, spec.sidecar_path, *spec.also) as staged:
         found = existing(spec.run_path, spec.sidecar_path, wanted, force=force)
-        if found is not None and all(p.is_file() for p in spec.extra_paths):
-            return found  # (a run missing one of its extra files is made again)
+        if found is not None and all(p.is_file() for p in spec.also):
+            return found  # (a run missing a file written beside it is made again)
         seconds: dict[str, float] = {}
         if started is not None:
             seconds["open"] = round(time.perf_counter() - started, 3)
@@ -267,9 +273,9 @@ def produce_run(
             "seconds": seconds,
         }
         write_run_files(spec.run_path, spec.sidecar_path, out.run, out.tag, sidecar, staged)
-        for path in spec.extra_paths:
-            with open(staged.path(path), "wb") as f:
-                f.write(out.extra[path])
+        for path in spec.also:
+            with open(staged.path(path), "w", encoding="utf-8", newline="\n") as f:
+                f.write(out.files[path])
     return RunResult(spec.run_path, spec.sidecar_path, out.run, sidecar)
 
 

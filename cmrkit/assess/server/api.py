@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from cmrkit.assess.server import auth, work
-from cmrkit.assess.server.db import read, write
+from cmrkit.assess.server.db import read
 from cmrkit.assess.server.work import ApiError
 
 MAX_BODY = 16_384
@@ -68,6 +68,26 @@ async def current_user(request: Request, role: str | None = None) -> auth.User:
     return user
 
 
+def session_user(request: Request) -> auth.User:
+    """The user the session names, without a database read: for the requests whose own
+    transaction checks the account (disabled, changed, paused) anyway."""
+    uid, name = request.session.get("uid"), request.session.get("name")
+    if uid is None or name is None:
+        raise ApiError(401, "not logged in, or the session expired; POST /api/login")
+    if time.time() - float(request.session.get("login_at", 0)) > request.app.state.session_seconds:
+        request.session.clear()
+        raise ApiError(401, "the session has expired; log in again")
+    return auth.User(
+        int(uid),
+        str(name),
+        str(request.session.get("role")),
+        False,
+        False,
+        None,
+        int(request.session.get("epoch", -1)),
+    )
+
+
 def handled(func):
     """Turn ApiError into its JSON answer."""
 
@@ -110,16 +130,20 @@ async def login(request: Request) -> Response:
             headers={"Retry-After": str(wait)},
         )
 
-    def check():
-        with write(state.engine) as conn:
-            return auth.verify(conn, name, password)
-
-    user = await run_in_threadpool(check)
+    user = await run_in_threadpool(auth.verify, state.engine, name, password)
     if user is None:
         limiter.failed(name, address)
         raise ApiError(401, "wrong name or password (or the account is disabled)")
     request.session.clear()
-    request.session.update({"uid": user.id, "epoch": user.epoch, "login_at": time.time()})
+    request.session.update(
+        {
+            "uid": user.id,
+            "name": user.name,
+            "role": user.role,
+            "epoch": user.epoch,
+            "login_at": time.time(),
+        }
+    )
     return JSONResponse({"name": user.name, "role": user.role, "csrf_token": csrf_token(request)})
 
 
@@ -145,7 +169,7 @@ async def me(request: Request) -> Response:
 
 @handled
 async def next_pair(request: Request) -> Response:
-    user = await current_user(request)
+    user = session_user(request)
     engine = request.app.state.engine
     task = await run_in_threadpool(work.next_pair, engine, user)
     if task is None and await run_in_threadpool(work.advance, engine):
@@ -157,7 +181,7 @@ async def next_pair(request: Request) -> Response:
 
 @handled
 async def post_judgment(request: Request) -> Response:
-    user = await current_user(request)
+    user = session_user(request)
     data = await body(request)
     if set(data) - {"pair_id", "label"}:
         raise ApiError(422, 'send {"pair_id": ..., "label": 1..5} and nothing else')
@@ -173,7 +197,7 @@ async def post_judgment(request: Request) -> Response:
 
 @handled
 async def put_judgment(request: Request) -> Response:
-    user = await current_user(request)
+    user = session_user(request)
     data = await body(request)
     if set(data) - {"label"}:
         raise ApiError(422, 'send {"label": 1..5}')

@@ -191,10 +191,14 @@ def create_app(
 
 
 def serve(app, host: str, port: int, *, access_log: bool = False) -> None:
-    """Run the application with uvicorn until interrupted."""
+    """Run the application with uvicorn until SIGINT or SIGTERM, then stop gracefully (requests
+    in flight finish; every acknowledged judgment is already committed)."""
+    import contextlib
+    import signal
+
     import uvicorn
 
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -202,3 +206,18 @@ def serve(app, host: str, port: int, *, access_log: bool = False) -> None:
         access_log=access_log,
         timeout_graceful_shutdown=5,
     )
+    server = uvicorn.Server(config)
+
+    @contextlib.contextmanager
+    def stop_on_signals():
+        # uvicorn's own handling re-raises the signal after shutting down, which would end the
+        # command as interrupted; a server stopped by a signal has finished its work
+        old = {s: signal.signal(s, server.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    server.capture_signals = stop_on_signals
+    server.run()

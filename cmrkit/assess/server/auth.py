@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 
@@ -19,9 +20,9 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
-from cmrkit.assess.server.db import users
+from cmrkit.assess.server.db import read, users, write
 from cmrkit.errors import CmrkitError
 
 ROLES = ("assessor", "organizer")
@@ -29,6 +30,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 MIN_PASSWORD = 10
 
 _hasher = PasswordHasher()
+# each argon2 check takes 64 MiB and a CPU for a moment: a burst of logins waits its turn rather
+# than taking the memory of dozens at once
+_hashing = threading.BoundedSemaphore(4)
 _DUMMY = _hasher.hash("not a password of anyone " + secrets.token_hex(8))
 
 
@@ -119,25 +123,29 @@ def resume(conn: Connection, name: str) -> User:
     return get_user(conn, name)
 
 
-def verify(conn: Connection, name: str, password: str) -> User | None:
-    """The user when the password is theirs and they are not disabled, else None."""
-    row = conn.execute(sa.select(users).where(users.c.name == name)).first()
+def verify(engine: Engine, name: str, password: str) -> User | None:
+    """The user when the password is theirs and they are not disabled, else None. The hash is
+    checked outside any transaction (it takes a while: writers must not wait for it)."""
+    with read(engine) as conn:
+        row = conn.execute(sa.select(users).where(users.c.name == name)).first()
     if row is None:
         try:
-            _hasher.verify(_DUMMY, password)
+            with _hashing:
+                _hasher.verify(_DUMMY, password)
         except VerificationError:
             pass
         return None
     try:
-        _hasher.verify(row.password_hash, password)
+        with _hashing:
+            _hasher.verify(row.password_hash, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return None
     if row.disabled:
         return None
     if _hasher.check_needs_rehash(row.password_hash):
-        conn.execute(
-            users.update().where(users.c.id == row.id).values(password_hash=_hasher.hash(password))
-        )
+        fresh = _hasher.hash(password)
+        with write(engine) as conn:
+            conn.execute(users.update().where(users.c.id == row.id).values(password_hash=fresh))
     return _user(row)
 
 

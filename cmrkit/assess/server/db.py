@@ -7,6 +7,7 @@ newest revision and is run by every ``cmrkit assess`` command before it touches 
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import threading
@@ -152,15 +153,45 @@ def make_engine(url: str) -> Engine:
     raise CmrkitError(f"--db {url!r} is neither sqlite:///PATH nor postgresql://USER@HOST/DB")
 
 
-_write_locks: dict[int, threading.Lock] = {}
+class FifoLock:
+    """A lock handed over in the order it was asked for (``threading.Lock`` is not fair: under
+    heavy contention one thread can wait for many seconds while others take it again)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._waiting: collections.deque[threading.Event] = collections.deque()
+        self._held = False
+
+    def __enter__(self) -> FifoLock:
+        with self._guard:
+            if not self._held and not self._waiting:
+                self._held = True
+                return self
+            turn = threading.Event()
+            self._waiting.append(turn)
+        turn.wait()  # the holder hands the lock over: it stays held
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._guard:
+            if self._waiting:
+                self._waiting.popleft().set()
+            else:
+                self._held = False
+
+
+_write_locks: dict[int, FifoLock] = {}
+_locks_guard = threading.Lock()
 
 
 @contextmanager
 def write(engine: Engine):
-    """A write transaction; on SQLite the threads of this process take turns (one writer at a
-    time is all SQLite allows, and waiting here is cheaper than its busy loop)."""
+    """A write transaction; on SQLite the threads of this process take turns, first come first
+    served (one writer at a time is all SQLite allows, and waiting here is cheaper and fairer
+    than its busy loop)."""
     if is_sqlite(engine):
-        lock = _write_locks.setdefault(id(engine), threading.Lock())
+        with _locks_guard:
+            lock = _write_locks.setdefault(id(engine), FifoLock())
         with lock, engine.begin() as conn:
             yield conn
     else:

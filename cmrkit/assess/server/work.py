@@ -48,6 +48,7 @@ from cmrkit.assess.server.db import (
     pairs,
     put_setting,
     read,
+    settings,
     users,
     write,
 )
@@ -326,20 +327,32 @@ def _task(row, lease_until: float, opts: Options, stats: dict[str, int]) -> dict
     }
 
 
-def _check_open(conn: Connection, user: User) -> None:
-    if get_setting(conn, "closed", False):
+def _check_open(conn: Connection, user: User) -> Options:
+    """The options, once the pool is open and the assessor's session still valid (the account
+    neither disabled nor changed since login) and not paused: one settings and one user read."""
+    found = dict(
+        conn.execute(
+            sa.select(settings.c.key, settings.c.value).where(
+                settings.c.key.in_(("closed", "options"))
+            )
+        ).all()
+    )
+    if json.loads(found.get("closed", "false")):
         raise ApiError(409, "the pool is closed; no more judgments are taken")
     row = conn.execute(
-        sa.select(users.c.paused, users.c.flag, users.c.disabled).where(users.c.id == user.id)
+        sa.select(users.c.paused, users.c.flag, users.c.disabled, users.c.epoch).where(
+            users.c.id == user.id
+        )
     ).first()
-    if row is None or row.disabled:
-        raise ApiError(401, "this account is disabled; ask an organizer")
+    if row is None or row.disabled or row.epoch != user.epoch:
+        raise ApiError(401, "the session has ended (account changed or disabled); log in again")
     if row.paused:
         raise ApiError(
             403,
             f"paused: {row.flag or 'by an organizer'}; an organizer must review and resume",
             paused=True,
         )
+    return Options(**json.loads(found.get("options", "{}")))
 
 
 def _reclaim(conn: Connection, now: float, limit: int = 100) -> int:
@@ -384,13 +397,50 @@ def _not_mine(user: User):
     )
 
 
+def _claim(conn: Connection, user: User, n: int):
+    """Claim a place on the first pool pair in the queue that has fewer than ``n`` live
+    assignments and none of this assessor's; None when there is none.
+
+    PostgreSQL: the candidate row is locked with SKIP LOCKED (the queue pattern), so concurrent
+    requests take different pairs instead of waiting on each other; when only locked rows are
+    left, one plain look decides. The conditional update (``taken < n``) is the guard either
+    way."""
+    queue = (
+        sa.select(pairs)
+        .where(
+            pairs.c.is_gold.is_(False),
+            pairs.c.active.is_(True),
+            pairs.c.taken < n,
+            _not_mine(user),
+        )
+        .order_by(pairs.c.seq)
+        .limit(1)
+    )
+    skip = conn.dialect.name == "postgresql"
+    for _ in range(50):  # bounded: each miss is a place another assessor just took
+        cand = None
+        if skip:
+            cand = conn.execute(queue.with_for_update(skip_locked=True)).first()
+        if cand is None:
+            cand = conn.execute(queue).first()
+            if cand is None:
+                return None
+        got = conn.execute(
+            pairs.update()
+            .where(pairs.c.id == cand.id, pairs.c.taken < n)
+            .values(taken=pairs.c.taken + 1)
+        )
+        if got.rowcount:
+            return cand
+    return None
+
+
 def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str, Any] | None:
     """The assessor's open pair, or a new one (gold when due), or None when nothing is left for
     them now."""
     now = time.time() if now is None else now
     with write(engine) as conn:
-        _check_open(conn, user)
-        opts = options(conn)
+        opts = _check_open(conn, user)
         until = now + opts.lease_seconds
         open_row = conn.execute(
             sa.select(assignments.c.id.label("aid"), pairs)
@@ -422,31 +472,7 @@ def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str,
                     pairs.update().where(pairs.c.id == row.id).values(taken=pairs.c.taken + 1)
                 )
         if row is None:
-            for _ in range(20):  # bounded: each round trip loses only to another assessor
-                cands = conn.execute(
-                    sa.select(pairs)
-                    .where(
-                        pairs.c.is_gold.is_(False),
-                        pairs.c.active.is_(True),
-                        pairs.c.taken < opts.assessors,
-                        _not_mine(user),
-                    )
-                    .order_by(pairs.c.seq)
-                    .limit(8)
-                ).all()
-                if not cands:
-                    break
-                for c in cands:
-                    got = conn.execute(
-                        pairs.update()
-                        .where(pairs.c.id == c.id, pairs.c.taken < opts.assessors)
-                        .values(taken=pairs.c.taken + 1)
-                    )
-                    if got.rowcount:
-                        row = c
-                        break
-                if row is not None:
-                    break
+            row = _claim(conn, user, opts.assessors)
         if row is None:
             return None
         conn.execute(
@@ -495,7 +521,7 @@ def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = 
     now = time.time() if now is None else now
     label = _label(label)
     with write(engine) as conn:
-        _check_open(conn, user)
+        opts = _check_open(conn, user)
         row = _mine(conn, user, pid)
         if row.judged_at is not None:
             raise ApiError(
@@ -512,7 +538,6 @@ def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = 
         if not done.rowcount:
             raise ApiError(409, f"pair {pid} is already judged; nothing changed")
         conn.execute(pairs.update().where(pairs.c.id == row.ref).values(judged=pairs.c.judged + 1))
-        opts = options(conn)
         paused = False
         if row.is_gold:
             paused = _gold_check(conn, user, opts, now)
@@ -664,7 +689,9 @@ def advance(engine: Engine) -> bool:
                 put_setting(conn, "pool", pool_text(_with_labels(pool, feedback)))
             return False
         chosen = [(p.qid, p.docno) for p in new.pairs if p.sampled]
-        described = describe_pairs(chosen, collection, blind=True)
+        described = describe_pairs(
+            chosen, collection, blind=True, max_chars=identity.get("context_chars", 600)
+        )
         display = _display(described, show_titles)
         rows = []
         for k in _shuffled(chosen, seq, "round"):
@@ -672,10 +699,10 @@ def advance(engine: Engine) -> bool:
             rows.append(_pair_row(pair_id(salt, *k), k, None, rnd + 1, seq, display[k]))
         with write(engine) as conn:
             moved = conn.execute(
-                sa.update(_settings_table())
+                sa.update(settings)
                 .where(
-                    _settings_table().c.key == "round",
-                    _settings_table().c.value == json.dumps(rnd),
+                    settings.c.key == "round",
+                    settings.c.value == json.dumps(rnd),
                 )
                 .values(value=json.dumps(rnd + 1))
             )
@@ -686,12 +713,6 @@ def advance(engine: Engine) -> bool:
             put_setting(conn, "pool", pool_text(new))
             put_setting(conn, "seq", seq)
         return True
-
-
-def _settings_table():
-    from cmrkit.assess.server.db import settings
-
-    return settings
 
 
 def _with_labels(pool, feedback: Mapping[tuple[str, str], int]):
@@ -797,15 +818,22 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
     ]
     likert = [[list(v.values()).count(c) for c in SCALE] for v in multi]
     names = {u.id: u.name for u in people}
+    # the labels each two assessors gave the pairs they both judged (one pass over the pairs)
+    together: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+    for v in multi:
+        raters = sorted(v, key=lambda i: names[i])
+        for i, a in enumerate(raters):
+            for b in raters[i + 1 :]:
+                la, lb = together.setdefault((a, b), ([], []))
+                la.append(binarize(v[a]))
+                lb.append(binarize(v[b]))
     cohen = []
-    raters = sorted({uid for v in labels.values() for uid in v}, key=lambda i: names[i])
-    for i, a in enumerate(raters):
-        for b in raters[i + 1 :]:
-            both = [v for v in labels.values() if a in v and b in v]
-            if len(both) < 2:
-                continue
-            k = cohen_kappa([binarize(v[a]) for v in both], [binarize(v[b]) for v in both])
-            cohen.append({"a": names[a], "b": names[b], "pairs": len(both), "kappa": k})
+    for (a, b), (la, lb) in sorted(
+        together.items(), key=lambda x: (names[x[0][0]], names[x[0][1]])
+    ):
+        if len(la) >= 2:
+            k = cohen_kappa(la, lb)
+            cohen.append({"a": names[a], "b": names[b], "pairs": len(la), "kappa": k})
     defined = [c["kappa"] for c in cohen if c["kappa"] is not None]
     recent_all = sum(1 for r in rows if r.judged_at is not None and r.judged_at >= now - window)
     pool_pairs = [p for p in prs if not p.is_gold]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -41,7 +40,7 @@ from cmrkit.collection.layout import (
     topic_splits,
 )
 from cmrkit.errors import CmrkitError, check_range
-from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file
+from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file, usual_modes
 from cmrkit.retrieval.dense.models import (
     METADATA,
     METADATA_FORMAT,
@@ -532,19 +531,9 @@ def _train(
     )
     if plot:
         _plot(log_out, target / PLOT)
-    _usual_modes(target)
+    usual_modes(target)  # safetensors writes its weights 0600
     staged.commit()
     return TrainResult(out, metadata, log_out)
-
-
-def _usual_modes(folder: Path) -> None:
-    """Files as any other output (0644 under the usual umask): safetensors writes its weights
-    0600, readable by their owner alone."""
-    mask = os.umask(0)
-    os.umask(mask)
-    for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            path.chmod(0o666 & ~mask)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:

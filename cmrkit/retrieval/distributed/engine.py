@@ -29,7 +29,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ INSTALL = "pip install 'cmrkit[ray]'"
 CANCEL_WAIT = 60  # seconds to wait for cancelled tasks' workers to be gone
 REACH_WAIT = 10.0  # seconds --address may take to accept a connection
 CONNECT_WAIT = 90.0  # seconds Ray's own connection may take before cmrkit gives up
+CONNECT_WAIT_ENV = "CMRKIT_RAY_CONNECT_WAIT"  # another bound, in seconds (a slow cluster)
 
 _connected: tuple[str | None, int | None] | None = None  # the cluster this process started
 
@@ -114,14 +115,16 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
             if engine.address
             else "start a Ray cluster on this machine"
         )
+        wait = _connect_wait()
         try:
             # Ray retries an unanswering cluster for ever, inside native code: bounded here
             with (
                 kept_signal_handlers(),
+                _quiet_stderr(engine.address is not None and not verbose),
                 _deadline(
-                    CONNECT_WAIT,
-                    f"cannot {where}: no answer within {CONNECT_WAIT:.0f} s; check --address, or "
-                    "start one with `ray start --head`",
+                    wait,
+                    f"cannot {where}: no answer within {wait:g} s; check --address, or start "
+                    f"one with `ray start --head` (${CONNECT_WAIT_ENV} sets how long to wait)",
                 ),
             ):
                 ray.init(**options)
@@ -238,6 +241,19 @@ _cluster = _Cluster()
 interrupts.watch(_cluster)
 
 
+def _connect_wait() -> float:
+    text = os.environ.get(CONNECT_WAIT_ENV)
+    if not text:
+        return CONNECT_WAIT
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 1 <= value <= 86_400:
+        raise CmrkitError(f"${CONNECT_WAIT_ENV} must be seconds from 1 to 86400, got {text!r}")
+    return value
+
+
 def _reachable(address: str) -> None:
     """Refuse at once (after up to :data:`REACH_WAIT` seconds of retries) an ``--address``
     where nothing accepts a connection: Ray itself would retry for ever."""
@@ -266,11 +282,30 @@ def _reachable(address: str) -> None:
 
 
 @contextlib.contextmanager
-def _deadline(seconds: float, message: str):
+def _quiet_stderr(quiet: bool) -> Iterator[None]:
+    """Ray's native code logs each retry of a connection to stderr ("Failed to connect to GCS
+    ..."): while connecting to a remote cluster, its lines are set aside, so a failure is the
+    one line cmrkit prints (``--verbose`` shows them). The interrupt line and the give-up line
+    go to the stderr saved when the command started."""
+    if not quiet:
+        yield
+        return
+    import tempfile
+
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as aside:
+        os.dup2(aside.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, message: str) -> Iterator[None]:
     """End the process with ``message`` (exit 1) when the block has not ended in ``seconds``:
     the main thread may be stuck in native code that no signal reaches."""
-    from cmrkit import interrupts
-
     done = threading.Event()
 
     def watch() -> None:

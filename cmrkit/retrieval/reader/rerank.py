@@ -268,7 +268,7 @@ def run_rerank(
                 path=run_path_in,
             )
     name = name or f"{run_path_in.name.split('.')[0]}-rerank"
-    out_run, out_sidecar = run_paths(Path(runs_dir), coll, name, split)
+    out_run, _ = run_paths(Path(runs_dir), coll, name, split)
     out_spans = spans_path(out_run)
     if out_run.resolve() == run_path_in.resolve():
         raise CmrkitError("the reranked run would replace its input; pass another --name")
@@ -291,8 +291,8 @@ def run_rerank(
         parameters=parameters,
         index_id="",
         command=list(argv) if argv is not None else None,
+        also=(out_spans,),
     )
-    spec.extra_paths = (out_spans,)
 
     def compute() -> Computed:
         texts: dict[str, str] = {}
@@ -314,9 +314,10 @@ def run_rerank(
             heads[qid] = docs[: opts.depth]
             tails[qid] = docs[opts.depth :]
         timings: dict[str, float] = {"read": round(time.perf_counter() - started, 3)}
-        device, scored, counts = _score(
+        result = _score(
             ref, coll, by_qid, heads, texts, markers, stride, max_span, opts, progress, timings
         )
+        device, scored = result
         run_out: RankedRun = {}
         span_lines: list[str] = []
         for qid in sorted(ranking):
@@ -345,6 +346,7 @@ def run_rerank(
                 )
         from cmrkit.retrieval.dense.store import versions
 
+        tag = f"{name}:depth={opts.depth}".replace(" ", "_")
         sidecar = {
             "spans": str(out_spans),
             "input_run": {
@@ -353,10 +355,13 @@ def run_rerank(
                 "system": sidecar_in.get("system"),
                 "name": sidecar_in.get("name"),
             },
-            "model": {**ref.identity(), "tag": ref.tag, "trained": ref.metadata},
+            "model": {
+                **ref.identity(),
+                "tag": ref.tag,
+                "trained": ref.metadata,
+            },
             "device": device,
             "batch_size": opts.batch_size,
-            "sequences": counts,
             "ranking": {
                 "own_unit_removed": True,
                 "own_document_removed": any(t.exclude_doc for t in topics),
@@ -365,14 +370,8 @@ def run_rerank(
             },
             "versions": versions(),
         }
-        spans_bytes = "".join(line + "\n" for line in span_lines).encode("utf-8")
-        return Computed(
-            run_out,
-            f"{name}:depth={opts.depth}".replace(" ", "_"),
-            sidecar,
-            timings,
-            {out_spans: spans_bytes},
-        )
+        spans = "".join(line + "\n" for line in span_lines)
+        return Computed(run_out, tag, sidecar, timings, {out_spans: spans})
 
     return produce_run(spec, compute, force=force, started=started)
 
@@ -389,7 +388,7 @@ def _score(
     opts: RerankOptions,
     progress: bool,
     timings: dict[str, float],
-) -> tuple[str, dict[tuple[str, str], Scored], dict[str, Any]]:
+) -> tuple[str, dict[tuple[str, str], Scored]]:
     from cmrkit.console import progress_bar
     from cmrkit.retrieval.dense.models import quiet_hub, resolve_device
     from cmrkit.retrieval.reader.features import layout, passage_tokens, query_windows
@@ -435,10 +434,7 @@ def _score(
             progress=lambda n: bar.advance(task, n),
         )
     timings["read_pairs"] = round(time.perf_counter() - t0, 3)
-    counts = {
-        "pairs": len(pairs),
-        "sequences": n_seq,
-        "per_second": round(n_seq / max(timings["read_pairs"], 1e-9), 2),
-    }
+    timings["sequences"] = n_seq
+    timings["sequences_per_second"] = round(n_seq / max(timings["read_pairs"], 1e-9), 2)
     out = {(qids[qi], docnos[pi]): s for (qi, pi), s in zip(pairs, scored, strict=True)}
-    return device, out, counts
+    return device, out

@@ -41,7 +41,7 @@ from cmrkit.collection.layout import (
     topic_splits,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file
+from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file, usual_modes
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
 
@@ -76,7 +76,7 @@ class ReaderTrainOptions:
     max_steps: int | None = None
     candidates: Path | None = None
     dev_depth: int = 20
-    dev_queries: int = 50
+    dev_queries: int = 100
 
     def check(self) -> None:
         from cmrkit.retrieval.reader.model import SELECTS
@@ -628,24 +628,12 @@ def train_reader(
         )
         if plot:
             _plot(log_out, target / PLOT)
-        _usual_modes(target)
+        usual_modes(target)  # safetensors writes its weights 0600
     except BaseException:
         staged.abort()
         raise
     staged.commit()
     return ReaderTrainResult(out, metadata, log_out)
-
-
-def _usual_modes(folder: Path) -> None:
-    """Files as any other output (0644 under the usual umask): safetensors writes weights
-    0600."""
-    import os
-
-    mask = os.umask(0)
-    os.umask(mask)
-    for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            path.chmod(0o666 & ~mask)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
