@@ -44,9 +44,9 @@ def main() -> None:
 
     import torch
 
+    from cmrkit.collection.layout import iter_corpus, read_topics
     from cmrkit.retrieval.dense.models import quiet_hub, resolve_device, resolve_model
     from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
-    from cmrkit.retrieval.layout import iter_corpus, read_topics
     from cmrkit.retrieval.reader.features import items, layout, passage_tokens, query_windows
     from cmrkit.retrieval.reader.model import ReaderNet, load_encoder
     from cmrkit.retrieval.reader.rerank import score_pairs
