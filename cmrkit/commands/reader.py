@@ -86,7 +86,7 @@ def train_reader_command(
     max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
     seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
     dev_depth: int = typer.Option(20, "--dev-depth", help="Dev candidates reranked."),
-    dev_queries: int = typer.Option(100, "--dev-queries", help="Dev queries reranked."),
+    dev_queries: int = typer.Option(50, "--dev-queries", help="Dev queries reranked."),
     markers: str | None = MARKERS,
     device: str = DEVICE,
     qrels_dir: Path | None = typer.Option(

