@@ -103,6 +103,20 @@ def _raw_bytes(path: str | os.PathLike) -> bytes | None:
     return data
 
 
+def _regular_lines(raw: bytes, width: int) -> bytes | None:
+    """``raw`` ending in a newline when it is ASCII and every line holds ``width`` fields split
+    by single spaces (no tabs, CR, repeated or edge spaces, blank lines); else None."""
+    if not raw or not raw.isascii():
+        return None
+    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
+        return None
+    if raw[-1:] != b"\n":
+        raw += b"\n"
+    if raw.translate(None, _NOT_SPACE) != (b" " * (width - 1) + b"\n") * raw.count(b"\n"):
+        return None
+    return raw
+
+
 def _regular_columns(raw: bytes, width: int) -> list[bytes] | None:
     """The fields, when every line holds exactly ``width`` fields split by single spaces.
 
@@ -110,16 +124,11 @@ def _regular_columns(raw: bytes, width: int) -> list[bytes] | None:
     non-ASCII, a short or long line): the caller then parses line by line, which reports the
     exact line of a problem. (Splitting bytes is about twice as fast as splitting str.)
     """
-    if not raw or not raw.isascii():
+    regular = _regular_lines(raw, width)
+    if regular is None:
         return None
-    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
-        return None
-    if raw[-1:] != b"\n":
-        raw += b"\n"
-    lines = raw.count(b"\n")
-    if raw.translate(None, _NOT_SPACE) != (b" " * (width - 1) + b"\n") * lines:
-        return None
-    tokens = raw.split()
+    lines = regular.count(b"\n")
+    tokens = regular.split()
     if len(tokens) != width * lines:
         return None
     return tokens
@@ -530,15 +539,13 @@ def _parse_scores(mat, tokens_at) -> object | None:
 def _read_run_columns_fast(raw: bytes) -> RunColumns | None:
     """Columns of a regular run (single-space columns, numeric ranks, each query's lines
     together, no repeated document) parsed in bulk with numpy; None for anything else."""
-    if not raw or not raw.isascii() or b"\x00" in raw:
+    if b"\x00" in raw:
         return None
-    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
+    regular = _regular_lines(raw, 6)
+    if regular is None:
         return None
-    if raw[-1:] != b"\n":
-        raw += b"\n"
+    raw = regular
     lines = raw.count(b"\n")
-    if raw.translate(None, _NOT_SPACE) != b"     \n" * lines:
-        return None
     import numpy as np
 
     buf = np.frombuffer(raw, dtype=np.uint8)
