@@ -103,6 +103,20 @@ def _raw_bytes(path: str | os.PathLike) -> bytes | None:
     return data
 
 
+def _regular_lines(raw: bytes, width: int) -> bytes | None:
+    """``raw`` ending in a newline when it is ASCII and every line holds ``width`` fields split
+    by single spaces (no tabs, CR, repeated or edge spaces, blank lines); else None."""
+    if not raw or not raw.isascii():
+        return None
+    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
+        return None
+    if raw[-1:] != b"\n":
+        raw += b"\n"
+    if raw.translate(None, _NOT_SPACE) != (b" " * (width - 1) + b"\n") * raw.count(b"\n"):
+        return None
+    return raw
+
+
 def _regular_columns(raw: bytes, width: int) -> list[bytes] | None:
     """The fields, when every line holds exactly ``width`` fields split by single spaces.
 
@@ -110,16 +124,11 @@ def _regular_columns(raw: bytes, width: int) -> list[bytes] | None:
     non-ASCII, a short or long line): the caller then parses line by line, which reports the
     exact line of a problem. (Splitting bytes is about twice as fast as splitting str.)
     """
-    if not raw or not raw.isascii():
+    regular = _regular_lines(raw, width)
+    if regular is None:
         return None
-    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
-        return None
-    if raw[-1:] != b"\n":
-        raw += b"\n"
-    lines = raw.count(b"\n")
-    if raw.translate(None, _NOT_SPACE) != (b" " * (width - 1) + b"\n") * lines:
-        return None
-    tokens = raw.split()
+    lines = regular.count(b"\n")
+    tokens = regular.split()
     if len(tokens) != width * lines:
         return None
     return tokens
@@ -178,40 +187,9 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
         fast = _read_qrels_fast(raw) if raw is not None else None
     if fast is not None:
         return fast
-    qrels: Qrels = {}
-    seen_line: dict[tuple[str, str], int] = {}
-    duplicates = 0
-    for n, line in iter_lines(path):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            raise CmrkitError(
-                f"expected 4 fields 'qid iter docno rel', found {len(fields)}",
-                path=path,
-                where=f"line {n}",
-            )
-        qid, _, docno, rel_text = fields
-        rel = parse_relevance(rel_text, path, n)
-        docs = qrels.setdefault(qid, {})
-        if docno in docs:
-            if docs[docno] != rel:
-                raise CmrkitError(
-                    f"query {qid} document {docno} judged {docs[docno]} on line "
-                    f"{seen_line[(qid, docno)]} and {rel} here; keep one judgment",
-                    path=path,
-                    where=f"line {n}",
-                )
-            duplicates += 1
-            continue
-        docs[docno] = rel
-        seen_line[(qid, docno)] = n
+    qrels, _ = _read_qrels_lines(path, stratified=False)
     if not qrels:
         raise CmrkitError("no judgments in the qrels file", path=path)
-    if duplicates:
-        warnings.warn(
-            f"{path}: {duplicates} identical duplicate judgment line(s) ignored", stacklevel=2
-        )
     return qrels
 
 
@@ -229,6 +207,12 @@ def read_qrels_with_strata(path: str | os.PathLike) -> tuple[Qrels, Strata | Non
     stratum of each document (None for ordinary four-column qrels)."""
     if _first_fields(path) != 5:
         return read_qrels(path), None
+    return _read_qrels_lines(path, stratified=True)
+
+
+def _read_qrels_lines(path: str | os.PathLike, *, stratified: bool) -> tuple[Qrels, Strata]:
+    """Qrels (and, ``stratified``, sample_eval's strata) line by line, every line checked;
+    identical duplicate lines warn, conflicting ones are an error."""
     qrels: Qrels = {}
     strata: Strata = {}
     seen_line: dict[tuple[str, str], int] = {}
@@ -237,18 +221,25 @@ def read_qrels_with_strata(path: str | os.PathLike) -> tuple[Qrels, Strata | Non
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != 5:
+        if stratified and len(fields) != 5:
             raise CmrkitError(
                 f"expected 5 fields 'qid iter docno stratum rel' (sample_eval qrels, as on the "
                 f"first line), found {len(fields)}",
                 path=path,
                 where=f"line {n}",
             )
-        qid, _, docno, stratum, rel_text = fields
+        if not stratified and len(fields) != 4:
+            raise CmrkitError(
+                f"expected 4 fields 'qid iter docno rel', found {len(fields)}",
+                path=path,
+                where=f"line {n}",
+            )
+        qid, docno, rel_text = fields[0], fields[2], fields[-1]
+        stratum = fields[3] if stratified else ""
         rel = parse_relevance(rel_text, path, n)
         docs = qrels.setdefault(qid, {})
         if docno in docs:
-            if docs[docno] != rel or strata[qid][docno] != stratum:
+            if stratified and (docs[docno] != rel or strata[qid][docno] != stratum):
                 raise CmrkitError(
                     f"query {qid} document {docno} is listed on line {seen_line[(qid, docno)]} "
                     f"with stratum {strata[qid][docno]} and rel {docs[docno]}, and here with "
@@ -256,14 +247,22 @@ def read_qrels_with_strata(path: str | os.PathLike) -> tuple[Qrels, Strata | Non
                     path=path,
                     where=f"line {n}",
                 )
+            if docs[docno] != rel:
+                raise CmrkitError(
+                    f"query {qid} document {docno} judged {docs[docno]} on line "
+                    f"{seen_line[(qid, docno)]} and {rel} here; keep one judgment",
+                    path=path,
+                    where=f"line {n}",
+                )
             duplicates += 1
             continue
         docs[docno] = rel
-        strata.setdefault(qid, {})[docno] = stratum
+        if stratified:
+            strata.setdefault(qid, {})[docno] = stratum
         seen_line[(qid, docno)] = n
     if duplicates:
         warnings.warn(
-            f"{path}: {duplicates} identical duplicate judgment line(s) ignored", stacklevel=2
+            f"{path}: {duplicates} identical duplicate judgment line(s) ignored", stacklevel=3
         )
     return qrels, strata
 
@@ -540,15 +539,13 @@ def _parse_scores(mat, tokens_at) -> object | None:
 def _read_run_columns_fast(raw: bytes) -> RunColumns | None:
     """Columns of a regular run (single-space columns, numeric ranks, each query's lines
     together, no repeated document) parsed in bulk with numpy; None for anything else."""
-    if not raw or not raw.isascii() or b"\x00" in raw:
+    if b"\x00" in raw:
         return None
-    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
+    regular = _regular_lines(raw, 6)
+    if regular is None:
         return None
-    if raw[-1:] != b"\n":
-        raw += b"\n"
+    raw = regular
     lines = raw.count(b"\n")
-    if raw.translate(None, _NOT_SPACE) != b"     \n" * lines:
-        return None
     import numpy as np
 
     buf = np.frombuffer(raw, dtype=np.uint8)

@@ -596,3 +596,30 @@ def test_the_command_line_does_not_import_the_server_libraries():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_sqlite_writers_take_turns_in_order():
+    import threading
+
+    from cmrkit.assess.server.db import FifoLock
+
+    lock = FifoLock()
+    order: list[int] = []
+    threads = []
+    with lock:  # held while the others line up, one after the other
+        for i in range(8):
+            t = threading.Thread(
+                target=lambda i=i: (
+                    lock.__enter__(),
+                    order.append(i),
+                    lock.__exit__(None, None, None),
+                )
+            )
+            t.start()
+            threads.append(t)
+            deadline = time.monotonic() + 10
+            while len(lock._waiting) < i + 1 and time.monotonic() < deadline:
+                time.sleep(0.001)
+    for t in threads:
+        t.join(timeout=10)
+    assert order == list(range(8))

@@ -17,6 +17,11 @@ SAMPLE_LICENSE = "README.md"
 TAC = "TAC (--source tac)"
 
 
+def _tac(default, flag: str, text: str):
+    """An option of `--source tac`: in the TAC help panel, its help marked TAC."""
+    return typer.Option(default, flag, help=f"TAC: {text}", rich_help_panel=TAC)
+
+
 def _sample_path(name: str) -> Path:
     return Path(str(resources.files("cmrkit") / "data" / "sample" / name))
 
@@ -187,76 +192,34 @@ def build_collection_command(
     collections_dir: Path = typer.Option(Path("collections"), help="Where collections go."),
     qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
-    tac_mentions: Path | None = typer.Option(
-        None, "--mentions", help="TAC: 2015+ gold mention tab file.", rich_help_panel=TAC
+    tac_mentions: Path | None = _tac(None, "--mentions", "2015+ gold mention tab file."),
+    tac_queries_xml: Path | None = _tac(None, "--queries-xml", "2014 queries XML (with --links)."),
+    tac_links: Path | None = _tac(None, "--links", "2014 links tab file."),
+    tac_docs: Path | None = _tac(None, "--docs", "Folder of TAC source documents (SGML/XML)."),
+    tac_cmr_queries: Path | None = _tac(
+        None, "--cmr-queries", "Published CMR queries file as the topics (with --cmr-qrels)."
     ),
-    tac_queries_xml: Path | None = typer.Option(
-        None,
-        "--queries-xml",
-        help="TAC: 2014 queries XML (with --links).",
-        rich_help_panel=TAC,
-    ),
-    tac_links: Path | None = typer.Option(
-        None, "--links", help="TAC: 2014 links tab file.", rich_help_panel=TAC
-    ),
-    tac_docs: Path | None = typer.Option(
-        None,
-        "--docs",
-        help="TAC: Folder of TAC source documents (SGML/XML).",
-        rich_help_panel=TAC,
-    ),
-    tac_cmr_queries: Path | None = typer.Option(
-        None,
-        "--cmr-queries",
-        help="TAC: Published CMR queries file as the topics (with --cmr-qrels).",
-        rich_help_panel=TAC,
-    ),
-    tac_cmr_qrels: Path | None = typer.Option(
-        None, "--cmr-qrels", help="TAC: Published CMR qrels file.", rich_help_panel=TAC
-    ),
-    tac_sentence_offsets: Path | None = typer.Option(
+    tac_cmr_qrels: Path | None = _tac(None, "--cmr-qrels", "Published CMR qrels file."),
+    tac_sentence_offsets: Path | None = _tac(
         None,
         "--sentence-offsets",
-        help="TAC: Sentence spans, one 'DOC:start:last' per line (the docno layout), "
-        "instead of spaCy's.",
-        rich_help_panel=TAC,
+        "Sentence spans, one 'DOC:start:last' per line (the docno layout), instead of spaCy's.",
     ),
-    tac_types: str = typer.Option(
-        "PER,ORG,GPE", "--types", help="TAC: Entity types to keep.", rich_help_panel=TAC
+    tac_types: str = _tac("PER,ORG,GPE", "--types", "Entity types to keep."),
+    tac_date_range: str | None = _tac(
+        None, "--date-range", "auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD."
     ),
-    tac_date_range: str | None = typer.Option(
-        None,
-        "--date-range",
-        help="TAC: auto (query documents' first..last date) or YYYYMMDD-YYYYMMDD.",
-        rich_help_panel=TAC,
-    ),
-    tac_keep_own_doc: bool = typer.Option(
+    tac_keep_own_doc: bool = _tac(
         False,
         "--keep-own-doc",
-        help="TAC: Let the query document's other sentences be candidates and relevant.",
-        rich_help_panel=TAC,
+        "Let the query document's other sentences be candidates and relevant.",
     ),
-    tac_skip_bad: bool = typer.Option(
-        False,
-        "--skip-bad",
-        help="TAC: Count and skip bad mention records.",
-        rich_help_panel=TAC,
+    tac_skip_bad: bool = _tac(False, "--skip-bad", "Count and skip bad mention records."),
+    tac_split: str = _tac("test", "--split", "Split name of the queries."),
+    tac_qid_tag: str | None = _tac(
+        None, "--qid-tag", "Collection tag in query ids TAG:ENTITY:MENTION (default: --name)."
     ),
-    tac_split: str = typer.Option(
-        "test", "--split", help="TAC: Split name of the queries.", rich_help_panel=TAC
-    ),
-    tac_qid_tag: str | None = typer.Option(
-        None,
-        "--qid-tag",
-        help="TAC: Collection tag in query ids TAG:ENTITY:MENTION (default: --name).",
-        rich_help_panel=TAC,
-    ),
-    tac_chains: bool = typer.Option(
-        True,
-        "--chains/--no-chains",
-        help="TAC: spaCy NER for within-document chains.",
-        rich_help_panel=TAC,
-    ),
+    tac_chains: bool = _tac(True, "--chains/--no-chains", "spaCy NER for within-document chains."),
 ) -> None:
     """Build a TREC-style test collection (corpus, topics, qrels, manifest) from mentions.
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.output import Format, coverage, emit, with_warnings
+from cmrkit.commands.output import FORMAT, Format, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -396,7 +396,7 @@ def eval_spans_command(
         "--all-queries",
         help="Average over every qrels query with a relevant unit, 0 when unanswered.",
     ),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
+    fmt: Format = FORMAT,
 ) -> None:
     """Score a reader's answer spans with SQuAD exact match and token F1.
 

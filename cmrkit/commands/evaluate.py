@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.output import Format, coverage, emit, with_warnings
+from cmrkit.commands.output import FORMAT, Format, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -147,6 +147,12 @@ def _trec_eval_needed(
     return fmt is Format.trec or str(run) == "-" or any(options)
 
 
+# options `eval` and `compare` declare alike
+MEASURE = typer.Option(None, "--measure", "-m", help=MEASURE_HELP)
+DEPTH = typer.Option(
+    None, "--depth", "-M", min=1, help="Score only the top N documents per query (trec_eval -M)."
+)
+
 # `eval` takes trec_eval's own option letters with trec_eval's meanings (issue 21), even where
 # another cmrkit command gives the letter another meaning (-n is --name in build-collection).
 TREC_EVAL_LETTERS = frozenset({"-q", "-c", "-l", "-M", "-N", "-n", "-J", "-R", "-Z"})
@@ -162,7 +168,7 @@ def eval_command(
         help="TREC qrels: qid iter docno rel (or sample_eval's qid iter docno stratum rel, "
         "for xinfAP and infNDCG; see -R for prefs and qrels_jg).",
     ),
-    measure: list[str] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
+    measure: list[str] = MEASURE,
     per_query: bool = typer.Option(
         False,
         "--per-query",
@@ -176,13 +182,7 @@ def eval_command(
         help="Average over every qrels query, a query missing from the run scoring 0 "
         "(trec_eval -c). Default: queries in both run and qrels.",
     ),
-    depth: int = typer.Option(
-        None,
-        "--depth",
-        "-M",
-        min=1,
-        help="Score only the top N documents per query (trec_eval -M).",
-    ),
+    depth: int = DEPTH,
     level: int = typer.Option(
         None, "--level", "-l", help="Lowest grade that counts as relevant (trec_eval -l; 1)."
     ),
@@ -236,7 +236,7 @@ def eval_command(
         "mAP@10, mAP@50, micro R@10..R@500, the query's own passage dropped); see "
         "docs/evaluation.md.",
     ),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
+    fmt: Format = FORMAT,
 ) -> None:
     """Score a run against qrels with trec_eval's numbers (9.0.8 or 10.0, every measure).
 
@@ -446,7 +446,7 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
 def compare_command(
     qrels: Path = typer.Argument(..., help="TREC qrels: qid iter docno rel."),
     runs: list[Path] = typer.Argument(..., help="Two or more TREC runs."),
-    measure: list[str] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
+    measure: list[str] = MEASURE,
     baseline: str = typer.Option(
         None,
         "--baseline",
@@ -476,13 +476,7 @@ def compare_command(
         "-c",
         help="Every qrels query counts, 0 when missing from a run (trec_eval -c).",
     ),
-    depth: int = typer.Option(
-        None,
-        "--depth",
-        "-M",
-        min=1,
-        help="Score only the top N documents per query (trec_eval -M).",
-    ),
+    depth: int = DEPTH,
     dedupe: bool = typer.Option(
         False, "--dedupe", help="Keep the best score of a document retrieved twice."
     ),
@@ -502,7 +496,7 @@ def compare_command(
         "--trec-eval",
         help="The trec_eval version to equal: 10 (10.0) or 9 (9.0.8; scores as C floats).",
     ),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
+    fmt: Format = FORMAT,
 ) -> None:
     """Compare runs against a baseline with significance tests.
 

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import TypeVar
 
+import typer
+
 from cmrkit.console import console, out
 
 T = TypeVar("T")
@@ -18,6 +20,9 @@ class Format(StrEnum):
     json = "json"
     csv = "csv"
     trec = "trec"
+
+
+FORMAT = typer.Option(Format.table, "--format", "-f", help="Output format.")
 
 
 def with_warnings(load: Callable[[], T]) -> T:

@@ -22,6 +22,8 @@ judgments_app = group(
 
 FORMATS = ("mturk", "jsonl", "html")
 MAX_QUERY_ROWS = 30
+FORCE_OUTPUTS = typer.Option(False, "--force", help="Overwrite existing outputs.")
+FORCE_OUTPUT = typer.Option(False, "--force", help="Overwrite an existing output.")
 
 
 def _fmt(value: object) -> str:
@@ -99,7 +101,7 @@ def create_command(
     noise: float = typer.Option(0.1, help="--simulate: probability an assessor flips the truth."),
     seed: int = typer.Option(0, help="Seed of the --sample or strata draw and of --simulate."),
     report: Path | None = typer.Option(None, help="Also write the pool report as JSON here."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = FORCE_OUTPUTS,
 ) -> None:
     """Pool the top DEPTH of each run per query; a strategy picks the pairs to judge.
 
@@ -200,7 +202,7 @@ def next_command(
     gold: Path | None = typer.Option(
         None, help="Qrels of the known-answer pairs shown to assessors (their judgments skipped)."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+    force: bool = FORCE_OUTPUT,
 ) -> None:
     """Record the judgments of an adaptive pool's chosen pairs and choose the next round.
 
@@ -249,7 +251,7 @@ def sample_qrels_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="A strata pool (or a full one)."),
     qrels: Path = typer.Argument(..., help="Qrels of its judgments (`judgments aggregate`)."),
     output: Path = typer.Option(..., "-o", "--output", help="sample_eval qrels to write."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+    force: bool = FORCE_OUTPUT,
 ) -> None:
     """Write sample_eval's qrels (qid 0 docno stratum rel) for xinfAP and infNDCG.
 
@@ -357,7 +359,7 @@ def plan_command(
         help="Write tau, relevant found and bias by budget as FILE.png (300 dpi), FILE.pdf or "
         "FILE.svg.",
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = FORCE_OUTPUTS,
 ) -> None:
     """Simulate pooling strategies x budgets with noisy assessors against complete qrels.
 
@@ -516,7 +518,7 @@ def export_command(
         False, "--dry-run", help="Print the pairs, HITs and cost; write nothing."
     ),
     title: str = typer.Option("Coreference search assessment", help="Title of the HTML page."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = FORCE_OUTPUTS,
 ) -> None:
     """Write assessment tasks for the pool's pairs: MTurk batch, JSON lines or an HTML page.
 
@@ -593,7 +595,7 @@ def bias_command(
     qrels: Path = typer.Option(..., "--qrels", help="Qrels made from the pool."),
     measure: str = typer.Option("infAP", help="trec_eval measure to score with."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = FORCE_OUTPUTS,
 ) -> None:
     """Leave-one-run-out reusability: each run rescored without the pairs only it pooled.
 
@@ -668,7 +670,7 @@ def aggregate_command(
         None, help="Write the pairs that need more assessments as a pool file here."
     ),
     report: Path | None = typer.Option(None, help="Also write the full report as JSON here."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = FORCE_OUTPUTS,
 ) -> None:
     """Aggregate assessors' labels into qrels: 1, 0, or -1 when too few agree.
 
@@ -796,7 +798,7 @@ def simulate_command(
     noise: float = typer.Option(0.1, help="Probability that an assessor flips the truth."),
     seed: int = typer.Option(0, help="Seed of the assessors' errors and Likert choices."),
     worker_prefix: str = typer.Option("sim", help="Worker ids are PREFIX01, PREFIX02, ..."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = FORCE_OUTPUTS,
 ) -> None:
     """Fake assessors answering the pool from complete qrels, with a given error rate.
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -34,6 +36,18 @@ WEIGHTS = typer.Option(
 PRESET = typer.Option(
     None, "--preset", help="doc: contents 1 + document 0.1 (CMR doc); mention: contents only."
 )
+
+Command = Callable[..., Any]
+
+
+def _lucene_run_command(name: str) -> Callable[[Command], Command]:
+    """A `run` command over the Lucene index: the shared run options, a Ray cluster it started
+    left behind on any exit, errors as one line."""
+
+    def wrap(fn: Command) -> Command:
+        return run_app.command(name)(user_errors(leaves_cluster(shared_options(*LUCENE_RUN)(fn))))
+
+    return wrap
 
 
 def register(app: typer.Typer) -> None:
@@ -98,10 +112,7 @@ def index_command(
     out.print(f"indexed {m['n_units']:,} units into {info.path} in {m['seconds']['total']} s")
 
 
-@run_app.command("bm25")
-@user_errors
-@leaves_cluster
-@shared_options(*LUCENE_RUN)
+@_lucene_run_command("bm25")
 def bm25_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
@@ -125,10 +136,7 @@ def bm25_command(
     )
 
 
-@run_app.command("fields")
-@user_errors
-@leaves_cluster
-@shared_options(*LUCENE_RUN)
+@_lucene_run_command("fields")
 def fields_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
@@ -179,10 +187,7 @@ def fields_command(
     )
 
 
-@run_app.command("qe")
-@user_errors
-@leaves_cluster
-@shared_options(*LUCENE_RUN)
+@_lucene_run_command("qe")
 def qe_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,

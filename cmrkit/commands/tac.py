@@ -136,7 +136,7 @@ def check_command(
         if why is None:
             good += 1
         else:
-            problems.report(why, path=m.path, where=f"line {m.line}")
+            problems.report_mention(why, m)
     for message in problems.messages[:show]:
         out.print(message, markup=False)
     out.print(

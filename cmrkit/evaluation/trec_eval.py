@@ -1488,37 +1488,37 @@ def _qrels_values(ranked, grades, judged, columns, opts) -> list:
 
 
 def _query_values(qid, docs, rel_info, columns, opts, fmt, run_path) -> list:
-    values: list = []
     if fmt == "qrels":
         ranked = _ranked(docs, opts)
         _check_duplicates(ranked, qid, run_path)
         return _qrels_values(ranked, None, rel_info.qrels[qid], columns, opts)
-    elif fmt == "qrels_jg":
+    if fmt == "qrels_jg":
         ranked = _ranked(docs, opts)
         _check_duplicates(ranked, qid, run_path)
         groups = [form_res_rels(ranked, g, opts) for g in rel_info.jg[qid]]
-        for col in columns:
-            name = col.family.name
-            if name == "runid":
-                continue
-            if name == "num_q":
-                values.append(1.0)
-            else:
-                values.extend(JG_MEASURES[name](groups, col.params, opts))
-    else:
-        import cmrkit.evaluation.trec_prefs as trec_prefs
+        return _family_values(
+            columns, lambda name, col: JG_MEASURES[name](groups, col.params, opts)
+        )
+    import cmrkit.evaluation.trec_prefs as trec_prefs
 
-        ranked = _ranked(docs, opts, prefs=True)
-        _check_duplicates(ranked, qid, run_path)
-        counts = trec_prefs.form_prefs_counts(ranked, rel_info.prefs[qid], qid)
-        for col in columns:
-            name = col.family.name
-            if name == "runid":
-                continue
-            if name == "num_q":
-                values.append(1.0)
-            else:
-                values.append(trec_prefs.MEASURES[name](counts))
+    ranked = _ranked(docs, opts, prefs=True)
+    _check_duplicates(ranked, qid, run_path)
+    counts = trec_prefs.form_prefs_counts(ranked, rel_info.prefs[qid], qid)
+    return _family_values(columns, lambda name, col: [trec_prefs.MEASURES[name](counts)])
+
+
+def _family_values(columns, measure) -> list:
+    """A query's values of judgment groups or prefs: ``measure(name, column)`` gives each
+    column's values; runid has none, num_q is 1."""
+    values: list = []
+    for col in columns:
+        name = col.family.name
+        if name == "runid":
+            continue
+        if name == "num_q":
+            values.append(1.0)
+        else:
+            values.extend(measure(name, col))
     return values
 
 

@@ -232,6 +232,10 @@ class Problems:
             raise error
         self.messages.append(str(error))
 
+    def report_mention(self, message: str, mention: TacMention) -> None:
+        """A problem of one gold mention, named at its file and line."""
+        self.report(message, path=mention.path, where=f"line {mention.line}")
+
     def __len__(self) -> int:
         return len(self.messages)
 

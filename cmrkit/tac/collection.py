@@ -308,15 +308,13 @@ def build_tac_collection(
     for m in gold:
         doc = annotated.get(m.doc_id)
         if doc is None:
-            problems.report(
-                f"document {m.doc_id} is not under {inputs.docs}; add it or drop the mention",
-                path=m.path,
-                where=f"line {m.line}",
+            problems.report_mention(
+                f"document {m.doc_id} is not under {inputs.docs}; add it or drop the mention", m
             )
             continue
         why = tac.check_mention(m, doc)
         if why is not None:
-            problems.report(why, path=m.path, where=f"line {m.line}")
+            problems.report_mention(why, m)
             continue
         kept.append(m)
     seen_ids: dict[str, tac.TacMention] = {}
@@ -353,10 +351,8 @@ def build_tac_collection(
         for m in ms:
             unit = next((u for u in doc_units if u.start <= m.start and m.end < u.end), None)
             if unit is None:
-                problems.report(
-                    f"mention {m.text!r} lies in document metadata (e.g. <DOCID>), not in text",
-                    path=m.path,
-                    where=f"line {m.line}",
+                problems.report_mention(
+                    f"mention {m.text!r} lies in document metadata (e.g. <DOCID>), not in text", m
                 )
                 continue
             span = unit.span_of(m.start, m.end + 1)
@@ -568,19 +564,14 @@ def _published_queries(
         mention_id = placed[m.mention_id][2]
         published = expected[m.mention_id]
         if mention_id != published:
-            problems.report(
+            problems.report_mention(
                 f"query {m.mention_id}: its sentence became {mention_id}, not the published "
                 f"{published} (overlapping sentences in the offsets); fix the files",
-                path=m.path,
-                where=f"line {m.line}",
+                m,
             )
             continue
         if m.mention_id not in qrels:
-            problems.report(
-                f"query {m.mention_id} has no judgments in the qrels",
-                path=m.path,
-                where=f"line {m.line}",
-            )
+            problems.report_mention(f"query {m.mention_id} has no judgments in the qrels", m)
             continue
         queries.append(_Query(m, dict(qrels[m.mention_id]), m.mention_id))
     return queries

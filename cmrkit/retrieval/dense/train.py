@@ -397,22 +397,18 @@ def _train(
                 passage_cache[d] = ids
         return [passage_cache[d] for d in docnos]
 
+    def dev_measures(split: str) -> dict[str, float]:
+        return _dev_measures(
+            encoders, coll, split, markers, query_len, passage_len, dense.batch_size, qdir
+        )
+
     log: dict[str, Any] = {"loss": [], "epochs": []}
     if dev_split is not None:
         t0 = time.perf_counter()
         log["epochs"].append(
             {
                 "epoch": 0,
-                "dev": _dev_measures(
-                    encoders,
-                    coll,
-                    dev_split,
-                    markers,
-                    query_len,
-                    passage_len,
-                    dense.batch_size,
-                    qdir,
-                ),
+                "dev": dev_measures(dev_split),
             }
         )
         timings["dev"] = round(time.perf_counter() - t0, 3)
@@ -466,16 +462,7 @@ def _train(
                 "mean_loss": round(sum(losses) / max(1, len(losses)), 6),
             }
             if dev_split is not None:
-                entry["dev"] = _dev_measures(
-                    encoders,
-                    coll,
-                    dev_split,
-                    markers,
-                    query_len,
-                    passage_len,
-                    dense.batch_size,
-                    qdir,
-                )
+                entry["dev"] = dev_measures(dev_split)
             log["epochs"].append(entry)
             if progress:
                 dev = entry.get("dev")
