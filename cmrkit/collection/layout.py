@@ -308,3 +308,39 @@ class Collection:
 
     def qrels_file(self, split: str, qrels_dir: str | os.PathLike | None = None) -> Path | None:
         return qrels_file(self.path, split, qrels_dir)
+
+
+def training_splits(
+    collection: str | os.PathLike,
+    train_split: str,
+    dev_split: str | None,
+    qrels_dir: Path | None = None,
+) -> str | None:
+    """Check a training command's splits and return its dev split (None: no dev evaluation).
+
+    ``dev_split`` None means ``dev`` when the collection has it and it is not the train split;
+    ``"none"`` means no dev evaluation. A dev split needs its qrels.
+    """
+    coll = Path(collection)
+    splits = topic_splits(coll)
+    if train_split not in splits:
+        raise CmrkitError(
+            f"no topics in split {train_split!r} (splits present: {', '.join(splits)}); "
+            "choose one with --train-split",
+            path=coll / TOPICS,
+        )
+    if dev_split is None:
+        return "dev" if "dev" in splits and train_split != "dev" else None
+    if dev_split == "none":
+        return None
+    if dev_split not in splits:
+        raise CmrkitError(
+            f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
+            "with --dev-split, or --dev-split none",
+            path=coll / TOPICS,
+        )
+    if not qrels_path(coll, dev_split, qrels_dir).exists():
+        raise CmrkitError(
+            f"no qrels for the dev split {dev_split!r}", path=qrels_path(coll, dev_split, qrels_dir)
+        )
+    return dev_split

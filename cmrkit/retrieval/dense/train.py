@@ -30,14 +30,13 @@ from typing import Any
 import numpy as np
 
 from cmrkit.collection.layout import (
-    TOPICS,
     Topic,
     collection_dir,
     corpus_path,
     iter_corpus,
     qrels_path,
     read_topics,
-    topic_splits,
+    training_splits,
 )
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file, usual_modes
@@ -310,28 +309,7 @@ def _train(
     from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
 
     qdir = Path(qrels_dir) if qrels_dir is not None else None
-    splits = topic_splits(coll)
-    if opts.train_split not in splits:
-        raise CmrkitError(
-            f"no topics in split {opts.train_split!r} (splits present: {', '.join(splits)}); "
-            "choose one with --train-split",
-            path=coll / TOPICS,
-        )
-    dev_split = opts.dev_split
-    if dev_split is None:
-        dev_split = "dev" if "dev" in splits and opts.train_split != "dev" else None
-    elif dev_split == "none":
-        dev_split = None
-    elif dev_split not in splits:
-        raise CmrkitError(
-            f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
-            "with --dev-split, or --dev-split none",
-            path=coll / TOPICS,
-        )
-    if dev_split is not None and not qrels_path(coll, dev_split, qdir).exists():
-        raise CmrkitError(
-            f"no qrels for the dev split {dev_split!r}", path=qrels_path(coll, dev_split, qdir)
-        )
+    dev_split = training_splits(coll, opts.train_split, opts.dev_split, qdir)
     ref = resolve_model(dense.model, download=dense.download)
     markers = dense.markers or ref.markers
     query_len, passage_len = lengths(ref, dense)
