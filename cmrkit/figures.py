@@ -46,3 +46,38 @@ def save_figure(fig, path: str | os.PathLike, fmt: str | None = None) -> None:
     with matplotlib.rc_context({"svg.hashsalt": "cmrkit", "pdf.fonttype": 42}):
         fig.savefig(path, format=fmt, dpi=DPI, metadata=_METADATA[fmt])
     plt.close(fig)
+
+
+def plot_training(
+    log: dict, path: str | os.PathLike, measures: tuple[str, ...], dev_label: str = "dev"
+) -> None:
+    """A training log's loss per step and its dev ``measures`` per epoch, as a PNG.
+
+    ``log`` holds ``loss`` ({"step", "loss"} rows) and ``epochs`` ({"epoch", "dev": {...}} rows),
+    as `train dense` and `train reader` keep it.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    with_dev = [e for e in log["epochs"] if "dev" in e]
+    fig, axes = plt.subplots(1, 2 if with_dev else 1, figsize=(10 if with_dev else 5, 3.5))
+    axes = np.atleast_1d(axes)
+    axes[0].plot([x["step"] for x in log["loss"]], [x["loss"] for x in log["loss"]], lw=1)
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel("training loss")
+    if with_dev:
+        for name in measures:
+            axes[1].plot(
+                [e["epoch"] for e in with_dev],
+                [e["dev"][name] for e in with_dev],
+                marker="o",
+                label=name,
+            )
+        axes[1].set_xlabel("epoch")
+        axes[1].set_ylabel(dev_label)
+        axes[1].legend()
+    fig.tight_layout()
+    save_figure(fig, path, "png")

@@ -617,29 +617,6 @@ def train_reader(
 
 def _plot(log: dict[str, Any], path: Path) -> None:
     """The loss per step and the dev measures per epoch, as a PNG."""
-    import matplotlib
+    from cmrkit.figures import plot_training
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    with_dev = [e for e in log["epochs"] if "dev" in e]
-    fig, axes = plt.subplots(1, 2 if with_dev else 1, figsize=(10 if with_dev else 5, 3.5))
-    axes = np.atleast_1d(axes)
-    axes[0].plot([x["step"] for x in log["loss"]], [x["loss"] for x in log["loss"]], lw=1)
-    axes[0].set_xlabel("step")
-    axes[0].set_ylabel("training loss")
-    if with_dev:
-        for name in DEV_MEASURES:
-            axes[1].plot(
-                [e["epoch"] for e in with_dev],
-                [e["dev"][name] for e in with_dev],
-                marker="o",
-                label=name,
-            )
-        axes[1].set_xlabel("epoch")
-        axes[1].set_ylabel("dev (reranked)")
-        axes[1].legend()
-    fig.tight_layout()
-    from cmrkit.figures import save_figure
-
-    save_figure(fig, path, "png")
+    plot_training(log, path, DEV_MEASURES, "dev (reranked)")
