@@ -413,3 +413,75 @@ def test_bad_inputs_exit_2_and_write_nothing(trained, cli):
     )
     assert res.exit_code == 2 and "not 'train'" in res.output, res.output
     assert not (root / "m-x").exists()
+
+
+def test_interpolation_with_the_first_stage(trained, cli):
+    """Weight 0 is the reader alone; weight W gives z(reader) + W * z(first stage) over each
+    query's reranked units; a huge weight keeps the first stage's order; the trained reader
+    records a weight tuned on its dev split, used when --interpolation is not given."""
+    import numpy as np
+
+    from cmrkit.retrieval.reader.model import resolve_reader
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+    from cmrkit.trec import read_run
+
+    root, coll, train = trained
+    model = root / "models" / "rerank-model"
+    if not model.exists():
+        train(model, select="cls")
+    recorded = resolve_reader(model).metadata["interpolation"]
+    assert recorded["how"].startswith("tuned on dev split 'test'")
+    log = json.loads((model / "cmrkit-train.json").read_text(encoding="utf-8"))
+    assert recorded["weight"] in [float(w) for w in log["interpolation"]["dev"]]
+    run_in = write_candidates(root, coll, "test", TEST)
+    first = read_run(run_in)
+
+    def rerank(name: str, weight: float | None):
+        return run_rerank(
+            run_in,
+            model,
+            options=RerankOptions(depth=5, batch_size=4, device="cpu", interpolation=weight),
+            name=name,
+            runs_dir=root / "runs",
+        )
+
+    alone = rerank("w0", 0.0)
+    mixed = rerank("w05", 0.5)
+    huge = rerank("wbig", 1e6)
+    default = rerank("wdef", None)
+    assert alone.sidecar["interpolation"]["weight"] == 0.0
+    assert default.sidecar["interpolation"]["weight"] == recorded["weight"]
+    assert default.sidecar["interpolation"]["from"] == "the reader"
+
+    def z(v):
+        v = np.asarray(v, dtype=np.float64)
+        return (v - v.mean()) / v.std()
+
+    for q in TEST:
+        top = [d for d, _ in alone.run[q]][:5]
+        reader = dict(alone.run[q])
+        expected = z([reader[d] for d in top]) + 0.5 * z([first[q][d] for d in top])
+        got = dict(mixed.run[q])
+        assert np.allclose([got[d] for d in top], expected, atol=1e-3)
+        assert sorted(d for d, _ in mixed.run[q][:5]) == sorted(top)
+        # a huge weight: the input run's order among the reranked units
+        by_input = sorted(top, key=lambda d: -first[q][d])
+        assert [d for d, _ in huge.run[q][:5]] == by_input
+        assert [d for d, _ in huge.run[q][5:]] == [d for d, _ in alone.run[q][5:]]
+    res = cli(
+        "run",
+        "rerank",
+        run_in,
+        "--model",
+        model,
+        "--runs-dir",
+        root / "runs",
+        "--device",
+        "cpu",
+        "--interpolation",
+        "-1",
+        "--name",
+        "neg",
+    )
+    assert res.exit_code == 2 and "--interpolation must be" in res.output, res.output
+    assert not (root / "runs" / coll.name / "neg.test.trec").exists()

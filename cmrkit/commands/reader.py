@@ -87,6 +87,12 @@ def train_reader_command(
     seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
     dev_depth: int = typer.Option(20, "--dev-depth", help="Dev candidates reranked."),
     dev_queries: int = typer.Option(50, "--dev-queries", help="Dev queries reranked."),
+    interpolation: float | None = typer.Option(
+        None,
+        "--interpolation",
+        help="Weight W recorded for `run rerank` (run score = z(reader) + W * z(first stage)); "
+        "0: the reader alone [default: tuned on the dev split's last reranking, else 1.0].",
+    ),
     markers: str | None = MARKERS,
     device: str = DEVICE,
     qrels_dir: Path | None = typer.Option(
@@ -141,6 +147,7 @@ def train_reader_command(
         candidates=candidates,
         dev_depth=dev_depth,
         dev_queries=dev_queries,
+        interpolation=interpolation,
     )
     result = train(
         collection,
@@ -196,6 +203,12 @@ def rerank_command(
     markers: str | None = typer.Option(
         None, "--markers", help="Must equal the reader's training markers when given."
     ),
+    interpolation: float | None = typer.Option(
+        None,
+        "--interpolation",
+        help="Run score = z(reader) + W * z(input run score) over each query's reranked units; "
+        "0: the reader alone [default: the weight the reader records].",
+    ),
     device: str = DEVICE,
     runs_dir: Path = RUNS,
     force: bool = FORCE,
@@ -223,6 +236,7 @@ def rerank_command(
         stride=stride,
         max_span=max_span,
         markers=parse_markers(markers),
+        interpolation=interpolation,
     )
     result = run_rerank(
         run,

@@ -40,7 +40,9 @@ NORMS = ("minmax", "zscore")
 RRF_K = 60
 
 
-def _normalise(docs: list[tuple[str, float]], norm: str) -> dict[str, float]:
+def normalise(docs: list[tuple[str, float]], norm: str) -> dict[str, float]:
+    """Scores of one query's ``(docno, score)`` list, ``minmax`` ((s - min) / (max - min), 1 when
+    all are equal) or ``zscore`` (population standard deviation, 0 when all are equal)."""
     scores = [s for _, s in docs]
     if norm == "minmax":
         lo, hi = min(scores), max(scores)
@@ -103,7 +105,7 @@ def fuse(
             if method == "rrf":
                 contrib = {d: weight / (rrf_k + rank) for rank, (d, _) in enumerate(docs, 1)}
             else:
-                contrib = {d: weight * s for d, s in _normalise(docs, norm).items()}
+                contrib = {d: weight * s for d, s in normalise(docs, norm).items()}
             for d, value in contrib.items():
                 total[d] = total.get(d, 0.0) + value
                 hits[d] = hits.get(d, 0) + 1

@@ -68,8 +68,16 @@ class RerankOptions:
     stride: int | None = None
     max_span: int | None = None
     markers: tuple[str, str] | None = None
+    interpolation: float | None = None  # None: the reader's own weight
 
     def check(self) -> None:
+        if self.interpolation is not None and not (
+            math.isfinite(self.interpolation) and self.interpolation >= 0
+        ):
+            raise CmrkitError(
+                f"--interpolation must be a number >= 0 (0: the reader alone), got "
+                f"{self.interpolation}"
+            )
         if self.depth < 1:
             raise CmrkitError(f"--depth must be at least 1, got {self.depth}")
         if self.batch_size < 1:
@@ -88,6 +96,29 @@ class Scored:
     start: int  # answer span, characters of the unit, end exclusive
     end: int
     span_score: float
+
+
+def reader_weight(metadata: dict[str, Any]) -> float:
+    """The interpolation weight a reader folder records (0, the reader alone, when none)."""
+    found = metadata.get("interpolation")
+    if isinstance(found, dict) and isinstance(found.get("weight"), int | float):
+        return float(found["weight"])
+    return 0.0
+
+
+def interpolate(reader: Sequence[float], first: Sequence[float], weight: float) -> np.ndarray:
+    """One query's final scores: z(reader) + weight * z(first stage), each z-scored over the
+    reranked units (population standard deviation; 0 when all are equal). Weight 0 keeps the
+    reader's own scores."""
+    from cmrkit.retrieval.fusion import normalise
+
+    values = np.asarray(reader, dtype=np.float64)
+    if weight == 0 or not len(values):
+        return values
+    keys = [str(i) for i in range(len(values))]
+    zr = normalise(list(zip(keys, values.tolist(), strict=True)), "zscore")
+    zf = normalise(list(zip(keys, [float(x) for x in first], strict=True)), "zscore")
+    return np.array([zr[k] + weight * zf[k] for k in keys], dtype=np.float64)
 
 
 def spans_path(run_path: Path) -> Path:
@@ -252,6 +283,7 @@ def run_rerank(
             path=ref.path,
         )
     params = ref.metadata["parameters"]
+    weight = opts.interpolation if opts.interpolation is not None else reader_weight(ref.metadata)
     stride = opts.stride or int(params["stride"])
     max_span = opts.max_span or int(params["max_span"])
     sidecar_in = _read_sidecar(run_path_in)
@@ -280,6 +312,7 @@ def run_rerank(
         "query_max_length": int(params["query_max_length"]),
         "stride": stride,
         "max_span": max_span,
+        "interpolation": weight,
         "input_run_sha256": sha256_file(run_path_in),
     }
     spec = RunSpec.for_collection(
@@ -323,7 +356,10 @@ def run_rerank(
         for qid in sorted(ranking):
             docs = heads[qid]
             verdicts = [scored[(qid, d)] for d in docs]
-            values = written_scores(np.array([v.score for v in verdicts], dtype=np.float32))
+            final = interpolate(
+                [v.score for v in verdicts], [ranking[qid][d] for d in docs], weight
+            )
+            values = written_scores(final.astype(np.float32))
             top = ranked({d: float(s) for d, s in zip(docs, values.tolist(), strict=True)})
             by_doc = dict(zip(docs, verdicts, strict=True))
             floor = math.floor(min((s for _, s in top), default=0.0))
@@ -346,7 +382,8 @@ def run_rerank(
                 )
         from cmrkit.retrieval.dense.store import versions
 
-        tag = f"{name}:depth={opts.depth}".replace(" ", "_")
+        tag = f"{name}:depth={opts.depth}" + (f":w={weight:g}" if weight else "")
+        tag = tag.replace(" ", "_")
         sidecar = {
             "spans": str(out_spans),
             "input_run": {
@@ -362,6 +399,13 @@ def run_rerank(
             },
             "device": device,
             "batch_size": opts.batch_size,
+            "interpolation": {
+                "weight": weight,
+                "score": "the reader's selection score"
+                if weight == 0
+                else "z(reader) + weight * z(input run), z-scores over each query's reranked units",
+                "from": "--interpolation" if opts.interpolation is not None else "the reader",
+            },
             "ranking": {
                 "own_unit_removed": True,
                 "own_document_removed": any(t.exclude_doc for t in topics),

@@ -22,6 +22,7 @@ the heads at ``head_lr``, linear warm-up then decay, gradient norm clipped at 1.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -48,6 +49,8 @@ from cmrkit.retrieval.runfile import own_document_units, topics_sha256
 TRAIN_LOG = "cmrkit-train.json"
 PLOT = "loss.png"
 DEV_MEASURES = ("RR@10", "AP@10", "R@10")
+DEFAULT_INTERPOLATION = 1.0  # used when no dev split tunes it (see docs/dense.md)
+WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class ReaderTrainOptions:
     candidates: Path | None = None
     dev_depth: int = 20
     dev_queries: int = 100
+    interpolation: float | None = None  # None: tuned on the dev split, else the default
 
     def check(self) -> None:
         from cmrkit.retrieval.reader.model import SELECTS
@@ -106,6 +110,13 @@ class ReaderTrainOptions:
             raise CmrkitError("--lr and --head-lr must be above 0")
         if not 0 <= self.warmup < 1:
             raise CmrkitError(f"--warmup must lie in [0, 1), got {self.warmup}")
+        if self.interpolation is not None and not (
+            math.isfinite(self.interpolation) and self.interpolation >= 0
+        ):
+            raise CmrkitError(
+                f"--interpolation must be a number >= 0 (0: the reader alone), got "
+                f"{self.interpolation}"
+            )
         if not 0 <= self.dropout < 1:
             raise CmrkitError(f"--dropout must lie in [0, 1), got {self.dropout}")
 
@@ -285,7 +296,7 @@ def _no_decay(name: str) -> bool:
     return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
 
 
-def _dev_measures(
+def _dev_scores(
     net: Any,
     tokenizer: Any,
     lay: Any,
@@ -297,10 +308,10 @@ def _dev_measures(
     texts: dict[str, str],
     device: str,
     qrels_dir: Path | None,
-) -> dict[str, float]:
-    """RR@10, AP@10, R@10 of the candidates' top ``dev_depth`` reranked by the current reader
-    (the first ``dev_queries`` judged queries of the dev split, by qid)."""
-    from cmrkit.evaluation.ranking import evaluate
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]], dict[str, Any]]:
+    """The current reader's scores of the candidates' top ``dev_depth`` (the first
+    ``dev_queries`` judged queries of the dev split, by qid), the candidates' own scores of the
+    same units, and the judgments of those queries."""
     from cmrkit.retrieval.reader.features import passage_tokens, query_windows
     from cmrkit.retrieval.reader.rerank import score_pairs
     from cmrkit.trec import ranked, read_qrels, read_run
@@ -336,12 +347,44 @@ def _dev_measures(
         batch_size=32,
         device=device,
     )
-    result_run: dict[str, dict[str, float]] = {t.qid: {} for t in topics}
+    reader: dict[str, dict[str, float]] = {t.qid: {} for t in topics}
     for (qi, pi), s in zip(pairs, scored, strict=True):
-        result_run[topics[qi].qid][docnos[pi]] = round(s.score, 6)
-    judged = {t.qid: qrels[t.qid] for t in topics}
-    result = evaluate(result_run, judged, list(DEV_MEASURES), all_queries=True)
+        reader[topics[qi].qid][docnos[pi]] = round(s.score, 6)
+    first = {
+        t.qid: {d: float(run[t.qid][d]) for d in h} for t, h in zip(topics, heads, strict=True)
+    }
+    return reader, first, {t.qid: qrels[t.qid] for t in topics}
+
+
+def _measures(
+    reader: dict[str, dict[str, float]],
+    first: dict[str, dict[str, float]],
+    judged: dict[str, Any],
+    weight: float,
+) -> dict[str, float]:
+    """RR@10, AP@10, R@10 of the dev rankings at interpolation ``weight``."""
+    from cmrkit.evaluation.ranking import evaluate
+    from cmrkit.retrieval.reader.rerank import interpolate
+
+    run: dict[str, dict[str, float]] = {}
+    for qid, scores in reader.items():
+        docs = sorted(scores)
+        final = interpolate([scores[d] for d in docs], [first[qid][d] for d in docs], weight)
+        run[qid] = {d: round(float(v), 6) for d, v in zip(docs, final.tolist(), strict=True)}
+    result = evaluate(run, judged, list(DEV_MEASURES), all_queries=True)
     return {m: round(float(result.aggregate[m]), 6) for m in DEV_MEASURES}
+
+
+def tune_weight(
+    reader: dict[str, dict[str, float]],
+    first: dict[str, dict[str, float]],
+    judged: dict[str, Any],
+) -> tuple[float, dict[str, dict[str, float]]]:
+    """The weight of ``WEIGHT_GRID`` with the best dev RR@10 (then AP@10; ties: the smaller
+    weight), and the measures at every weight."""
+    table = {f"{w:g}": _measures(reader, first, judged, w) for w in WEIGHT_GRID}
+    best = max(WEIGHT_GRID, key=lambda w: (table[f"{w:g}"]["RR@10"], table[f"{w:g}"]["AP@10"], -w))
+    return best, table
 
 
 def train_reader(
@@ -481,13 +524,16 @@ def train_reader(
 
     log: dict[str, Any] = {"loss": [], "epochs": []}
     eval_dev = None
+    dev_scored: list[Any] = []
     if dev_split is not None and dev_run is not None:
         dev_texts = data.texts
 
         def eval_dev() -> dict[str, float]:
-            return _dev_measures(
+            scored = _dev_scores(
                 net, tokenizer, lay, coll, dev_split, markers, opts, dev_run, dev_texts, dev, qdir
             )
+            dev_scored[:] = [scored]
+            return _measures(*scored, 0.0)
 
         t0 = time.perf_counter()
         log["epochs"].append({"epoch": 0, "dev": eval_dev()})
@@ -566,6 +612,18 @@ def train_reader(
                 shown = " ".join(f"{k} {v:.4f}" for k, v in entry.get("dev", {}).items())
                 console.print(f"epoch {epoch}: mean loss {entry['mean_loss']:.4f} {shown}")
     timings["train"] = round(time.perf_counter() - t_train, 3)
+    if opts.interpolation is not None:
+        interpolation: dict[str, Any] = {"weight": opts.interpolation, "how": "--interpolation"}
+    elif dev_scored and step > 0:
+        weight, table = tune_weight(*dev_scored[0])
+        interpolation = {
+            "weight": weight,
+            "how": f"tuned on dev split {dev_split!r} (best RR@10 of the last dev reranking)",
+            "dev": table,
+        }
+        log["interpolation"] = interpolation
+    else:
+        interpolation = {"weight": DEFAULT_INTERPOLATION, "how": "the default (no dev split)"}
     timings["steps_per_second"] = round(step / max(timings["train"], 1e-9), 4)
     timings["sequences_per_second"] = round(n_sequences / max(timings["train"], 1e-9), 3)
 
@@ -590,6 +648,7 @@ def train_reader(
             **{k: v for k, v in data.hashes.items() if k != "candidates_run"},
         },
         "parameters": params,
+        "interpolation": {k: v for k, v in interpolation.items() if k != "dev"},
     }
     log_out = {
         "command": argv,
