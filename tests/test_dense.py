@@ -465,7 +465,15 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_model(ws, ca
     assert "warning: the model was trained with markers '<S>' '</S>'" in err
     assert "[yellow]" not in err and "[/]" not in err
     assert other.sidecar["warnings"][0]["qid"] == "*"
-    with pytest.raises(CmrkitError, match="already exists"):
+    # the same data, options and seed again: up to date (the plot asked for now is drawn)
+    (out / "loss.png").unlink()
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    kept = train(out, plot=True)
+    assert kept.up_to_date and kept.log["loss"] == result.log["loss"]
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.name != "loss.png"} == before
+    assert (out / "loss.png").stat().st_size > 0
+    # another option: refused before any data is read, naming the option
+    with pytest.raises(CmrkitError, match=r"trained otherwise \(parameters.batch_size: 2 here"):
         train_dense(coll, out, train=TrainOptions(train_split="train"), progress=False)
 
 

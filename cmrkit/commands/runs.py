@@ -144,6 +144,25 @@ def report_run(result) -> None:
         )
 
 
+def report_training(result, detail: str = "", rate: str = "") -> None:
+    """One line for a model trained (or found up to date): ``detail`` after the steps, ``rate``
+    before the mean loss."""
+    if result.up_to_date:
+        out.print(
+            f"{result.path} is up to date (same base model, data, options and seed); "
+            "--force trains it again",
+            markup=False,
+        )
+        return
+    last = result.log["epochs"][-1] if result.log["epochs"] else {}
+    dev = last.get("dev")
+    shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
+    out.print(
+        f"trained {result.metadata['parameters']['steps']} steps{detail} "
+        f"({rate}mean loss {last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"
+    )
+
+
 COLLECTION_ARG = typer.Argument(
     DEFAULT_COLLECTION, help="Collection folder (holds corpus.jsonl.gz and index/)."
 )
@@ -180,6 +199,17 @@ ADDRESS = typer.Option(
 WORKERS = typer.Option(
     None, "--workers", help="Ray: tasks at once [default: the cluster's CPUs].", min=1
 )
+
+# the options `train dense` and `train reader` share
+TRAIN_SPLIT = typer.Option("train", "--train-split", help="Split to train on.")
+WEIGHT_DECAY = typer.Option(0.01, "--weight-decay", help="AdamW weight decay.")
+WARMUP = typer.Option(0.1, "--warmup", help="Share of steps warming up.")
+MAX_STEPS = typer.Option(None, "--max-steps", help="Stop after N steps.")
+SEED = typer.Option(13, "--seed", help="Seed for sampling, shuffling, dropout.")
+QRELS_DIR = typer.Option(
+    None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
+)
+PLOT = typer.Option(False, "--plot", help="Also write loss.png in the folder.")
 
 # the options every Lucene run command shares, in the order `--help` and the rerunnable command
 # list them: (type, declaration)

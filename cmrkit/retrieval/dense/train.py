@@ -19,15 +19,13 @@ same weights on CPU.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from cmrkit.collection.layout import (
     Topic,
@@ -39,7 +37,7 @@ from cmrkit.collection.layout import (
     training_splits,
 )
 from cmrkit.errors import CmrkitError, check_range
-from cmrkit.fileio import StagedOutputs, as_os_error, sha256_file, usual_modes
+from cmrkit.fileio import as_os_error, sha256_file
 from cmrkit.retrieval.dense.models import (
     METADATA,
     METADATA_FORMAT,
@@ -54,9 +52,19 @@ from cmrkit.retrieval.dense.models import (
 from cmrkit.retrieval.dense.options import DenseOptions
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
+from cmrkit.retrieval.training import (
+    PLOT,
+    TRAIN_LOG,
+    ModelFolder,
+    adamw,
+    linear_schedule,
+    options_record,
+    seed_all,
+    total_steps,
+    train_epochs,
+    write_json,
+)
 
-TRAIN_LOG = "cmrkit-train.json"
-PLOT = "loss.png"
 DEV_MEASURES = ("RR@10", "AP@10", "R@10", "R@100")
 
 
@@ -109,6 +117,7 @@ class TrainResult:
     path: Path
     metadata: dict[str, Any]
     log: dict[str, Any] = field(default_factory=dict)
+    up_to_date: bool = False  # the folder held this model already (same data, options, seed)
 
 
 @dataclass
@@ -204,10 +213,6 @@ def _examples(data: _Data, opts: TrainOptions, rng: random.Random) -> list[tuple
     return out
 
 
-def _no_decay(name: str) -> bool:
-    return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
-
-
 def _dev_measures(
     encoders: Any,
     coll: Path,
@@ -278,20 +283,21 @@ def train_dense(
     out = Path(output)
     # the output is claimed now, as the run commands do: a second training writing the same
     # folder fails at once naming this one, instead of both training and one model being lost
-    staged = StagedOutputs([out], force=force)
+    encoders = ["modules.json"] + ([] if opts.shared_encoder else [f"{QUERY_ENCODER}/modules.json"])
+    folder = ModelFolder(out, metadata=METADATA, files=encoders, force=force)
     try:
+        folder.check_options(options_record(opts), derived=("dev_split", "scale"))
         return _train(
-            coll, out, staged, dense, opts, run_options, qrels_dir, plot, progress, argv, started
+            coll, out, folder, dense, opts, run_options, qrels_dir, plot, progress, argv, started
         )
-    except BaseException:
-        staged.abort()
-        raise
+    finally:
+        folder.abort()
 
 
 def _train(
     coll: Path,
     out: Path,
-    staged: StagedOutputs,
+    folder: ModelFolder,
     dense: DenseOptions,
     opts: TrainOptions,
     run_options: RunOptions | None,
@@ -305,7 +311,6 @@ def _train(
 
     import torch
 
-    from cmrkit.console import console, progress_bar
     from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
 
     qdir = Path(qrels_dir) if qrels_dir is not None else None
@@ -322,9 +327,7 @@ def _train(
             f"no query of split {opts.train_split!r} has a positive unit in the corpus"
         )
 
-    random.seed(opts.seed)
-    np.random.seed(opts.seed)
-    torch.manual_seed(opts.seed)
+    seed_all(opts.seed)
     device = resolve_device(dense.device)
     passage = load_sentence_transformer(ref.path, device)
     query = passage if opts.shared_encoder else copy.deepcopy(passage)
@@ -336,25 +339,42 @@ def _train(
 
     rng = random.Random(opts.seed)
     epochs = [_examples(data, opts, rng) for _ in range(opts.epochs)]
-    steps_per_epoch = [(len(e) + opts.batch_size - 1) // opts.batch_size for e in epochs]
-    total_steps = sum(steps_per_epoch)
-    if opts.max_steps is not None:
-        total_steps = min(total_steps, opts.max_steps)
+    steps = total_steps(epochs, opts.batch_size, opts.max_steps)
+
+    def metadata(steps: int) -> dict[str, Any]:
+        params = {
+            **options_record(opts),
+            "dev_split": dev_split,
+            "scale": scale,
+            "query_max_length": query_len,
+            "passage_max_length": passage_len,
+            "steps": steps,
+            "device": device,
+        }
+        return {
+            "format": METADATA_FORMAT,
+            "markers": list(markers),
+            "base_model": {**ref.identity(), "tag": ref.tag},
+            "shared_encoder": opts.shared_encoder,
+            "data": {
+                "collection": str(coll),
+                "train_split": opts.train_split,
+                "n_queries": sum(1 for p in data.positives if p),
+                "n_examples": sum(len(e) for e in epochs),
+                **{k: v for k, v in data.hashes.items() if k != "negatives_run"},
+            },
+            "parameters": params,
+        }
+
+    kept = folder.kept(metadata(steps), varying=["data.collection"])
+    if kept is not None:
+        if plot:
+            folder.plot(kept, _plot)
+        return TrainResult(out, metadata(steps), kept, up_to_date=True)
     modules = [passage] if opts.shared_encoder else [query, passage]
     named = [(n, p) for m in modules for n, p in m.named_parameters() if p.requires_grad]
-    groups = [
-        {"params": [p for n, p in named if not _no_decay(n)], "weight_decay": opts.weight_decay},
-        {"params": [p for n, p in named if _no_decay(n)], "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=opts.learning_rate)
-    warmup = int(round(opts.warmup * total_steps))
-
-    def schedule(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    optimizer = adamw([(named, opts.learning_rate)], opts.weight_decay)
+    scheduler = linear_schedule(optimizer, opts.warmup, steps)
     qtok = query.tokenizer
     ptok = passage.tokenizer
     query_tokens = query_ids(
@@ -380,105 +400,53 @@ def _train(
             encoders, coll, split, markers, query_len, passage_len, dense.batch_size, qdir
         )
 
-    log: dict[str, Any] = {"loss": [], "epochs": []}
-    if dev_split is not None:
-        t0 = time.perf_counter()
-        log["epochs"].append(
-            {
-                "epoch": 0,
-                "dev": dev_measures(dev_split),
-            }
-        )
-        timings["dev"] = round(time.perf_counter() - t0, 3)
-    step = 0
-    t_train = time.perf_counter()
-    with progress_bar(progress, f"training on {coll.name} {opts.train_split}") as bar:
-        task = bar.add_task("steps", total=total_steps)
-        for epoch, examples in enumerate(epochs, 1):
-            if step >= total_steps:
-                break
-            for module in modules:
-                module.train()
-            losses = []
-            for b in range(0, len(examples), opts.batch_size):
-                if step >= total_steps:
-                    break
-                batch = examples[b : b + opts.batch_size]
-                columns: list[str] = []
-                where: dict[str, int] = {}
-                for _, p, n in batch:
-                    for d in (p, n):
-                        if d not in where:
-                            where[d] = len(columns)
-                            columns.append(d)
-                target = torch.tensor([where[p] for _, p, _ in batch], device=device)
-                mask = torch.zeros((len(batch), len(columns)), dtype=torch.bool, device=device)
-                for row, (i, p, _) in enumerate(batch):
-                    for d, col in where.items():
-                        if d != p and (d in data.relevant[i] or d in data.banned[i]):
-                            mask[row, col] = True
-                qf = collate(query, [query_tokens[i] for i, _, _ in batch])
-                pf = collate(passage, passage_tokens(columns))
-                qv = query(qf)["sentence_embedding"]
-                pv = passage(pf)["sentence_embedding"]
-                scores = (qv @ pv.T) * scale
-                scores = scores.masked_fill(mask, float("-inf"))
-                loss = torch.nn.functional.cross_entropy(scores, target)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
-                optimizer.step()
-                scheduler.step()
-                step += 1
-                value = round(float(loss.detach()), 6)
-                losses.append(value)
-                log["loss"].append({"step": step, "epoch": epoch, "loss": value})
-                bar.advance(task, 1)
-            entry: dict[str, Any] = {
-                "epoch": epoch,
-                "steps": len(losses),
-                "mean_loss": round(sum(losses) / max(1, len(losses)), 6),
-            }
-            if dev_split is not None:
-                entry["dev"] = dev_measures(dev_split)
-            log["epochs"].append(entry)
-            if progress:
-                dev = entry.get("dev")
-                shown = " ".join(f"{k} {v:.4f}" for k, v in dev.items()) if dev else ""
-                console.print(f"epoch {epoch}: mean loss {entry['mean_loss']:.4f} {shown}")
-    timings["train"] = round(time.perf_counter() - t_train, 3)
-    timings["steps_per_second"] = round(step / max(timings["train"], 1e-9), 4)
+    def batch_loss(batch: Sequence[tuple[int, str, str]]) -> Any:
+        columns: list[str] = []
+        where: dict[str, int] = {}
+        for _, p, n in batch:
+            for d in (p, n):
+                if d not in where:
+                    where[d] = len(columns)
+                    columns.append(d)
+        target = torch.tensor([where[p] for _, p, _ in batch], device=device)
+        mask = torch.zeros((len(batch), len(columns)), dtype=torch.bool, device=device)
+        for row, (i, p, _) in enumerate(batch):
+            for d, col in where.items():
+                if d != p and (d in data.relevant[i] or d in data.banned[i]):
+                    mask[row, col] = True
+        qf = collate(query, [query_tokens[i] for i, _, _ in batch])
+        pf = collate(passage, passage_tokens(columns))
+        qv = query(qf)["sentence_embedding"]
+        pv = passage(pf)["sentence_embedding"]
+        scores = (qv @ pv.T) * scale
+        scores = scores.masked_fill(mask, float("-inf"))
+        return torch.nn.functional.cross_entropy(scores, target)
 
-    params = {
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
-        "dev_split": dev_split,
-        "scale": scale,
-        "query_max_length": query_len,
-        "passage_max_length": passage_len,
-        "steps": step,
-        "device": device,
-    }
-    metadata = {
-        "format": METADATA_FORMAT,
-        "markers": list(markers),
-        "base_model": {**ref.identity(), "tag": ref.tag},
-        "shared_encoder": opts.shared_encoder,
-        "data": {
-            "collection": str(coll),
-            "train_split": opts.train_split,
-            "n_queries": sum(1 for p in data.positives if p),
-            "n_examples": sum(len(e) for e in epochs),
-            **{k: v for k, v in data.hashes.items() if k != "negatives_run"},
-        },
-        "parameters": params,
-    }
+    def train_mode() -> None:
+        for module in modules:
+            module.train()
+
+    log, step = train_epochs(
+        epochs,
+        batch_size=opts.batch_size,
+        steps=steps,
+        batch_loss=batch_loss,
+        train_mode=train_mode,
+        parameters=[p for _, p in named],
+        optimizer=optimizer,
+        scheduler=scheduler,
+        eval_dev=(lambda: dev_measures(dev_split)) if dev_split is not None else None,
+        timings=timings,
+        progress=progress,
+        label=f"training on {coll.name} {opts.train_split}",
+    )
     log_out = {
         "command": argv,
         "negatives_run": data.hashes["negatives_run"],
         **log,
         "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
     }
-    target = staged.path(out)
+    target = folder.target()
     try:
         passage.save(str(target), create_model_card=False)
         if not opts.shared_encoder:
@@ -488,17 +456,13 @@ def _train(
         if found is not None:
             raise found from None
         raise
-    (target / METADATA).write_text(
-        json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
-    (target / TRAIN_LOG).write_text(
-        json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    trained = metadata(step)
+    write_json(target / METADATA, trained)
+    write_json(target / TRAIN_LOG, log_out)
     if plot:
         _plot(log_out, target / PLOT)
-    usual_modes(target)  # safetensors writes its weights 0600
-    staged.commit()
-    return TrainResult(out, metadata, log_out)
+    folder.commit()
+    return TrainResult(out, trained, log_out)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:

@@ -25,11 +25,10 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from cmrkit.collection.layout import (
     TOPICS,
@@ -42,12 +41,22 @@ from cmrkit.collection.layout import (
     training_splits,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, iter_jsonl, sha256_file, usual_modes
+from cmrkit.fileio import iter_jsonl, sha256_file
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units, topics_sha256
+from cmrkit.retrieval.training import (
+    PLOT,
+    TRAIN_LOG,
+    ModelFolder,
+    adamw,
+    linear_schedule,
+    options_record,
+    seed_all,
+    total_steps,
+    train_epochs,
+    write_json,
+)
 
-TRAIN_LOG = "cmrkit-train.json"
-PLOT = "loss.png"
 DEV_MEASURES = ("RR@10", "AP@10", "R@10")
 DEFAULT_INTERPOLATION = 1.0  # used when no dev split tunes it (see docs/dense.md)
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
@@ -126,6 +135,7 @@ class ReaderTrainResult:
     path: Path
     metadata: dict[str, Any]
     log: dict[str, Any] = field(default_factory=dict)
+    up_to_date: bool = False  # the folder held this reader already (same data, options, seed)
 
 
 @dataclass
@@ -292,10 +302,6 @@ def _groups(
     return out
 
 
-def _no_decay(name: str) -> bool:
-    return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
-
-
 def _dev_scores(
     net: Any,
     tokenizer: Any,
@@ -404,10 +410,59 @@ def train_reader(
 ) -> ReaderTrainResult:
     """Fine-tune a reader (base: any local Hugging Face encoder folder, default the offline
     MiniLM) on the train split of ``collection``; save it to ``output``."""
+    from cmrkit.retrieval.dense.models import quiet_hub
+    from cmrkit.retrieval.reader.model import ENCODER, HEADS, READER_METADATA
+
+    quiet_hub()
+    started = time.perf_counter()
+    opts = train or ReaderTrainOptions()
+    opts.check()
+    coll = collection_dir(collection)
+    out = Path(output)
+    # the output is claimed now, as the run commands do: a second training writing the same
+    # folder fails at once naming this one, instead of both training and one reader being lost
+    folder = ModelFolder(
+        out, metadata=READER_METADATA, files=[HEADS, f"{ENCODER}/config.json"], force=force
+    )
+    try:
+        folder.check_options(options_record(opts), derived=("dev_split",))
+        return _train(
+            coll,
+            out,
+            folder,
+            model,
+            markers,
+            device,
+            opts,
+            run_options,
+            qrels_dir,
+            plot,
+            progress,
+            argv,
+            started,
+        )
+    finally:
+        folder.abort()
+
+
+def _train(
+    coll: Path,
+    out: Path,
+    folder: ModelFolder,
+    model: str,
+    markers: tuple[str, str] | None,
+    device: str,
+    opts: ReaderTrainOptions,
+    run_options: RunOptions | None,
+    qrels_dir: str | Path | None,
+    plot: bool,
+    progress: bool,
+    argv: list[str] | None,
+    started: float,
+) -> ReaderTrainResult:
     import torch
 
-    from cmrkit.console import console, progress_bar
-    from cmrkit.retrieval.dense.models import quiet_hub, resolve_device, resolve_model
+    from cmrkit.retrieval.dense.models import resolve_device, resolve_model
     from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
     from cmrkit.retrieval.reader.features import (
         char_to_tokens,
@@ -427,14 +482,6 @@ def train_reader(
         save_reader,
     )
 
-    quiet_hub()
-    started = time.perf_counter()
-    opts = train or ReaderTrainOptions()
-    opts.check()
-    coll = collection_dir(collection)
-    out = Path(output)
-    if out.exists() and not force:
-        raise CmrkitError("already exists; pass --force to replace it", path=out)
     qdir = Path(qrels_dir) if qrels_dir is not None else None
     dev_split = training_splits(coll, opts.train_split, opts.dev_split, qdir)
     ref = resolve_model(model)
@@ -449,9 +496,7 @@ def train_reader(
     )
     timings: dict[str, float] = {"data": round(time.perf_counter() - t0, 3)}
 
-    random.seed(opts.seed)
-    np.random.seed(opts.seed)
-    torch.manual_seed(opts.seed)
+    seed_all(opts.seed)
     dev = resolve_device(device)
     encoder, tokenizer = load_encoder(ref.path)
     net = ReaderNet(encoder, opts.select, opts.dropout).to(dev)
@@ -473,34 +518,48 @@ def train_reader(
 
     rng = random.Random(opts.seed)
     epochs = [_groups(data, opts, rng) for _ in range(opts.epochs)]
-    steps_per_epoch = [(len(e) + opts.batch_size - 1) // opts.batch_size for e in epochs]
-    total_steps = sum(steps_per_epoch)
-    if opts.max_steps is not None:
-        total_steps = min(total_steps, opts.max_steps)
+    steps = total_steps(epochs, opts.batch_size, opts.max_steps)
+
+    def metadata(steps: int, sequences: int | None) -> dict[str, Any]:
+        params = {
+            **options_record(opts),
+            "dev_split": dev_split,
+            "steps": steps,
+            "sequences": sequences,
+            "device": dev,
+        }
+        return {
+            "format": READER_FORMAT,
+            "select": opts.select,
+            "markers": list(markers),
+            "base_model": {**ref.identity(), "tag": ref.tag},
+            "data": {
+                "collection": str(coll),
+                "train_split": opts.train_split,
+                "n_queries": len(data.topics),
+                "n_groups": sum(len(e) for e in epochs),
+                "skipped_queries": data.skipped,
+                **{k: v for k, v in data.hashes.items() if k != "candidates_run"},
+            },
+            "parameters": params,
+        }
+
+    # the sequences are counted while training: the same data, options and seed give the same
+    kept = folder.kept(
+        metadata(steps, None), varying=["data.collection", "parameters.sequences", "interpolation"]
+    )
+    if kept is not None:
+        if plot:
+            folder.plot(kept, _plot)
+        return ReaderTrainResult(out, metadata(steps, None), kept, up_to_date=True)
     named = [(n, p) for n, p in net.named_parameters() if p.requires_grad]
-    groups = []
-    for is_head in (False, True):
-        lr = opts.head_learning_rate if is_head else opts.learning_rate
-        mine = [(n, p) for n, p in named if n.startswith("encoder.") != is_head]
-        groups.append(
-            {
-                "params": [p for n, p in mine if not _no_decay(n)],
-                "weight_decay": opts.weight_decay,
-                "lr": lr,
-            }
-        )
-        groups.append(
-            {"params": [p for n, p in mine if _no_decay(n)], "weight_decay": 0.0, "lr": lr}
-        )
-    optimizer = torch.optim.AdamW(groups)
-    warmup = int(round(opts.warmup * total_steps))
-
-    def schedule(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    encoder_named = [(n, p) for n, p in named if n.startswith("encoder.")]
+    head_named = [(n, p) for n, p in named if not n.startswith("encoder.")]
+    optimizer = adamw(
+        [(encoder_named, opts.learning_rate), (head_named, opts.head_learning_rate)],
+        opts.weight_decay,
+    )
+    scheduler = linear_schedule(optimizer, opts.warmup, steps)
 
     def positive_item(i: int, docno: str, gold: tuple[int, int] | None) -> tuple[Any, Any]:
         p = ptok(docno)
@@ -522,7 +581,6 @@ def train_reader(
         starts = window_starts(len(p.ids), lay.passage_budget, opts.stride)
         return item(lay, qwin[i], p, pick.choice(starts))
 
-    log: dict[str, Any] = {"loss": [], "epochs": []}
     eval_dev = None
     dev_scored: list[Any] = []
     if dev_split is not None and dev_run is not None:
@@ -535,143 +593,95 @@ def train_reader(
             dev_scored[:] = [scored]
             return _measures(*scored, 0.0)
 
-        t0 = time.perf_counter()
-        log["epochs"].append({"epoch": 0, "dev": eval_dev()})
-        timings["dev"] = round(time.perf_counter() - t0, 3)
-    step = 0
     n_sequences = 0
     pick = random.Random(opts.seed + 1)
-    t_train = time.perf_counter()
     ce = torch.nn.functional.cross_entropy
-    with progress_bar(progress, f"training the reader on {coll.name} {opts.train_split}") as bar:
-        task = bar.add_task("steps", total=total_steps)
-        for epoch, examples in enumerate(epochs, 1):
-            if step >= total_steps:
-                break
-            net.train()
-            losses: list[float] = []
-            for b in range(0, len(examples), opts.batch_size):
-                if step >= total_steps:
-                    break
-                batch_groups = examples[b : b + opts.batch_size]
-                seqs: list[Any] = []
-                bounds: list[tuple[int, int]] = []
-                golds: list[tuple[int, tuple[int, int] | None]] = []
-                for i, (docno, gold), negs in batch_groups:
-                    lo = len(seqs)
-                    x, target = positive_item(i, docno, gold)
-                    seqs.append(x)
-                    golds.append((lo, target))
-                    seqs.extend(negative_item(i, d, pick) for d in negs)
-                    bounds.append((lo, len(seqs)))
-                n_sequences += len(seqs)
-                inputs = collate(seqs, lay, pad, dev)
-                hidden = net.hidden(inputs)
-                start, end = net.span_logits(hidden)
-                valid = passage_mask(seqs, hidden.shape[1], dev)
-                if opts.select == "cls":
-                    scores = net.cls_scores(hidden)
-                else:
-                    with torch.no_grad():
-                        spans, _ = best_spans(start.detach(), end.detach(), valid, opts.max_span)
-                    for row, target in golds:
-                        if target is not None:
-                            spans[row, 0], spans[row, 1] = target[0], target[1]
-                    query = torch.tensor([x.query_mention for x in seqs], device=dev)
-                    scores = net.coref_scores(hidden, query, spans)
-                target0 = torch.zeros(1, dtype=torch.long, device=dev)
-                loss = torch.stack([ce(scores[lo:hi][None], target0) for lo, hi in bounds]).mean()
-                with_span = [(row, t) for row, t in golds if t is not None]
-                if opts.spans and with_span:
-                    rows = torch.tensor([r for r, _ in with_span], device=dev)
-                    s_gold = torch.tensor([t[0] for _, t in with_span], device=dev)
-                    e_gold = torch.tensor([t[1] for _, t in with_span], device=dev)
-                    mask = ~valid[rows]
-                    s_log = start[rows].masked_fill(mask, -1e4)
-                    e_log = end[rows].masked_fill(mask, -1e4)
-                    loss = loss + (ce(s_log, s_gold) + ce(e_log, e_gold)) / 2
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
-                optimizer.step()
-                scheduler.step()
-                step += 1
-                value = round(float(loss.detach()), 6)
-                losses.append(value)
-                log["loss"].append({"step": step, "epoch": epoch, "loss": value})
-                bar.advance(task, 1)
-            entry: dict[str, Any] = {
-                "epoch": epoch,
-                "steps": len(losses),
-                "mean_loss": round(sum(losses) / max(1, len(losses)), 6),
-            }
-            if eval_dev is not None:
-                entry["dev"] = eval_dev()
-            log["epochs"].append(entry)
-            if progress:
-                shown = " ".join(f"{k} {v:.4f}" for k, v in entry.get("dev", {}).items())
-                console.print(f"epoch {epoch}: mean loss {entry['mean_loss']:.4f} {shown}")
-    timings["train"] = round(time.perf_counter() - t_train, 3)
-    if opts.interpolation is not None:
-        interpolation: dict[str, Any] = {"weight": opts.interpolation, "how": "--interpolation"}
-    elif dev_scored and step > 0:
-        weight, table = tune_weight(*dev_scored[0])
-        interpolation = {
-            "weight": weight,
-            "how": f"tuned on dev split {dev_split!r} (best RR@10 of the last dev reranking)",
-            "dev": table,
-        }
-        log["interpolation"] = interpolation
-    else:
-        interpolation = {"weight": DEFAULT_INTERPOLATION, "how": "the default (no dev split)"}
-    timings["steps_per_second"] = round(step / max(timings["train"], 1e-9), 4)
+
+    def batch_loss(batch_groups: Sequence[Any]) -> Any:
+        nonlocal n_sequences
+        seqs: list[Any] = []
+        bounds: list[tuple[int, int]] = []
+        golds: list[tuple[int, tuple[int, int] | None]] = []
+        for i, (docno, gold), negs in batch_groups:
+            lo = len(seqs)
+            x, target = positive_item(i, docno, gold)
+            seqs.append(x)
+            golds.append((lo, target))
+            seqs.extend(negative_item(i, d, pick) for d in negs)
+            bounds.append((lo, len(seqs)))
+        n_sequences += len(seqs)
+        inputs = collate(seqs, lay, pad, dev)
+        hidden = net.hidden(inputs)
+        start, end = net.span_logits(hidden)
+        valid = passage_mask(seqs, hidden.shape[1], dev)
+        if opts.select == "cls":
+            scores = net.cls_scores(hidden)
+        else:
+            with torch.no_grad():
+                spans, _ = best_spans(start.detach(), end.detach(), valid, opts.max_span)
+            for row, target in golds:
+                if target is not None:
+                    spans[row, 0], spans[row, 1] = target[0], target[1]
+            query = torch.tensor([x.query_mention for x in seqs], device=dev)
+            scores = net.coref_scores(hidden, query, spans)
+        target0 = torch.zeros(1, dtype=torch.long, device=dev)
+        loss = torch.stack([ce(scores[lo:hi][None], target0) for lo, hi in bounds]).mean()
+        with_span = [(row, t) for row, t in golds if t is not None]
+        if opts.spans and with_span:
+            rows = torch.tensor([r for r, _ in with_span], device=dev)
+            s_gold = torch.tensor([t[0] for _, t in with_span], device=dev)
+            e_gold = torch.tensor([t[1] for _, t in with_span], device=dev)
+            mask = ~valid[rows]
+            s_log = start[rows].masked_fill(mask, -1e4)
+            e_log = end[rows].masked_fill(mask, -1e4)
+            loss = loss + (ce(s_log, s_gold) + ce(e_log, e_gold)) / 2
+        return loss
+
+    log, step = train_epochs(
+        epochs,
+        batch_size=opts.batch_size,
+        steps=steps,
+        batch_loss=batch_loss,
+        train_mode=net.train,
+        parameters=[p for _, p in named],
+        optimizer=optimizer,
+        scheduler=scheduler,
+        eval_dev=eval_dev,
+        timings=timings,
+        progress=progress,
+        label=f"training the reader on {coll.name} {opts.train_split}",
+    )
     timings["sequences_per_second"] = round(n_sequences / max(timings["train"], 1e-9), 3)
 
-    params = {
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
-        "dev_split": dev_split,
-        "steps": step,
-        "sequences": n_sequences,
-        "device": dev,
-    }
-    metadata = {
-        "format": READER_FORMAT,
-        "select": opts.select,
-        "markers": list(markers),
-        "base_model": {**ref.identity(), "tag": ref.tag},
-        "data": {
-            "collection": str(coll),
-            "train_split": opts.train_split,
-            "n_queries": len(data.topics),
-            "n_groups": sum(len(e) for e in epochs),
-            "skipped_queries": data.skipped,
-            **{k: v for k, v in data.hashes.items() if k != "candidates_run"},
-        },
-        "parameters": params,
-        "interpolation": {k: v for k, v in interpolation.items() if k != "dev"},
-    }
+    trained = metadata(step, n_sequences)
+    if opts.interpolation is not None:
+        trained["interpolation"] = {"weight": opts.interpolation, "how": "--interpolation"}
+    elif dev_scored and step > 0:
+        weight, table = tune_weight(*dev_scored[0])
+        trained["interpolation"] = {
+            "weight": weight,
+            "how": f"tuned on dev split {dev_split!r} (best RR@10 of the last dev reranking)",
+        }
+        log["interpolation"] = {**trained["interpolation"], "dev": table}
+    else:
+        trained["interpolation"] = {
+            "weight": DEFAULT_INTERPOLATION,
+            "how": "the default (no dev split to tune it on)",
+        }
     log_out = {
         "command": argv,
         "candidates_run": data.hashes["candidates_run"],
         **log,
         "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
     }
-    staged = StagedOutputs([out], force=True)
-    try:
-        target = staged.path(out)
-        target.mkdir(parents=True, exist_ok=True)
-        save_reader(net, tokenizer, target, metadata)
-        (target / TRAIN_LOG).write_text(
-            json.dumps(log_out, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        if plot:
-            _plot(log_out, target / PLOT)
-        usual_modes(target)  # safetensors writes its weights 0600
-    except BaseException:
-        staged.abort()
-        raise
-    staged.commit()
-    return ReaderTrainResult(out, metadata, log_out)
+    target = folder.target()
+    target.mkdir(parents=True, exist_ok=True)
+    save_reader(net, tokenizer, target, trained)
+    write_json(target / TRAIN_LOG, log_out)
+    if plot:
+        _plot(log_out, target / PLOT)
+    folder.commit()
+    return ReaderTrainResult(out, trained, log_out)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
