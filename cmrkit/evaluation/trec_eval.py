@@ -1135,24 +1135,32 @@ class TrecResult:
         z = "Z" if self.zscores else ""
         lines: list[str] = []
         opts = self.options
-        if opts.query:
-            for qid in self.printed_queries:
-                values = self.per_query[qid]
-                k = 0
-                for col in self.columns:
-                    fam = col.family
-                    width = len(col.names)
-                    if fam.name == "runid":
-                        continue
-                    if fam.per_query:
-                        for name, v in zip(col.names, values[k : k + width], strict=True):
-                            if fam.name == "relstring":
-                                lines.append(f"{name:<22}\t{qid}\t'{v}'")
-                            elif fam.integer and not z:
-                                lines.append(f"{name:<22}\t{qid}\t{int(v)}")
-                            else:
-                                lines.append(f"{z}{name:<22}\t{qid}\t{_f(v)}")
-                    k += width
+        out = ""
+        if opts.query:  # built a value name at a time, then interleaved query by query
+            import itertools
+
+            qids = self.printed_queries
+            rows = [self.per_query[q] for q in qids]
+            parts: list[list[str]] = []
+            k = 0
+            for col in self.columns:
+                fam = col.family
+                if fam.name == "runid":
+                    continue
+                if fam.per_query:
+                    for j, name in enumerate(col.names):
+                        vals = [r[k + j] for r in rows]
+                        pairs = zip(qids, vals, strict=True)
+                        if fam.name == "relstring":
+                            parts.append([f"{name:<22}\t{q}\t'{v}'\n" for q, v in pairs])
+                        elif fam.integer and not z:
+                            parts.append([f"{name:<22}\t{q}\t{int(v)}\n" for q, v in pairs])
+                        elif any(v != v for v in vals):  # a NaN: printed with its sign
+                            parts.append([f"{z}{name:<22}\t{q}\t{_f(v)}\n" for q, v in pairs])
+                        else:
+                            parts.append([f"{z}{name:<22}\t{q}\t{v:6.4f}\n" for q, v in pairs])
+                k += len(col.names)
+            out = "".join(itertools.chain.from_iterable(zip(*parts, strict=True)))
         if opts.summary:
             k = 0
             for col in self.columns:
@@ -1168,7 +1176,7 @@ class TrecResult:
                         else:
                             lines.append(f"{z}{name:<22}\tall\t{_f(v)}")
                 k += width
-        return "".join(line + "\n" for line in lines)
+        return out + "".join(line + "\n" for line in lines)
 
 
 def _zscore(values: list, names: list[str], table: dict | None) -> list:
