@@ -507,13 +507,15 @@ def _parse_scores(mat, tokens_at) -> object | None:
     neg = mat[0] == 45
     for j in range(width):
         c = mat[j]
-        is_digit = (c >= 48) & (c <= 57)
+        d = c - np.uint8(48)  # a digit's value; 208.. for '\0', '-', '.' (wrapped)
+        is_digit = d < 10
         is_dot = c == 46
-        other = ~is_digit & ~is_dot & (c != 0)
+        other = ~(is_digit | is_dot | (c == 0))
         if j == 0:
             other &= ~neg
         odd |= other
-        mant = np.where(is_digit, mant * 10 + (c.astype(np.int64) - 48), mant)
+        np.multiply(mant, 10, out=mant, where=is_digit)
+        np.add(mant, d, out=mant, where=is_digit, casting="unsafe")
         digits += is_digit
         frac += is_digit & seen_dot
         dots += is_dot
