@@ -28,15 +28,25 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cmp_to_key
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import trec as defs
+from cmrkit.evaluation.trec_bulk import (
+    INFAP_EPSILON,
+    MIN_GEO_MEAN,
+    NONPOOL,
+    UNJUDGED,
+)
+from cmrkit.evaluation.trec_bulk import atol as _atol
+from cmrkit.evaluation.trec_bulk import block as _block
+from cmrkit.evaluation.trec_bulk import gain_map as _gmap
+from cmrkit.evaluation.trec_bulk import gains as _gain_table
+from cmrkit.evaluation.trec_bulk import ideal_seq as _ideal_seq
+from cmrkit.evaluation.trec_bulk import ideal_walk as _ideal_walk
+from cmrkit.evaluation.trec_bulk import levels as _levels
+from cmrkit.evaluation.trec_bulk import log2_discounts as _l2
+from cmrkit.evaluation.trec_bulk import values as _bulk_rows
 
-NONPOOL = -1  # RELVALUE_NONPOOL: retrieved, not in the qrels
-UNJUDGED = -2  # RELVALUE_UNJUDGED: in the qrels with a negative grade
-MIN_GEO_MEAN = 0.00001
-INFAP_EPSILON = 0.00001
 MISSING_ZSCORE = -1000000.0
 BOGUS_DOCNO = "ceci_nest_pas_un_docno"
 
@@ -393,19 +403,6 @@ def _np():
     return np
 
 
-def _l2(n: int):
-    """math.log2(i + 2) for i < n as a numpy array (libm's values, as C's log2)."""
-    if len(_L2) < n:
-        _L2.extend(math.log2(i + 2) for i in range(len(_L2), n))
-    cache = _L2_ARRAY
-    if len(cache[0]) < n:
-        cache[0] = _np().asarray(_L2)
-    return cache[0][:n]
-
-
-_L2_ARRAY: list = [[]]
-
-
 def _ranked(docs: list[tuple[str, float]], opts: Options, prefs: bool = False) -> list[str]:
     """Docnos by score descending, ties by docno descending (ascending for prefs, as
     form_prefs_counts.c sorts), cut at -M."""
@@ -435,29 +432,8 @@ def form_res_rels(
 ) -> ResRels:
     """te_form_res_rels on the ranked docnos (or their grades in rank order, ``grades``, with
     NONPOOL and UNJUDGED already marked)."""
-    # rel_levels lives in a buffer kept from query to query (form_res_rels.c's statics): a
-    # query whose grades are all negative sees the previous query's levels, as in C
-    max_rel = max(judged.values()) if judged else 0
-    state = opts.state
-    buf = state.setdefault("levels", [])
-    size = max_rel + 1
-    if size > len(buf):
-        buf.extend([0] * (size - len(buf)))
-    for i in range(max(size, 0)):
-        buf[i] = 0
-    for r in judged.values():
-        if r >= 0:
-            buf[r] += 1
+    rel_levels, num_rel_levels, num_rel = _levels(judged, opts.level, opts.state)
     level = opts.level
-    num_rel = 0
-    num_rel_levels = state.get("num_rel_levels", 0)
-    for i in range(max(size, 0)):
-        if buf[i]:
-            num_rel_levels = i + 1
-            if i >= level:
-                num_rel += buf[i]
-    state["num_rel_levels"] = num_rel_levels
-    rel_levels = list(buf)
     if isinstance(grades, tuple):  # (list, numpy array) of a run ranked in bulk
         rel_list, arr = grades
         if opts.judged_only:
@@ -774,72 +750,11 @@ def m_binG(rr, p, o):
     return [s / rr.num_rel]
 
 
-# --- gains (gain_init.c; per file in 9.0.8)
-
-
-def _valid_int(s: str) -> bool:
-    return re.fullmatch(r"[+-]?\d+", s) is not None
-
-
-def _atol(s: str) -> int:
-    m = _LONG.match(s)
-    return int(m.group(0)) if m else 0
+# --- gains (gain_init.c; per file in 9.0.8): the tables are evaluation/trec_bulk.py's
 
 
 def _gains(rr: ResRels, pairs, version: str) -> list[list]:
-    """[rel_level, gain, num_at_level] sorted by gain (as qsort with (int)(g1 - g2))."""
-    gains: list[list] = []
-    for name, value in pairs or ():
-        if version == "10" and not _valid_int(name):
-            continue
-        gains.append([_atol(name), float(value), 0])
-    for i in range(rr.num_rel_levels):
-        for g in gains:
-            if g[0] == i:
-                g[2] = rr.rel_levels[i]
-                break
-        else:
-            gains.append([i, float(i), rr.rel_levels[i]])
-    gains.sort(key=cmp_to_key(lambda a, b: int(a[1] - b[1])))
-    return gains
-
-
-_L2: list[float] = []  # _L2[i] == math.log2(i + 2), the rank discount, grown on demand
-
-
-def _need_log2(rr: ResRels) -> None:
-    n = rr.num_ret + sum(rr.rel_levels) + 2
-    if len(_L2) < n:
-        _L2.extend(math.log2(i + 2) for i in range(len(_L2), n))
-
-
-def _gmap(gains) -> dict[int, float]:
-    """rel_level -> gain, the first entry of a level winning (get_gain's scan)."""
-    out: dict[int, float] = {}
-    for level, gain, _ in gains:
-        out.setdefault(level, gain)
-    return out
-
-
-def _get_gain(rel: int, gains) -> float:
-    for g in gains:
-        if g[0] == rel:
-            return g[1]
-    return 0.0
-
-
-def _walk_ideal(gains):
-    """State of the ideal ranking's level walk: (cur_level, num_at_level, ideal_gain)."""
-    cur = len(gains) - 1
-    return cur, 0, (gains[cur][1] if cur >= 0 else 0.0)
-
-
-def _step(gains, cur, count):
-    count += 1
-    while cur >= 0 and count > gains[cur][2]:
-        count = 1
-        cur -= 1
-    return cur, count, (gains[cur][1] if cur >= 0 else 0.0)
+    return _gain_table(rr.rel_levels, rr.num_rel_levels, pairs, version)
 
 
 def _gain_vector(rr: ResRels, gm: dict[int, float]):
@@ -851,38 +766,6 @@ def _gain_vector(rr: ResRels, gm: dict[int, float]):
         if gain != 0:
             g[a == level] = gain
     return g
-
-
-def _ideal_seq(gains) -> list[float]:
-    """The ideal ranking's gains (positive), walked as m_ndcg.c walks the levels: from the
-    highest gain down, each level as often as it has judgments, until a gain <= 0."""
-    seq: list[float] = []
-    cur = len(gains) - 1
-    if cur < 0 or gains[cur][1] <= 0.0:
-        return seq
-    while cur >= 0:
-        _, gain, count = gains[cur]
-        if count:
-            if gain <= 0.0:
-                break
-            seq.extend([gain] * count)
-        cur -= 1
-    return seq
-
-
-def _ideal_walk(gains) -> tuple[list[float], float]:
-    """(the ideal's positive gains, the gain where the walk stops: that of the first level
-    with judgments and a gain <= 0, or 0.0 past the lowest level)."""
-    seq: list[float] = []
-    cur = len(gains) - 1
-    while cur >= 0:
-        _, gain, count = gains[cur]
-        if count:
-            if gain <= 0.0:
-                return seq, gain
-            seq.extend([gain] * count)
-        cur -= 1
-    return seq, 0.0
 
 
 def _dcgs(rr, gains):
@@ -1354,7 +1237,10 @@ def evaluate(
         n for c in columns if c.family.per_query and c.family.name != "relstring" for n in c.names
     ]
     graded = _bulk_grades(results, rel_info, opts) if fmt == "qrels" else None
-    for qid in evaluated:
+    rows = _bulk_values(graded, evaluated, rel_info, columns, opts)
+    if rows is not None:  # every query at once (trec_bulk.py), the same doubles
+        per_query = dict(zip(evaluated, map(list, rows), strict=True))
+    for qid in evaluated if rows is None else ():
         bogus = qid not in run_qids
         if graded is not None and not bogus:
             values = _qrels_values(None, graded[qid], rel_info.qrels[qid], columns, opts)
@@ -1375,6 +1261,14 @@ def evaluate(
                 z_measures.update(n for n in z_names if n not in table)
             values = _zscore(values, names, table)
         per_query[qid] = values
+    if rows is not None and zscores is not None:
+        for qid in evaluated:
+            table = zscores.get(qid)
+            if table is None:
+                z_queries.append(qid)
+            else:
+                z_measures.update(n for n in z_names if n not in table)
+            per_query[qid] = _zscore(per_query[qid], names, table)
     num_q = len(rel_qids) if opts.complete else len(evaluated)
     summary: list = []
     k = 0
@@ -1452,8 +1346,34 @@ def _all_relevant(rel_info: RelInfo) -> int:
     raise CmrkitError("num_rel with -c needs qrels or qrels_jg judgments")
 
 
-def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str, list] | None:
-    """{qid: grades in trec_eval's rank order} for a run read in bulk, ranked with numpy."""
+@dataclass
+class Graded:
+    """The grades of a run read in bulk, in trec_eval's rank order (NONPOOL and UNJUDGED
+    marked): query ``qids[k]`` owns ``marked[starts[k]:starts[k + 1]]``."""
+
+    qids: list[str]
+    marked: object  # numpy int64
+    lens: object
+    starts: object
+    _lists: dict | None = None
+
+    def __contains__(self, qid: str) -> bool:
+        return qid in self.index
+
+    @property
+    def index(self) -> dict[str, int]:
+        if self._lists is None:
+            self._lists = {q: k for k, q in enumerate(self.qids)}
+        return self._lists
+
+    def __getitem__(self, qid: str) -> tuple[list[int], object]:
+        k = self.index[qid]
+        arr = self.marked[int(self.starts[k]) : int(self.starts[k + 1])]
+        return arr.tolist(), arr
+
+
+def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> Graded | None:
+    """The grades in trec_eval's rank order for a run read in bulk, ranked with numpy."""
     if results.cols is None:
         return None
     import numpy as np
@@ -1464,16 +1384,48 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> dict[str
     qrels = rel_info.qrels
     blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
     if not blocks:
-        return {}
+        return Graded([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64))
     depth = None if opts.max_docs == Options.max_docs else opts.max_docs
     lens, starts, _, rel, _, _ = rank_all(cols, blocks, qrels, depth, opts.version)
     marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
-    flat = marked.tolist()
-    bounds = starts.tolist()
-    return {
-        cols.qids[i]: (flat[bounds[k] : bounds[k + 1]], marked[bounds[k] : bounds[k + 1]])
-        for k, i in enumerate(blocks)
-    }
+    return Graded([cols.qids[i] for i in blocks], marked, lens, starts)
+
+
+def _bulk_values(graded: Graded | None, evaluated: list[str], rel_info: RelInfo, columns,
+                 opts: Options) -> list | None:  # fmt: skip
+    """Every evaluated query's values at once (a tuple per query), when all of them were
+    ranked in bulk; None otherwise (the per-query loop then computes them)."""
+    if graded is None or not evaluated or any(q not in graded for q in evaluated):
+        return None
+    import numpy as np
+
+    order = np.asarray([graded.index[q] for q in evaluated], dtype=np.int64)
+    lens = graded.lens[order]
+    if np.array_equal(order, np.arange(len(graded.qids))):
+        flat = graded.marked
+    else:
+        starts = graded.starts
+        rows = np.repeat(starts[:-1][order] - (np.cumsum(lens) - lens), lens)
+        flat = graded.marked[np.arange(int(lens.sum())) + rows]
+    judged = [rel_info.qrels[q] for q in evaluated]
+    B = _block(flat, lens, judged, opts)
+    if B is None:
+        return None
+    made: list = []
+
+    def per_query(name: str, params) -> list:
+        if not made:
+            for k in range(B.nq):
+                arr = B.A[k, : B.n[k]]
+                rr = ResRels(arr.tolist(), int(B.n[k]), int(B.nrr[k]),
+                             int((arr == NONPOOL).sum()), int((arr == UNJUDGED).sum()),
+                             int(B.R[k]), B.rel_levels[k], B.num_rel_levels[k])  # fmt: skip
+                rr.__dict__["_cache"] = {"arr": arr}
+                made.append(rr)
+        fn = QRELS_MEASURES[name]
+        return [list(v) for v in zip(*(fn(rr, params, opts) for rr in made), strict=True)]
+
+    return list(zip(*_bulk_rows(B, columns, per_query), strict=True))
 
 
 def _qrels_values(ranked, grades, judged, columns, opts) -> list:
