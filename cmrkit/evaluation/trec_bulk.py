@@ -480,27 +480,24 @@ def m_ndcg_cut(B, p):
 
 
 def _tables(B, p):
-    """Per query: gain_init.c's table for the parameters ``p``."""
+    """Per query: gain_init.c's table for the parameters ``p`` (shared: copy before changing)."""
     version = B.opts.version
-    return [
-        gains(rl, nl, p, version) for rl, nl in zip(B.rel_levels, B.num_rel_levels, strict=True)
-    ]
+    return B.cached(
+        ("tables", repr(p)),
+        lambda: [
+            gains(rl, nl, p, version) for rl, nl in zip(B.rel_levels, B.num_rel_levels, strict=True)
+        ],
+    )
 
 
 def _dcgs(B, p):
     """m_ndcg.c: (results_dcg, ideal_dcg) per query, each summed term by term in rank order;
     None when the gains or the ideal rankings do not fit the matrix."""
     np = B.np
-    tables = _tables(B, p)
-    g = B.gain_rows([gain_map(t) for t in tables])
-    if g is None:
+    got = _gain_setup(B, p)
+    if got is None:
         return None
-    seqs = [ideal_seq(t) for t in tables]
-    total = sum(len(s) for s in seqs)
-    widest = max((len(s) for s in seqs), default=0)
-    if B.nq * widest > _SPARSE * total + (1 << 20):
-        return None
-    seq_m, m = B.padded(seqs)
+    _, g, _, seq_m, m = got
     results = B.row_sums(g / log2_discounts(B.L))
     W = seq_m.shape[1]
     ideal = np.cumsum(seq_m / log2_discounts(W), axis=1)[:, -1] if W else np.zeros(B.nq)
@@ -538,19 +535,23 @@ def _c_div(np, a, b):
 def _gain_setup(B, p):
     """(tables, gains of the ranked documents, ideal sequences, their zero-padded matrix at
     least L wide, their lengths); None when they do not fit the matrix."""
-    tables = _tables(B, p)
-    g = B.gain_rows([gain_map(t) for t in tables])
-    if g is None:
-        return None
-    seqs = [ideal_seq(t) for t in tables]
-    total = sum(len(s) for s in seqs) + B.nq * B.L
-    widest = max([B.L] + [len(s) for s in seqs])
-    if B.nq * widest > _SPARSE * total + (1 << 20):
-        return None
-    seq_m, m = B.padded(seqs)
-    if seq_m.shape[1] < B.L:
-        seq_m = B.np.pad(seq_m, ((0, 0), (0, B.L - seq_m.shape[1])))
-    return tables, g, seqs, seq_m, m
+
+    def make():
+        tables = _tables(B, p)
+        g = B.gain_rows([gain_map(t) for t in tables])
+        if g is None:
+            return False
+        seqs = [ideal_seq(t) for t in tables]
+        total = sum(len(s) for s in seqs) + B.nq * B.L
+        widest = max([B.L] + [len(s) for s in seqs])
+        if B.nq * widest > _SPARSE * total + (1 << 20):
+            return False
+        seq_m, m = B.padded(seqs)
+        if seq_m.shape[1] < B.L:
+            seq_m = B.np.pad(seq_m, ((0, 0), (0, B.L - seq_m.shape[1])))
+        return tables, g, seqs, seq_m, m
+
+    return B.cached(("gain", repr(p)), make) or None
 
 
 def m_G(B, p):
@@ -604,10 +605,10 @@ def m_ndcg_rel(B, p):
 def m_Rndcg(B, p):
     """m_Rndcg.c: nDCG taken where the ideal ranking's gain changes, averaged."""
     np = B.np
-    tables = _tables(B, p)
-    g = B.gain_rows([gain_map(t) for t in tables])
-    if g is None:
+    got = _gain_setup(B, p)
+    if got is None:
         return None
+    tables, g, _, seq_m, m = got
     walks = []
     for t in tables:
         if not t or t[-1][1] <= 0.0:
@@ -616,12 +617,6 @@ def m_Rndcg(B, p):
         else:
             runs, stop = ideal_runs(t)
             walks.append((runs, t[-1][1], stop))
-    seqs = [[gain for gain, count in w[0] for _ in range(count)] for w in walks]
-    total = sum(map(len, seqs))
-    widest = max(map(len, seqs), default=0)
-    if B.nq * widest > _SPARSE * total + (1 << 20):
-        return None
-    seq_m, m = B.padded(seqs)
     L = B.L
     rp = np.zeros((B.nq, L + 1))
     if L:
@@ -741,7 +736,7 @@ def m_rbp(B, p):
     np = B.np
     persistence = _rbp_p(p)
     gmaps = []
-    for table in _tables(B, p):
+    for table in [[list(g) for g in t] for t in _tables(B, p)]:
         # m_rbp.c leaves min and max uninitialised; built without optimisation they start at 0
         lo = min([0.0] + [g[1] for g in table])
         hi = max([0.0] + [g[1] for g in table])
