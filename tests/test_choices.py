@@ -18,6 +18,8 @@ def _library() -> dict[str, tuple[str, ...]]:
     from cmrkit.collection.build import FILTERS, QUERY_MODES, UNITS
     from cmrkit.collection.sentences import METHODS as SENTENCE_METHODS
     from cmrkit.commands.loaders import SOURCES
+    from cmrkit.evaluation.clusters import METHODS as CLUSTER_METHODS
+    from cmrkit.evaluation.coref import SCOPES, SINGLETONS
     from cmrkit.pooling.strategies import STRATEGIES
     from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.distributed.engine import ENGINES
@@ -45,12 +47,18 @@ def _library() -> dict[str, tuple[str, ...]]:
         "DistractorFilter": FILTERS,
         "SentenceMethod": SENTENCE_METHODS,
         "HubDataset": tuple(DATASETS),
+        "coref.Scope": SCOPES,
+        "coref.Singletons": SINGLETONS,
+        "coref.Method": CLUSTER_METHODS,
     }
 
 
 @pytest.mark.parametrize("name", sorted(_library()))
 def test_each_choice_is_the_librarys(name):
-    enum = getattr(choices, name)
+    from cmrkit.commands import coref
+
+    module, _, attr = name.rpartition(".")
+    enum = getattr(coref if module else choices, attr)
     assert tuple(m.value for m in enum) == tuple(_library()[name])
 
 

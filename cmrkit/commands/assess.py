@@ -145,7 +145,7 @@ def serve_command(
     strat = None
     if strategy is not None:
         strat = StrategyOptions(
-            name=plain(strategy),
+            name=strategy,
             budget=budget,
             per_query=per_query,
             strata=strata,

@@ -16,7 +16,6 @@ from cmrkit.commands.choices import (
     SentenceMethod,
     Source,
     Unit,
-    plain,
 )
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
@@ -251,7 +250,6 @@ def build_collection_command(
     Example with your TAC copy: cmrkit build-collection --source tac --name tac15
     --mentions gold.tab --docs source_docs/ --queries longest --date-range auto
     """
-    source, unit, queries = plain(source), plain(unit), plain(queries)
     if source == "tac":
         from cmrkit.commands.tac import build_tac
 
@@ -293,8 +291,8 @@ def build_collection_command(
         min_relevant=min_relevant,
         resplit=_parse_ratios(resplit),
         seed=seed,
-        distractor_filter=plain(filter_distractors),
-        sentences=plain(sentences),
+        distractor_filter=filter_distractors,
+        sentences=sentences,
         spacy_model=spacy_model,
         exclude_own_doc=exclude_own_doc,
     )
@@ -307,8 +305,8 @@ def build_collection_command(
         source,
         inputs,
         distractors,
-        distractor_format=plain(distractor_format),
-        hf_dataset=plain(hf_dataset),
+        distractor_format=distractor_format,
+        hf_dataset=hf_dataset,
         hf_splits=hf_splits,
         revision=revision,
         hf_cache_dir=None if hf_cache_dir is None else str(hf_cache_dir),

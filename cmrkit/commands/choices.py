@@ -1,5 +1,7 @@
-"""Every option of fixed choices, as a ``StrEnum``: `--help` lists the choices as ``[a|b|c]``,
-and a value outside them is refused in one line before the command does anything.
+"""Every option of fixed choices is a ``StrEnum``: `--help` lists the choices as ``[a|b|c]``,
+and a value outside them is refused in one line before the command does anything. Those of the
+run, train, build, pool and assess commands are here; the scoring commands keep theirs beside
+them (``output.Format``, ``coref.py``'s, ``evaluate.py``'s).
 
 Each member's name is its value, so a member is equal to its string, hashes as it, prints as it
 and is written to JSON as it; :func:`plain` turns one (or a command's parameters) back into

@@ -226,9 +226,9 @@ def fuse_command(
     result = run_fuse(
         runs,
         output=output,
-        method=plain(method),
+        method=method,
         weights=parse_weights(weights, len(runs)),
-        norm=plain(norm),
+        norm=norm,
         rrf_k=rrf_k,
         k=k,
         name=name,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.choices import ExportFormat, Strategy, plain
+from cmrkit.commands.choices import ExportFormat, Strategy
 from cmrkit.commands.group import group
 from cmrkit.console import console, out, user_errors
 
@@ -127,7 +127,7 @@ def create_command(
     )
 
     opts = StrategyOptions(
-        name=plain(strategy),
+        name=strategy,
         budget=budget,
         per_query=per_query,
         rbp_p=rbp_p,
@@ -535,7 +535,6 @@ def export_command(
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import check_collection, read_pool
 
-    fmt = plain(fmt)
     if context_chars < 100:
         raise CmrkitError(f"--context-chars must be at least 100, not {context_chars}")
     if assignments < 1:

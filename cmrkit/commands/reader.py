@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.choices import Device, Select, plain
+from cmrkit.commands.choices import Device, Select
 from cmrkit.commands.dense import DEVICE, MARKERS, parse_markers
 from cmrkit.commands.runs import (
     AUTO_INDEX,
@@ -123,7 +123,7 @@ def train_reader_command(
     opts = ReaderTrainOptions(
         train_split=train_split,
         dev_split=dev_split,
-        select=plain(select),
+        select=select,
         spans=spans,
         negatives=negatives,
         depth=depth,
@@ -149,7 +149,7 @@ def train_reader_command(
         output,
         model=model,
         markers=parse_markers(markers),
-        device=plain(device),
+        device=device,
         train=opts,
         run_options=run_options(ctx, force=False),  # --force replaces the reader folder only
         qrels_dir=qrels_dir,
@@ -211,7 +211,7 @@ def rerank_command(
     opts = RerankOptions(
         depth=depth,
         batch_size=batch_size,
-        device=plain(device),
+        device=device,
         stride=stride,
         max_span=max_span,
         markers=parse_markers(markers),

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from cmrkit.commands.choices import Engine, Expansion, ExpansionBase, Formulation, Preset, plain
+from cmrkit.commands.choices import Engine, Expansion, ExpansionBase, Formulation, Preset
 from cmrkit.commands.runs import (
     ADDRESS,
     COLLECTION_ARG,
@@ -135,7 +135,7 @@ def bm25_command(
     report_run(
         run_bm25(
             collection,
-            query=plain(query),
+            query=query,
             **lucene_run(ctx),
         )
     )
@@ -178,8 +178,8 @@ def fields_command(
         run_fields(
             collection,
             weights=weights,
-            preset=plain(preset),
-            query=plain(query),
+            preset=preset,
+            query=query,
             learn_weights=learn_weights,
             train_split=train_split,
             measure=measure,
@@ -222,11 +222,11 @@ def qe_command(
     report_run(
         run_qe(
             collection,
-            method=plain(method),
-            base=plain(base),
-            query=plain(query),
+            method=method,
+            base=base,
+            query=query,
             weights=weights,
-            preset=plain(preset),
+            preset=preset,
             fb_terms=fb_terms,
             fb_docs=fb_docs,
             original_weight=original_weight,
