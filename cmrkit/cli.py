@@ -122,7 +122,8 @@ def _command_line() -> None:
             print(e.format_message(), file=sys.stderr)
             raise SystemExit(2) from None
         where = e.ctx.command_path if e.ctx is not None else "cmrkit"
-        text = e.format_message().replace("\n", " ").rstrip(".")
+        # a value outside an option's choices: Typer words it "Value error, 'x' is not one of"
+        text = e.format_message().replace("\n", " ").replace("Value error, ", "").rstrip(".")
         print(f"error: {text}; see `{where} --help`", file=sys.stderr)
         raise SystemExit(e.exit_code) from None
     except ClickException as e:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import Role, Strategy, plain
 from cmrkit.commands.group import group
 from cmrkit.console import console, out, user_errors
 
@@ -87,7 +88,7 @@ def serve_command(
     lease: float = typer.Option(
         600.0, help="Seconds a handed-out pair stays with its assessor before it goes back."
     ),
-    strategy: str | None = typer.Option(
+    strategy: Strategy | None = typer.Option(
         None,
         help="Choose the pairs first: mtf or maxmean (adaptive rounds as judgments arrive, "
         "with --budget), strata (a sample for xinfAP), or any `pool create` strategy "
@@ -197,7 +198,7 @@ def serve_command(
 @user_errors
 def users_add_command(
     name: str = typer.Argument(..., help="User name (the worker_id of their judgments)."),
-    role: str = typer.Option(..., "--role", help="assessor or organizer."),
+    role: Role = typer.Option(..., "--role", help="assessor or organizer."),
     db_url: str = typer.Option(..., "--db", help=DB_HELP),
     password_stdin: bool = typer.Option(
         False,
@@ -222,7 +223,7 @@ def users_add_command(
     else:
         password = auth.new_password()
     with write(engine) as conn:
-        user = auth.add_user(conn, name, role, password)
+        user = auth.add_user(conn, name, plain(role), password)
     out.print(f"added {user.role} {user.name}", markup=False)
     if not password_stdin:
         out.print(f"password (shown once): {password}", markup=False)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import ExportFormat, Strategy
 from cmrkit.commands.group import group
 from cmrkit.console import console, out, user_errors
 
@@ -20,7 +21,6 @@ judgments_app = group(
     help="Turn assessors' answers into qrels; simulate assessors.",
 )
 
-FORMATS = ("mturk", "jsonl", "html")
 MAX_QUERY_ROWS = 30
 FORCE_OUTPUTS = typer.Option(False, "--force", help="Overwrite existing outputs.")
 FORCE_OUTPUT = typer.Option(False, "--force", help="Overwrite an existing output.")
@@ -74,8 +74,8 @@ def create_command(
         help="Judging budget: share to judge per best-rank stratum, e.g. 1-10:1.0,11-30:0.5;"
         " the rest stays pooled but unjudged (-1).",
     ),
-    strategy: str = typer.Option(
-        "depth", help="Which pairs to judge: depth, rbp, rrf, mtf, maxmean or strata."
+    strategy: Strategy = typer.Option(
+        Strategy.depth, help="Which pairs to judge: depth, rbp, rrf, mtf, maxmean or strata."
     ),
     budget: int | None = typer.Option(
         None, help="Pairs to judge, in total (or per query with --per-query)."
@@ -476,7 +476,7 @@ def _print_plan(plan, per_run: bool) -> None:
 @user_errors
 def export_command(
     pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
-    fmt: str = typer.Option(..., "--format", "-f", help="mturk, jsonl or html."),
+    fmt: ExportFormat = typer.Option(..., "--format", "-f", help="mturk, jsonl or html."),
     output: Path = typer.Option(
         ...,
         "-o",
@@ -535,8 +535,6 @@ def export_command(
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import check_collection, read_pool
 
-    if fmt not in FORMATS:
-        raise CmrkitError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     if context_chars < 100:
         raise CmrkitError(f"--context-chars must be at least 100, not {context_chars}")
     if assignments < 1:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import Device, Select
 from cmrkit.commands.dense import DEVICE, MARKERS, parse_markers
 from cmrkit.commands.runs import (
     AUTO_INDEX,
@@ -57,8 +58,8 @@ def train_reader_command(
         help="Split reranked after each epoch [default: dev when it exists and is not the "
         "train split]; none to skip.",
     ),
-    select: str = typer.Option(
-        "cls",
+    select: Select = typer.Option(
+        Select.cls,
         "--select",
         help="Passage selection: cls (E2E-DPR: a vector over [CLS]) or coref "
         "(E2E-Integrated: mention and pairwise span scores).",
@@ -96,7 +97,7 @@ def train_reader_command(
     dev_depth: int = typer.Option(20, "--dev-depth", help="Dev candidates reranked."),
     dev_queries: int = typer.Option(50, "--dev-queries", help="Dev queries reranked."),
     markers: str | None = MARKERS,
-    device: str = DEVICE,
+    device: Device = DEVICE,
     qrels_dir: Path | None = QRELS_DIR,
     plot: bool = PLOT,
     threads: int = THREADS,
@@ -116,14 +117,9 @@ def train_reader_command(
 
     Example: cmrkit train reader collections/sample --train-split dev -o models/reader
     """
-    from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.reader.train import ReaderTrainOptions
     from cmrkit.retrieval.reader.train import train_reader as train
 
-    if device not in DEVICES:
-        from cmrkit.errors import CmrkitError
-
-        raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
     opts = ReaderTrainOptions(
         train_split=train_split,
         dev_split=dev_split,
@@ -197,7 +193,7 @@ def rerank_command(
     markers: str | None = typer.Option(
         None, "--markers", help="Must equal the reader's training markers when given."
     ),
-    device: str = DEVICE,
+    device: Device = DEVICE,
     runs_dir: Path = RUNS,
     force: bool = FORCE,
     quiet: bool = QUIET,
@@ -210,13 +206,8 @@ def rerank_command(
 
     Example: cmrkit run rerank runs/sample/bm25.test.trec --model models/reader --depth 50
     """
-    from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
 
-    if device not in DEVICES:
-        from cmrkit.errors import CmrkitError
-
-        raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
     opts = RerankOptions(
         depth=depth,
         batch_size=batch_size,
