@@ -570,9 +570,10 @@ def _parse_grades(mat) -> object | None:
     return np.where(first == 45, -value, value)
 
 
-def _read_qrels_fast(raw: bytes) -> Qrels | None:
+def _read_qrels_fast(raw: bytes, byte_docnos: bool = False) -> Qrels | None:
     """The common qrels file (4 single-space columns, whole grades, each query's lines together,
-    one judgment per document) in bulk with numpy; None for anything else."""
+    one judgment per document) in bulk with numpy; None for anything else. ``byte_docnos``:
+    the docnos as ASCII bytes (cheaper; for matching a run read in bulk)."""
     fields = _regular_fields(raw, 4)
     if fields is None or fields.widths[3] > _MAX_FIELD:
         return None
@@ -583,7 +584,7 @@ def _read_qrels_fast(raw: bytes) -> Qrels | None:
     if groups is None:
         return None
     qids, starts = groups
-    docnos = fields.strings(2)
+    docnos = fields.bytes(2) if byte_docnos else fields.strings(2)
     rels = rels.tolist()
     bounds = starts.tolist()
     out: Qrels = {}
@@ -626,10 +627,11 @@ def run_columns_from_bytes(raw: bytes) -> RunColumns | None:
         return _read_run_columns_fast(raw)
 
 
-def qrels_from_bytes(raw: bytes) -> Qrels | None:
-    """A regular 4-column qrels file's bytes in bulk; None when it is less regular."""
+def qrels_from_bytes(raw: bytes, *, byte_docnos: bool = False) -> Qrels | None:
+    """A regular 4-column qrels file's bytes in bulk; None when it is less regular.
+    ``byte_docnos``: the docnos as ASCII bytes, as :class:`RunColumns` read in bulk has them."""
     with _no_gc():
-        return _read_qrels_fast(raw)
+        return _read_qrels_fast(raw, byte_docnos)
 
 
 def read_run_columns(path: str | os.PathLike, *, dedupe: bool = False) -> RunColumns:

@@ -217,6 +217,16 @@ class RelInfo:
     jg: dict[str, list[dict[str, int]]] = field(default_factory=dict)
     prefs: dict[str, list[tuple[str, str, float, str]]] = field(default_factory=dict)
     odd: Odd = field(default_factory=Odd)
+    byte_docnos: bool = False  # qrels' docnos as ASCII bytes (read in bulk), see as_text
+
+    def as_text(self) -> None:
+        """The qrels' docnos as str (where they meet docnos other than a bulk-read run's)."""
+        if self.byte_docnos:
+            self.qrels = {
+                q: dict(zip(map(bytes.decode, d), d.values(), strict=True))
+                for q, d in self.qrels.items()
+            }
+            self.byte_docnos = False
 
     @property
     def qids(self) -> list[str]:
@@ -272,9 +282,10 @@ def read_rel_info(
     if rel_format == "qrels":
         from cmrkit.trec import qrels_from_bytes
 
-        fast = qrels_from_bytes(raw)
+        fast = qrels_from_bytes(raw, byte_docnos=True)
         if fast is not None:
             info.qrels = fast
+            info.byte_docnos = True
             return info
         for n, fields in _lines(raw, path, version, odd):
             if len(fields) != 4:
@@ -1237,6 +1248,8 @@ def evaluate(
         evaluated = rel_qids
     else:
         evaluated = common
+    if results.cols is None or fmt != "qrels" or len(evaluated) != len(common):
+        rel_info.as_text()  # docnos meet the run's one query at a time
     per_query: dict[str, list] = {}
     z_queries: list[str] = []
     z_measures: set[str] = set()
@@ -1407,7 +1420,9 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> Graded |
     if not blocks:
         return Graded([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64))
     depth = None if opts.max_docs == Options.max_docs else opts.max_docs
-    lens, starts, _, rel, _, _ = rank_all(cols, blocks, qrels, depth, opts.version)
+    lens, starts, _, rel, _, _ = rank_all(
+        cols, blocks, qrels, depth, opts.version, byte_docnos=rel_info.byte_docnos
+    )
     marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
     return Graded([cols.qids[i] for i in blocks], marked, lens, starts)
 
