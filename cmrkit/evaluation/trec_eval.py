@@ -1169,7 +1169,8 @@ class TrecResult:
                         elif any(v != v for v in vals):  # a NaN: printed with its sign
                             parts.append([f"{z}{name:<22}\t{q}\t{_f(v)}\n" for q, v in pairs])
                         else:
-                            parts.append([f"{z}{name:<22}\t{q}\t{v:6.4f}\n" for q, v in pairs])
+                            head = f"{z}{name:<22}\t"
+                            parts.append([f"{head}{q}\t{v:6.4f}\n" for q, v in pairs])
                 k += len(col.names)
             out = "".join(itertools.chain.from_iterable(zip(*parts, strict=True)))
         if opts.summary:
