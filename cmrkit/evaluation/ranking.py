@@ -70,7 +70,8 @@ class Result:
 def _measures(measures: Sequence[Measure | str] | None) -> list[Measure]:
     if measures and all(isinstance(m, Measure) for m in measures):
         return list(measures)  # type: ignore[arg-type]
-    return parse_measures([str(m) for m in measures] if measures else None)
+    texts = [m.spec or m.name if isinstance(m, Measure) else str(m) for m in measures or ()]
+    return parse_measures(texts or None, trec_eval=True)
 
 
 def aggregate(measure: Measure, values: Sequence[float]) -> float:
@@ -384,16 +385,25 @@ def evaluate(
     computed: dict[str, dict[str, float]] = {}
     if others:
         import cmrkit.evaluation.trec_eval as te
+        from cmrkit.evaluation.measures import trec as defs
 
         opts = te.Options(version=version)
+        params = {}  # trec_eval measures: their parameters, as trec_eval sets them up
+        for m in others:
+            if m.spec is not None:
+                params[m.trec_name] = te._setup(m.family, defs.parse_request([m.spec], version))
         for k, qid in enumerate(qids):
             at = order[int(starts[k]) : int(starts[k + 1])].tolist()
             names = [docnos[i] for i in at]
             if names and isinstance(names[0], bytes):
                 names = [d.decode() for d in names]
             rr = te.form_res_rels(names, qrels[qid], opts)
-            computed[qid] = {m.trec_name: te.QRELS_MEASURES[m.trec_name](rr, None, opts)[0]
-                             for m in others}  # fmt: skip
+            computed[qid] = {
+                m.trec_name: te.QRELS_MEASURES[m.family or m.trec_name](
+                    rr, params[m.trec_name].params if m.spec else None, opts
+                )[0]
+                for m in others
+            }
     for qid in scored:
         row = per_query[qid]
         k = where.get(qid)
