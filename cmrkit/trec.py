@@ -21,7 +21,7 @@ import warnings
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 from cmrkit.errors import CmrkitError
@@ -372,14 +372,42 @@ _POW10 = [10.0**i for i in range(23)]  # exact in binary64
 @dataclass
 class _Fields:
     """Where each field of every line of a regular file lies: field ``k`` of line ``i`` is
-    ``raw[begins[k][i]:ends[k][i]]`` (numpy int64 offsets; ``buf`` is ``raw`` as uint8)."""
+    ``raw[begins[k][i]:ends[k][i]]`` (numpy int64 offsets, made for the fields asked for;
+    ``buf`` is ``raw`` as uint8, ``seps`` the separators, a row per line)."""
 
     raw: bytes
     buf: object
     lines: int
-    begins: list
-    ends: list
-    widths: list[int]  # the widest of each field
+    seps: object
+    _where: dict = field(default_factory=dict)
+
+    def _bounds(self, k: int) -> tuple[object, object, int]:
+        got = self._where.get(k)
+        if got is None:
+            import numpy as np
+
+            end = self.seps[:, k]
+            if k:
+                begin = self.seps[:, k - 1] + 1
+            else:
+                begin = np.empty(self.lines, dtype=np.int64)
+                begin[0] = 0
+                begin[1:] = self.seps[:-1, -1] + 1
+            got = self._where[k] = (begin, end, int((end - begin).max()))
+        return got
+
+    @property
+    def begins(self) -> _Lazy:
+        return _Lazy(lambda k: self._bounds(k)[0])
+
+    @property
+    def ends(self) -> _Lazy:
+        return _Lazy(lambda k: self._bounds(k)[1])
+
+    @property
+    def widths(self) -> _Lazy:
+        """The widest of each field."""
+        return _Lazy(lambda k: self._bounds(k)[2])
 
     def columns(self, k: int):
         """Field ``k`` of every line, left-aligned, zero-padded to its widest, by columns:
@@ -431,6 +459,16 @@ class _Fields:
         return qids, starts
 
 
+class _Lazy:
+    """``x[k]`` computed by a function on access."""
+
+    def __init__(self, get) -> None:
+        self.get = get
+
+    def __getitem__(self, k: int):
+        return self.get(k)
+
+
 def _regular_fields(raw: bytes, width: int) -> _Fields | None:
     """The fields of ``raw`` when it is ASCII and every line holds exactly ``width`` fields
     split by single spaces: no tab, CR or other control byte, no repeated or edge space, no
@@ -450,19 +488,9 @@ def _regular_fields(raw: bytes, width: int) -> _Fields | None:
     kinds = buf[seps].reshape(lines, width)
     if not ((kinds[:, :-1] == 32).all() and (kinds[:, -1] == 10).all()):
         return None
-    seps = seps.reshape(lines, width)
-    ends = [seps[:, k] for k in range(width)]
-    first = np.empty(lines, dtype=np.int64)
-    first[0] = 0
-    first[1:] = seps[:-1, -1] + 1
-    begins = [first] + [seps[:, k - 1] + 1 for k in range(1, width)]
-    widths = []
-    for b, e in zip(begins, ends, strict=True):
-        size = e - b
-        if int(size.min()) < 1:  # an empty field: two separators in a row
-            return None
-        widths.append(int(size.max()))
-    return _Fields(raw, buf, lines, begins, ends, widths)
+    if seps[0] == 0 or int(np.diff(seps).min(initial=2)) < 2:
+        return None  # an empty field: a line starting with a separator, or two in a row
+    return _Fields(raw, buf, lines, seps.reshape(lines, width))
 
 
 def _field_columns(buf, begin, end, width: int):
