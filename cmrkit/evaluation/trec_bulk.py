@@ -312,10 +312,13 @@ def block(flat, lens, judged: list[dict[str, int]], opts) -> Block | None:
     L = int(lens.max(initial=0))
     if nq * L > _SPARSE * len(flat) + (1 << 20):
         return None
-    A = np.full((nq, L), PAD, dtype=np.int64)
-    rows = np.repeat(np.arange(nq), lens)
-    cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
-    A[rows, cols] = flat
+    if nq and int(lens.min()) == L:  # rankings of one length: the grades as they are
+        A = np.ascontiguousarray(flat, dtype=np.int64).reshape(nq, L)
+    else:
+        A = np.full((nq, L), PAD, dtype=np.int64)
+        rows = np.repeat(np.arange(nq), lens)
+        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
+        A[rows, cols] = flat
     per = levels_all(judged, opts.level, opts.state)
     return Block(A, np.asarray(lens, dtype=np.int64), opts.level, [p[0] for p in per],
                  [p[1] for p in per], [p[2] for p in per], opts)  # fmt: skip

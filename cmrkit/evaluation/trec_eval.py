@@ -173,7 +173,8 @@ def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -
     raw = _read_bytes(path)
     cols = run_columns_from_bytes(raw) if raw else None
     if cols is not None:  # the common regular file, in bulk
-        last = raw.rstrip(b"\n").rsplit(b"\n", 1)[-1].split()
+        end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
+        last = raw[raw.rfind(b"\n", 0, end) + 1 : end].split()  # the last line (no copy)
         return Results(None, last[5].decode(), odd, cols, single=version == "9")
     queries: dict[str, list[tuple[str, float]]] = {}
     runid = ""
@@ -1441,6 +1442,8 @@ def _bulk_values(graded: Graded | None, evaluated: list[str], rel_info: RelInfo,
     lens = graded.lens[order]
     if np.array_equal(order, np.arange(len(graded.qids))):
         flat = graded.marked
+    elif len(lens) and int(graded.lens.min()) == int(graded.lens.max()):  # rows of one length
+        flat = graded.marked.reshape(len(graded.qids), -1)[order].ravel()
     else:
         starts = graded.starts
         rows = np.repeat(starts[:-1][order] - (np.cumsum(lens) - lens), lens)
