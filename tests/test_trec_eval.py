@@ -401,3 +401,33 @@ def test_trec_eval_measures_without_one_value_per_query_are_refused_in_groups(tm
         result = CliRunner().invoke(app, cli)
         assert result.exit_code == 2, result.stdout
         assert words in result.stderr
+
+
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_rankings_of_very_unequal_lengths_equal_the_c_program(trec_eval, tmp_path, version):
+    """One long ranking among many short ones: the grade matrix would be mostly padding, so
+    the measures go query by query (and gains of levels below -2 too); the same numbers."""
+    r = random.Random(21)
+    qrels_lines, run_lines = [], []
+    for q in range(500):
+        qid = f"t{q:03d}"
+        n = 3000 if q == 7 else r.randint(1, 2)
+        docs = [f"D{q}_{i}" for i in range(n)]
+        for d in r.sample(docs, min(n, 40)):
+            qrels_lines.append(f"{qid} 0 {d} {r.choice([-1, 0, 1, 2])}")
+        for i, d in enumerate(docs):
+            run_lines.append(f"{qid} Q0 {d} {i + 1} {r.random() * 5:.3f} long")
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("\n".join(qrels_lines) + "\n")
+    run.write_text("\n".join(run_lines) + "\n")
+    options = ["-m", "all_trec", "-m", "ndcg.-5=2,1=3", "-m", "G.-4=1,2=5"]
+    expected = subprocess.run(
+        [str(trec_eval[version] / "trec_eval"), "-q", *options, str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    cli = ["eval", str(run), str(qrels), "-q", *options, "--trec-eval", version, "-f", "trec"]
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
