@@ -317,7 +317,7 @@ def evaluate(
 
     texts = [measures] if isinstance(measures, str) else measures
     try:
-        ms = evaluation.parse_measures(texts)
+        ms = evaluation.parse_measures(texts, trec_eval=topics is not None)
     except CmrkitError:
         if topics is not None:
             raise

@@ -21,7 +21,7 @@ import warnings
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 from cmrkit.errors import CmrkitError
@@ -84,10 +84,6 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-# Every byte but the ASCII whitespace str.split() splits on: deleting these leaves the separators.
-_NOT_SPACE = bytes(c for c in range(256) if c not in b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
-
-
 def _raw_bytes(path: str | os.PathLike) -> bytes | None:
     """The bytes of a plain or gzipped file; None for a zip member or anything unreadable
     (the line-by-line reader then reports the problem)."""
@@ -101,83 +97,6 @@ def _raw_bytes(path: str | os.PathLike) -> bytes | None:
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error):
         return None
     return data
-
-
-def _regular_lines(raw: bytes, width: int) -> bytes | None:
-    """``raw`` ending in a newline when it is ASCII and every line holds ``width`` fields split
-    by single spaces (no tabs, CR, repeated or edge spaces, blank lines); else None."""
-    if not raw or not raw.isascii():
-        return None
-    if b"  " in raw or b"\n " in raw or b" \n" in raw or raw[:1] == b" ":
-        return None
-    if raw[-1:] != b"\n":
-        raw += b"\n"
-    if raw.translate(None, _NOT_SPACE) != (b" " * (width - 1) + b"\n") * raw.count(b"\n"):
-        return None
-    return raw
-
-
-def _regular_columns(raw: bytes, width: int) -> list[bytes] | None:
-    """The fields, when every line holds exactly ``width`` fields split by single spaces.
-
-    Returns None for anything less regular (tabs, CR, repeated or edge spaces, blank lines,
-    non-ASCII, a short or long line): the caller then parses line by line, which reports the
-    exact line of a problem. (Splitting bytes is about twice as fast as splitting str.)
-    """
-    regular = _regular_lines(raw, width)
-    if regular is None:
-        return None
-    lines = regular.count(b"\n")
-    tokens = regular.split()
-    if len(tokens) != width * lines:
-        return None
-    return tokens
-
-
-def _groups(qids: list[bytes]) -> list[tuple[str, int, int]] | None:
-    """(qid, start, end) slices when each qid's lines are contiguous, else None."""
-    order = list(dict.fromkeys(qids))
-    out = []
-    start = 0
-    for i, qid in enumerate(order):
-        end = qids.index(order[i + 1], start) if i + 1 < len(order) else len(qids)
-        if qids[start:end].count(qid) != end - start:
-            return None
-        out.append((qid.decode("ascii"), start, end))
-        start = end
-    return out
-
-
-def _by_query(tokens: list[bytes], width: int, values: list) -> dict[str, dict] | None:
-    """{qid: {docno: value}} from the whitespace tokens of a regular file with ``width``
-    columns (qid first, docno third); None when a query's lines are not together or a docno
-    repeats within a query, for the line-by-line reader to report."""
-    groups = _groups(tokens[0::width])
-    if groups is None:
-        return None
-    docnos = list(map(bytes.decode, tokens[2::width]))
-    out: dict[str, dict] = {}
-    for qid, a, b in groups:
-        docs = dict(zip(docnos[a:b], values[a:b], strict=True))
-        if len(docs) != b - a:
-            return None
-        out[qid] = docs
-    return out
-
-
-def _read_qrels_fast(raw: bytes) -> Qrels | None:
-    """The common case (integer grades, one judgment per (qid, docno)) in bulk; else None."""
-    tokens = _regular_columns(raw, 4)
-    if tokens is None:
-        return None
-    rel_texts = tokens[3::4]
-    if b"_" in b"".join(rel_texts):
-        return None
-    try:
-        rels = list(map(int, rel_texts))
-    except ValueError:
-        return None
-    return _by_query(tokens, 4, rels)
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
@@ -308,26 +227,6 @@ def read_run_rows(path: str | os.PathLike) -> Iterable[tuple[int, RunRow]]:
         yield n, RunRow(qid, docno, rank, score, tag)
 
 
-def _read_run_fast(raw: bytes) -> Run | None:
-    """The common case (single-space columns, numeric ranks, no duplicates) in bulk; else None."""
-    tokens = _regular_columns(raw, 6)
-    if tokens is None:
-        return None
-    if not all(map(bytes.isdigit, tokens[3::6])):
-        return None
-    score_texts = tokens[4::6]
-    # float() accepts "1_0" (trec_eval's atof reads 1): such a score goes the strict way
-    if b"_" in raw and b"_" in b"".join(score_texts):
-        return None
-    try:
-        scores = list(map(float, score_texts))
-    except ValueError:
-        return None
-    if not all(map(math.isfinite, scores)):
-        return None
-    return _by_query(tokens, 6, scores)
-
-
 def read_run(path: str | os.PathLike, *, dedupe: bool = False) -> Run:
     """Read a run as {qid: {docno: score}}.
 
@@ -336,9 +235,9 @@ def read_run(path: str | os.PathLike, *, dedupe: bool = False) -> Run:
     """
     raw = _raw_bytes(path)
     with _no_gc():
-        fast = _read_run_fast(raw) if raw is not None else None
-    if fast is not None:
-        return fast
+        fast = _read_run_columns_fast(raw) if raw is not None else None
+        if fast is not None:
+            return fast.to_run()
     run: Run = {}
     first_line: dict[tuple[str, str], int] = {}
     for n, row in read_run_rows(path):
@@ -466,27 +365,158 @@ def run_columns(run: Mapping[str, Mapping[str, float]]) -> RunColumns:
     return RunColumns(list(run), starts, docnos, scores)
 
 
-_MAX_FIELD = 64  # wider fields go the dict way (the fixed-width matrices would grow too large)
+_MAX_FIELD = 64  # wider fields are cut from the bytes one by one (fixed-width matrices would grow)
 _POW10 = [10.0**i for i in range(23)]  # exact in binary64
 
 
-def _field_matrix(buf, begin, end, width: int):
-    """The bytes of one field of every line, left-aligned, zero-padded to ``width`` columns."""
+@dataclass
+class _Fields:
+    """Where each field of every line of a regular file lies: field ``k`` of line ``i`` is
+    ``raw[begins[k][i]:ends[k][i]]`` (numpy int64 offsets, made for the fields asked for;
+    ``buf`` is ``raw`` as uint8, ``seps`` the separators, a row per line)."""
+
+    raw: bytes
+    buf: object
+    lines: int
+    seps: object
+    _where: dict = field(default_factory=dict)
+
+    def _bounds(self, k: int) -> tuple[object, object, int]:
+        got = self._where.get(k)
+        if got is None:
+            import numpy as np
+
+            end = self.seps[:, k]
+            if k:
+                begin = self.seps[:, k - 1] + 1
+            else:
+                begin = np.empty(self.lines, dtype=np.int64)
+                begin[0] = 0
+                begin[1:] = self.seps[:-1, -1] + 1
+            got = self._where[k] = (begin, end, int((end - begin).max()))
+        return got
+
+    @property
+    def begins(self) -> _Lazy:
+        return _Lazy(lambda k: self._bounds(k)[0])
+
+    @property
+    def ends(self) -> _Lazy:
+        return _Lazy(lambda k: self._bounds(k)[1])
+
+    @property
+    def widths(self) -> _Lazy:
+        """The widest of each field."""
+        return _Lazy(lambda k: self._bounds(k)[2])
+
+    def columns(self, k: int):
+        """Field ``k`` of every line, left-aligned, zero-padded to its widest, by columns:
+        ``columns(k)[j]`` holds the (j + 1)-th byte of every line's field."""
+        return _field_columns(self.buf, self.begins[k], self.ends[k], self.widths[k])
+
+    def packed(self, k: int):
+        """Field ``k`` of every line as a numpy fixed-width bytes array (``S`` dtype)."""
+        import numpy as np
+
+        w = self.widths[k]
+        return np.ascontiguousarray(self.columns(k).T).view(f"S{w}").ravel()
+
+    def texts(self, k: int, rows=None) -> list[bytes]:
+        b, e = self.begins[k], self.ends[k]
+        if rows is not None:
+            b, e = b[rows], e[rows]
+        raw = self.raw
+        return [raw[i:j] for i, j in zip(b.tolist(), e.tolist(), strict=True)]
+
+    def strings(self, k: int) -> list[str]:
+        """Field ``k`` of every line as str (ASCII)."""
+        w = self.widths[k]
+        if w > _MAX_FIELD:
+            return [t.decode("ascii") for t in self.texts(k)]
+        return self.packed(k).astype(f"U{w}").tolist()
+
+    def bytes(self, k: int) -> list[bytes]:
+        """Field ``k`` of every line as bytes (cheaper than str)."""
+        w = self.widths[k]
+        if w > _MAX_FIELD:
+            return self.texts(k)
+        return self.packed(k).tolist()
+
+    def groups(self) -> tuple[list[str], object] | None:
+        """(qids, starts): the first field's runs of equal values, when each value's lines are
+        together (None otherwise)."""
+        import numpy as np
+
+        w = self.widths[0]
+        if w > _MAX_FIELD:
+            return None
+        qs = self.packed(0)
+        starts = np.flatnonzero(qs[1:] != qs[:-1]) + 1
+        starts = np.concatenate(([0], starts, [self.lines])).astype(np.int64)
+        qids = [q.decode("ascii") for q in qs[starts[:-1]].tolist()]
+        if len(set(qids)) != len(qids):
+            return None  # a query's lines are not together
+        return qids, starts
+
+
+class _Lazy:
+    """``x[k]`` computed by a function on access."""
+
+    def __init__(self, get) -> None:
+        self.get = get
+
+    def __getitem__(self, k: int):
+        return self.get(k)
+
+
+def _regular_fields(raw: bytes, width: int) -> _Fields | None:
+    """The fields of ``raw`` when it is ASCII and every line holds exactly ``width`` fields
+    split by single spaces: no tab, CR or other control byte, no repeated or edge space, no
+    blank line. None for anything less regular: the caller then reads line by line, which
+    reports the exact line of a problem."""
+    import numpy as np
+
+    if not raw or not raw.isascii():
+        return None
+    if raw[-1:] != b"\n":
+        raw += b"\n"
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    seps = np.flatnonzero(buf <= 32)  # every separator and control byte
+    lines = len(seps) // width
+    if len(seps) != lines * width:
+        return None
+    kinds = buf[seps].reshape(lines, width)
+    if not ((kinds[:, :-1] == 32).all() and (kinds[:, -1] == 10).all()):
+        return None
+    if seps[0] == 0 or int(np.diff(seps).min(initial=2)) < 2:
+        return None  # an empty field: a line starting with a separator, or two in a row
+    return _Fields(raw, buf, lines, seps.reshape(lines, width))
+
+
+def _field_columns(buf, begin, end, width: int):
+    """The bytes of one field of every line, left-aligned and zero-padded to ``width``, as
+    ``width`` rows: row j holds byte j of every line's field (0 past its end)."""
     import numpy as np
 
     n = len(begin)
-    mat = np.zeros((n, width), dtype=np.uint8)
+    size = end - begin
     last = len(buf) - 1
+    out = np.empty((width, n), dtype=np.uint8)
+    idx = begin.copy()
+    clip = n > 0 and int(begin.max()) + width - 1 > last
     for j in range(width):
-        idx = begin + j
-        inside = idx < end
-        np.minimum(idx, last, out=idx)
-        mat[:, j] = np.where(inside, buf[idx], 0)
-    return mat
+        if j:
+            idx += 1
+        if clip:  # past the end of the buffer: masked below anyway
+            np.minimum(idx, last, out=idx)
+        np.take(buf, idx, out=out[j])
+        np.multiply(out[j], size > j, out=out[j])
+    return out
 
 
 def _parse_scores(mat, tokens_at) -> object | None:
-    """float64 scores of a zero-padded score matrix, rounded as strtod/float() rounds them.
+    """float64 scores of zero-padded score columns (see :func:`_field_columns`), rounded as
+    strtod/float() rounds them.
 
     Plain decimals of at most 15 digits are exact integers divided by an exact power of ten,
     so one IEEE division gives the correctly rounded value; anything else is parsed by
@@ -495,23 +525,25 @@ def _parse_scores(mat, tokens_at) -> object | None:
     """
     import numpy as np
 
-    n, width = mat.shape
+    width, n = mat.shape
     mant = np.zeros(n, dtype=np.int64)
     frac = np.zeros(n, dtype=np.int64)
     digits = np.zeros(n, dtype=np.int64)
     dots = np.zeros(n, dtype=np.int64)
     seen_dot = np.zeros(n, dtype=bool)
     odd = np.zeros(n, dtype=bool)
-    neg = mat[:, 0] == 45
+    neg = mat[0] == 45
     for j in range(width):
-        c = mat[:, j]
-        is_digit = (c >= 48) & (c <= 57)
+        c = mat[j]
+        d = c - np.uint8(48)  # a digit's value; 208.. for '\0', '-', '.' (wrapped)
+        is_digit = d < 10
         is_dot = c == 46
-        other = ~is_digit & ~is_dot & (c != 0)
+        other = ~(is_digit | is_dot | (c == 0))
         if j == 0:
             other &= ~neg
         odd |= other
-        mant = np.where(is_digit, mant * 10 + (c.astype(np.int64) - 48), mant)
+        np.multiply(mant, 10, out=mant, where=is_digit)
+        np.add(mant, d, out=mant, where=is_digit, casting="unsafe")
         digits += is_digit
         frac += is_digit & seen_dot
         dots += is_dot
@@ -536,49 +568,79 @@ def _parse_scores(mat, tokens_at) -> object | None:
     return scores
 
 
+def _parse_grades(mat) -> object | None:
+    """int64 grades of zero-padded columns of whole numbers as :func:`parse_relevance` reads
+    them (``[+-]?[0-9]+`` with an optional ``.0*``, at most 15 digits); None when one is
+    written otherwise (the line reader then reads or refuses it)."""
+    import numpy as np
+
+    width, n = mat.shape
+    value = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int64)
+    seen_dot = np.zeros(n, dtype=bool)
+    odd = np.zeros(n, dtype=bool)
+    first = mat[0]
+    signed = (first == 45) | (first == 43)
+    for j in range(width):
+        c = mat[j]
+        is_digit = (c >= 48) & (c <= 57)
+        is_dot = c == 46
+        allowed = is_digit | is_dot | (c == 0)
+        if j == 0:
+            allowed |= signed
+        odd |= ~allowed | (is_dot & seen_dot) | (seen_dot & is_digit & (c != 48))
+        whole = is_digit & ~seen_dot
+        value = np.where(whole, value * 10 + (c.astype(np.int64) - 48), value)
+        digits += whole
+        seen_dot |= is_dot
+    if odd.any() or int(digits.min(initial=1)) == 0 or int(digits.max(initial=0)) > 15:
+        return None
+    return np.where(first == 45, -value, value)
+
+
+def _read_qrels_fast(raw: bytes, byte_docnos: bool = False) -> Qrels | None:
+    """The common qrels file (4 single-space columns, whole grades, each query's lines together,
+    one judgment per document) in bulk with numpy; None for anything else. ``byte_docnos``:
+    the docnos as ASCII bytes (cheaper; for matching a run read in bulk)."""
+    fields = _regular_fields(raw, 4)
+    if fields is None or fields.widths[3] > _MAX_FIELD:
+        return None
+    rels = _parse_grades(fields.columns(3))
+    if rels is None:
+        return None
+    groups = fields.groups()
+    if groups is None:
+        return None
+    qids, starts = groups
+    docnos = fields.bytes(2) if byte_docnos else fields.strings(2)
+    rels = rels.tolist()
+    bounds = starts.tolist()
+    out: Qrels = {}
+    for qid, a, b in zip(qids, bounds, bounds[1:], strict=False):
+        docs = dict(zip(docnos[a:b], rels[a:b], strict=True))
+        if len(docs) != b - a:
+            return None  # a repeated judgment: the line reader warns or names the lines
+        out[qid] = docs
+    return out
+
+
 def _read_run_columns_fast(raw: bytes) -> RunColumns | None:
     """Columns of a regular run (single-space columns, numeric ranks, each query's lines
     together, no repeated document) parsed in bulk with numpy; None for anything else."""
-    if b"\x00" in raw:
+    fields = _regular_fields(raw, 6)
+    if fields is None or max(fields.widths[3], fields.widths[4]) > _MAX_FIELD:
         return None
-    regular = _regular_lines(raw, 6)
-    if regular is None:
-        return None
-    raw = regular
-    lines = raw.count(b"\n")
-    import numpy as np
-
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    seps = np.flatnonzero((buf == 32) | (buf == 10)).reshape(lines, 6)
-    line_begin = np.empty(lines, dtype=np.int64)
-    line_begin[0] = 0
-    line_begin[1:] = seps[:-1, 5] + 1
-    begins = [line_begin, seps[:, 0] + 1, seps[:, 1] + 1, seps[:, 2] + 1, seps[:, 3] + 1]
-    ends = [seps[:, 0], seps[:, 1], seps[:, 2], seps[:, 3], seps[:, 4]]
-    widths = [int((e - b).max()) for b, e in zip(begins, ends, strict=True)]
-    if max(widths[0], widths[2], widths[3], widths[4]) > _MAX_FIELD:
-        return None
-    rank = _field_matrix(buf, begins[3], ends[3], widths[3])
+    rank = fields.columns(3)
     if not (((rank >= 48) & (rank <= 57)) | (rank == 0)).all():
         return None
-
-    def tokens_at(rows):
-        return [
-            raw[b:e] for b, e in zip(begins[4][rows].tolist(), ends[4][rows].tolist(), strict=True)
-        ]
-
-    scores = _parse_scores(_field_matrix(buf, begins[4], ends[4], widths[4]), tokens_at)
+    scores = _parse_scores(fields.columns(4), lambda rows: fields.texts(4, rows))
     if scores is None:
         return None
-    qmat = _field_matrix(buf, begins[0], ends[0], widths[0])
-    qs = qmat.view(f"S{widths[0]}").ravel()
-    starts = np.flatnonzero(qs[1:] != qs[:-1]) + 1
-    starts = np.concatenate(([0], starts, [lines])).astype(np.int64)
-    qids = [q.decode("ascii") for q in qs[starts[:-1]].tolist()]
-    if len(set(qids)) != len(qids):
-        return None  # a query's lines are not together
-    dmat = _field_matrix(buf, begins[2], ends[2], widths[2])
-    docnos = dmat.view(f"S{widths[2]}").ravel().tolist()
+    groups = fields.groups()
+    if groups is None:
+        return None
+    qids, starts = groups
+    docnos = fields.bytes(2)
     bounds = starts.tolist()
     for a, b in zip(bounds, bounds[1:], strict=False):
         if len(set(docnos[a:b])) != b - a:
@@ -593,10 +655,11 @@ def run_columns_from_bytes(raw: bytes) -> RunColumns | None:
         return _read_run_columns_fast(raw)
 
 
-def qrels_from_bytes(raw: bytes) -> Qrels | None:
-    """A regular 4-column qrels file's bytes in bulk; None when it is less regular."""
+def qrels_from_bytes(raw: bytes, *, byte_docnos: bool = False) -> Qrels | None:
+    """A regular 4-column qrels file's bytes in bulk; None when it is less regular.
+    ``byte_docnos``: the docnos as ASCII bytes, as :class:`RunColumns` read in bulk has them."""
     with _no_gc():
-        return _read_qrels_fast(raw)
+        return _read_qrels_fast(raw, byte_docnos)
 
 
 def read_run_columns(path: str | os.PathLike, *, dedupe: bool = False) -> RunColumns:

@@ -572,7 +572,9 @@ def test_duplicate_ids_empty_input_unknown_source_truncated_gzip(cli, tmp_path):
     assert "no mentions" in _bad(cli, tmp_path, "-i", f"test={empty}")
     (tmp_path / "blank.json").write_text("")
     assert "empty" in _bad(cli, tmp_path, "-i", f"test={tmp_path / 'blank.json'}")
-    assert "unknown source 'conll'" in _bad(cli, tmp_path, "--source", "conll", "-i", dup)
+    r = cli("build-collection", "--source", "conll", "-i", dup, "--name", "bad")
+    assert r.exit_code == 2 and "'conll' is not one of 'wec-eng', 'coresearch'" in r.stderr
+    assert not (tmp_path / "collections" / "bad").exists()
     whole = gzip.compress(wec_fixture(tmp_path).read_bytes())
     trunc = tmp_path / "trunc.json.gz"
     trunc.write_bytes(whole[: len(whole) // 2])

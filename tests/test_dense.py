@@ -519,7 +519,6 @@ def test_cli_encode_run_and_errors(cli, tmp_path):
         (("--model", "no-such-org/no-such-model"), "--download"),
         (("--model", "./missing-folder"), "no such model folder"),
         (("--split", "nope"), "no topics in split"),
-        (("--device", "tpu"), "--device"),
         (("--markers", "<S>"), "two strings"),
     ):
         r = cli("run", "dense", "collections/tiny", *bad, "--name", "bad", "--quiet")
@@ -527,6 +526,9 @@ def test_cli_encode_run_and_errors(cli, tmp_path):
         assert r.stderr.startswith("error: ") and message in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
         assert not list((tmp_path / "runs/tiny").glob("bad.*"))
+    r = cli("run", "dense", "collections/tiny", "--device", "tpu", "--name", "bad", "--quiet")
+    assert r.exit_code == 2 and "'tpu' is not one of 'cpu', 'cuda', 'auto'" in r.stderr
+    assert not list((tmp_path / "runs/tiny").glob("bad.*"))
     r = cli("train", "dense", "collections/tiny", "--train-split", "nope", "-o", "m")
     assert r.exit_code == 2 and "no topics in split 'nope'" in r.stderr
     assert not (tmp_path / "m").exists()

@@ -357,7 +357,7 @@ def test_engine_options_are_checked(single, cli, monkeypatch):
     assert result.exit_code == 2
     assert "--address and --workers apply to --engine ray only" in result.stderr
     result = cli("run", "bm25", single, "--engine", "spark")
-    assert result.exit_code == 2 and "unknown --engine 'spark'" in result.stderr
+    assert result.exit_code == 2 and "'spark' is not one of 'local', 'ray'" in result.stderr
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     result = cli("index", single, "--engine", "ray", "--force")
     assert result.exit_code == 2

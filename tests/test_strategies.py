@@ -268,7 +268,6 @@ def test_bad_strata(spec, words):
     [
         (["--strategy", "depth", "--budget", "1"], "below the number of queries (2)"),
         (["--strategy", "mtf"], "needs a --budget"),
-        (["--strategy", "best"], "is not one of depth, rbp, rrf, mtf, maxmean, strata"),
         (["--strategy", "depth", "--strata", "1-5:1"], "--strata goes with --strategy strata"),
         (["--strategy", "rbp", "--budget", "4", "--rbp-p", "1"], "--rbp-p"),
         (["--strategy", "strata", "--strata", "1-4:1", "--depth", "9"], "the strata set the"),

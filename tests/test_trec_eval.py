@@ -334,3 +334,100 @@ def test_random_prefs_and_judgment_groups_equal_the_c_program(trec_eval, tmp_pat
         )
         assert result.exit_code == 0, (fmt, result.stderr)
         assert result.stdout == expected, fmt
+
+
+TREC_ONLY = ["set_F.0.5", "binG", "utility.1,-2,0,1", "relative_P.5", "G", "Rprec_mult..5",
+             "num_nonrel_judged_ret", "ndcg_rel", "rbp"]  # fmt: skip
+
+
+def test_trec_eval_measures_in_groups_and_compare_equal_the_c_program(trec_eval, tmp_path):
+    """trec_eval's measures without an ir_measures name, grouped (`eval --by`) and compared:
+    every per-query value as the C program prints it, and compare's means of them."""
+    import json
+    import math
+
+    qrels, run = _write_case(tmp_path, 5, complete_run=True)
+    run.write_text(run.read_text().replace(" extra column", ""))  # the strict reader's runs
+    c_args = [a for m in TREC_ONLY for a in ("-m", m)]
+    expected = subprocess.run(
+        [str(trec_eval["10"] / "trec_eval"), "-q", *c_args, str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    c_values: dict[str, dict[str, str]] = {}
+    for line in expected.splitlines():
+        name, qid, value = line.split()
+        if qid != "all":
+            c_values.setdefault(qid, {})[name] = value
+    qids = sorted(c_values)
+    topics = tmp_path / "types.tsv"
+    topics.write_text("".join(f"{q}\t{'a' if i % 2 else 'b'}\n" for i, q in enumerate(qids)))
+    cli = ["eval", str(run), str(qrels), *c_args, "--topics", str(topics), "--by", "type",
+           "-f", "json"]  # fmt: skip
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert set(got["groups"]) == {"a", "b"}
+    assert sorted(got["per_query"]) == qids
+    names = list(c_values[qids[0]])
+    assert len(names) == len(TREC_ONLY)
+    for qid in qids:
+        for name in names:
+            value = got["per_query"][qid][name]
+            printed = str(round(value)) if name == "num_nonrel_judged_ret" else f"{value:.4f}"
+            assert printed == c_values[qid][name], (qid, name)
+
+    other = tmp_path / "other.trec"  # every query, ranked the other way round
+    fields = [line.split() for line in run.read_text().splitlines()]
+    other.write_text("".join(f"{q} Q0 {d} {k} {-float(v)!r} t\n" for q, _, d, k, v, _ in fields))
+    cli = ["compare", str(qrels), str(run), str(other), "-m", "set_F.0.5", "-m", "binG",
+           "-f", "json"]  # fmt: skip
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    means = json.loads(result.stdout)["systems"][run.stem]["measures"]
+    for name in ("set_F_0.5", "binG"):
+        mean = math.fsum(float(c_values[q][name]) for q in qids) / len(qids)
+        assert abs(means[name] - mean) < 1e-4  # C's values are printed to 4 decimals
+
+
+def test_trec_eval_measures_without_one_value_per_query_are_refused_in_groups(tmp_path):
+    qrels, run = _write_case(tmp_path, 6, complete_run=True)
+    topics = tmp_path / "types.tsv"
+    topics.write_text("q01\ta\n")
+    for measure, words in (("gm_map", "no value per query"), ("P", "needs a cutoff"),
+                           ("relative_P", "a value per cutoff")):  # fmt: skip
+        cli = ["eval", str(run), str(qrels), "-m", measure, "--topics", str(topics), "--by", "type"]
+        result = CliRunner().invoke(app, cli)
+        assert result.exit_code == 2, result.stdout
+        assert words in result.stderr
+
+
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_rankings_of_very_unequal_lengths_equal_the_c_program(trec_eval, tmp_path, version):
+    """One long ranking among many short ones: the grade matrix would be mostly padding, so
+    the measures go query by query (and gains of levels below -2 too); the same numbers."""
+    r = random.Random(21)
+    qrels_lines, run_lines = [], []
+    for q in range(500):
+        qid = f"t{q:03d}"
+        n = 3000 if q == 7 else r.randint(1, 2)
+        docs = [f"D{q}_{i}" for i in range(n)]
+        for d in r.sample(docs, min(n, 40)):
+            qrels_lines.append(f"{qid} 0 {d} {r.choice([-1, 0, 1, 2])}")
+        for i, d in enumerate(docs):
+            run_lines.append(f"{qid} Q0 {d} {i + 1} {r.random() * 5:.3f} long")
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("\n".join(qrels_lines) + "\n")
+    run.write_text("\n".join(run_lines) + "\n")
+    options = ["-m", "all_trec", "-m", "ndcg.-5=2,1=3", "-m", "G.-4=1,2=5"]
+    expected = subprocess.run(
+        [str(trec_eval[version] / "trec_eval"), "-q", *options, str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    cli = ["eval", str(run), str(qrels), "-q", *options, "--trec-eval", version, "-f", "trec"]
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected

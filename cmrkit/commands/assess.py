@@ -11,7 +11,9 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import Role, Strategy, plain
 from cmrkit.commands.group import group
+from cmrkit.commands.pooling import PER_QUERY, POOL_ARG, POOL_COLLECTION
 from cmrkit.console import console, out, user_errors
 
 assess_app = group(
@@ -26,6 +28,8 @@ users_app = group(
 assess_app.add_typer(users_app, name="users")
 
 DB_HELP = "Database: sqlite:///PATH or postgresql://USER@HOST[:PORT]/DB."
+DB = typer.Option(..., "--db", help=DB_HELP)
+USER = typer.Argument(..., help="User name.")
 
 
 def register(app: typer.Typer) -> None:
@@ -62,7 +66,7 @@ def _shown_url(url: str) -> str:
 @assess_app.command("serve")
 @user_errors
 def serve_command(
-    pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
+    pool_file: Path = POOL_ARG,
     db_url: str | None = typer.Option(
         None, "--db", help=DB_HELP + " [default: an SQLite file beside the pool]"
     ),
@@ -70,9 +74,7 @@ def serve_command(
         "127.0.0.1", help="Address to listen on (loopback only unless told; see docs/assess.md)."
     ),
     port: int = typer.Option(8350, help="Port to listen on."),
-    collection: Path | None = typer.Option(
-        None, "--collection", help="The pool's collection folder [default: as recorded]."
-    ),
+    collection: Path | None = POOL_COLLECTION,
     assessors: int = typer.Option(3, help="Different assessors per pair."),
     gold: Path | None = typer.Option(
         None, help="Qrels of known answers (rel > 0 relevant) for gold pairs outside the pool."
@@ -87,14 +89,14 @@ def serve_command(
     lease: float = typer.Option(
         600.0, help="Seconds a handed-out pair stays with its assessor before it goes back."
     ),
-    strategy: str | None = typer.Option(
+    strategy: Strategy | None = typer.Option(
         None,
         help="Choose the pairs first: mtf or maxmean (adaptive rounds as judgments arrive, "
         "with --budget), strata (a sample for xinfAP), or any `pool create` strategy "
         "[default: the pool's sampled pairs].",
     ),
     budget: int | None = typer.Option(None, help="Pairs to judge, in total or --per-query."),
-    per_query: bool = typer.Option(False, "--per-query", help="The budget is per query."),
+    per_query: bool = PER_QUERY,
     batch: int | None = typer.Option(
         None, help="mtf/maxmean: pairs per round (default one per query)."
     ),
@@ -197,8 +199,8 @@ def serve_command(
 @user_errors
 def users_add_command(
     name: str = typer.Argument(..., help="User name (the worker_id of their judgments)."),
-    role: str = typer.Option(..., "--role", help="assessor or organizer."),
-    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+    role: Role = typer.Option(..., "--role", help="assessor or organizer."),
+    db_url: str = DB,
     password_stdin: bool = typer.Option(
         False,
         "--password-stdin",
@@ -222,7 +224,7 @@ def users_add_command(
     else:
         password = auth.new_password()
     with write(engine) as conn:
-        user = auth.add_user(conn, name, role, password)
+        user = auth.add_user(conn, name, plain(role), password)
     out.print(f"added {user.role} {user.name}", markup=False)
     if not password_stdin:
         out.print(f"password (shown once): {password}", markup=False)
@@ -230,7 +232,7 @@ def users_add_command(
 
 @users_app.command("list")
 @user_errors
-def users_list_command(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+def users_list_command(db_url: str = DB) -> None:
     """List the accounts: name, role, state (active, disabled, paused and why).
 
     Example: cmrkit assess users list --db sqlite:///pools/sample.assess.sqlite
@@ -264,8 +266,8 @@ def _set_state(name: str, db_url: str, what: str) -> None:
 @users_app.command("disable")
 @user_errors
 def users_disable_command(
-    name: str = typer.Argument(..., help="User name."),
-    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+    name: str = USER,
+    db_url: str = DB,
 ) -> None:
     """Disable an account: its sessions end now and it cannot log in (judgments are kept).
 
@@ -277,8 +279,8 @@ def users_disable_command(
 @users_app.command("enable")
 @user_errors
 def users_enable_command(
-    name: str = typer.Argument(..., help="User name."),
-    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+    name: str = USER,
+    db_url: str = DB,
 ) -> None:
     """Enable a disabled account again.
 
@@ -290,8 +292,8 @@ def users_enable_command(
 @users_app.command("resume")
 @user_errors
 def users_resume_command(
-    name: str = typer.Argument(..., help="User name."),
-    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+    name: str = USER,
+    db_url: str = DB,
 ) -> None:
     """Let an assessor paused for low gold accuracy work again (the flag stays on record).
 
@@ -303,7 +305,7 @@ def users_resume_command(
 @assess_app.command("export")
 @user_errors
 def export_command(
-    db_url: str = typer.Option(..., "--db", help=DB_HELP),
+    db_url: str = DB,
     output: Path = typer.Option(
         ..., "-o", "--output", help="Judgments CSV to write (pair_id,worker_id,label)."
     ),
@@ -395,7 +397,7 @@ def _aggregate(staged, output, key, pool, qrels, sample_qrels, **rules) -> None:
 
 @assess_app.command("close")
 @user_errors
-def close_command(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+def close_command(db_url: str = DB) -> None:
     """Close the pool: no pair is handed out and no judgment taken any more (export works).
 
     Example: cmrkit assess close --db sqlite:///pools/sample.assess.sqlite
@@ -408,7 +410,7 @@ def close_command(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None
 
 @assess_app.command("migrate")
 @user_errors
-def migrate_command(db_url: str = typer.Option(..., "--db", help=DB_HELP)) -> None:
+def migrate_command(db_url: str = DB) -> None:
     """Create the database schema or bring it to this version (every command does this too).
 
     Example: cmrkit assess migrate --db postgresql://cmrkit@127.0.0.1:5432/assess

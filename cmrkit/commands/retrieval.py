@@ -8,11 +8,13 @@ from typing import Any
 
 import typer
 
+from cmrkit.commands.choices import Engine, Expansion, ExpansionBase, Formulation, Preset
 from cmrkit.commands.runs import (
     ADDRESS,
     COLLECTION_ARG,
     ENGINE,
     LUCENE_RUN,
+    QRELS_DIR,
     QUIET,
     SPACY,
     SPLIT,
@@ -73,7 +75,7 @@ def index_command(
     ),
     verbose: bool = VERBOSE,
     quiet: bool = QUIET,
-    engine: str = ENGINE,
+    engine: Engine = ENGINE,
     address: str | None = ADDRESS,
     workers: int | None = WORKERS,
 ) -> None:
@@ -117,8 +119,11 @@ def bm25_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
     split: str | None = SPLIT,
-    query: str = typer.Option(
-        "mention+entities", "--query", help="mention, mention+entities, sentence or context."
+    query: Formulation = typer.Option(
+        Formulation("mention+entities"),
+        "--query",
+        help="mention, mention+entities, sentence or context (chain and features: the "
+        "topics' within-document chains, as TAC collections have them).",
     ),
 ) -> None:
     """BM25 over the unit text; the query is the mention plus its context's named entities.
@@ -142,8 +147,8 @@ def fields_command(
     collection: Path = COLLECTION_ARG,
     split: str | None = SPLIT,
     weights: str | None = WEIGHTS,
-    preset: str | None = PRESET,
-    query: str | None = typer.Option(
+    preset: Preset | None = PRESET,
+    query: Formulation | None = typer.Option(
         None,
         "--query",
         help="Query formulation (default: mention for presets, else mention+entities).",
@@ -161,9 +166,7 @@ def fields_command(
         "map, recip_rank, P.10).",
     ),
     tune_k: int = typer.Option(100, "--tune-k", help="Ranking depth while learning."),
-    qrels_dir: Path | None = typer.Option(
-        None, "--qrels-dir", help="Folder holding NAME.SPLIT.txt qrels (default qrels/)."
-    ),
+    qrels_dir: Path | None = QRELS_DIR,
 ) -> None:
     """Multi-field BM25 with per-field weights (default: the CMR doc preset).
 
@@ -191,14 +194,14 @@ def fields_command(
 def qe_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
-    method: str = typer.Option("rm3", "--method", help="rm3 or rocchio."),
-    base: str = typer.Option("bm25", "--base", help="bm25 or fields."),
+    method: Expansion = typer.Option(Expansion.rm3, "--method", help="rm3 or rocchio."),
+    base: ExpansionBase = typer.Option(ExpansionBase.bm25, "--base", help="bm25 or fields."),
     split: str | None = SPLIT,
-    query: str | None = typer.Option(
+    query: Formulation | None = typer.Option(
         None, "--query", help="Query formulation (default as for the base system)."
     ),
     weights: str | None = WEIGHTS,
-    preset: str | None = PRESET,
+    preset: Preset | None = PRESET,
     fb_terms: int = typer.Option(10, "--fb-terms", help="Expansion terms."),
     fb_docs: int = typer.Option(10, "--fb-docs", help="Feedback documents."),
     original_weight: float = typer.Option(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from cmrkit.commands.choices import Engine, plain
 from cmrkit.commands.group import group
 from cmrkit.console import console, out
 
@@ -89,7 +90,7 @@ def engine_options(engine: str, address: str | None, workers: int | None):
     """The --engine, --address and --workers options as one record."""
     from cmrkit.retrieval.distributed.engine import EngineOptions
 
-    return EngineOptions(engine, address, workers)
+    return EngineOptions(plain(engine), address, workers)
 
 
 def run_options(ctx: typer.Context, **overrides) -> RunOptions:
@@ -100,7 +101,7 @@ def run_options(ctx: typer.Context, **overrides) -> RunOptions:
 
     from cmrkit.retrieval.options import RunOptions
 
-    values = {**ctx.params, **overrides}
+    values = {key: plain(value) for key, value in {**ctx.params, **overrides}.items()}
     shared = {f.name for f in dataclasses.fields(RunOptions)} - {"progress", "argv", "engine"}
     engine = engine_options(
         values.get("engine", "local"), values.get("address"), values.get("workers")
@@ -186,7 +187,7 @@ AUTO_INDEX = typer.Option(
     "--no-auto-index refuses instead.",
 )
 ENGINE = typer.Option(
-    "local",
+    Engine.local,
     "--engine",
     help="local (this process) or ray (a Ray cluster; needs pip install 'cmrkit[ray]').",
 )
@@ -225,7 +226,7 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "verbose": (bool, VERBOSE),
     "quiet": (bool, QUIET),
     "auto_index": (bool, AUTO_INDEX),
-    "engine": (str, ENGINE),
+    "engine": (Engine, ENGINE),
     "address": (str | None, ADDRESS),
     "workers": (int | None, WORKERS),
 }

@@ -13,9 +13,16 @@ MISSING = -(1 << 40)  # relevance of a retrieved document the qrels lack (not in
 
 
 def rank_all(
-    cols: RunColumns, blocks: list[int], qrels: Qrels, depth: int | None, version: str = "10"
+    cols: RunColumns,
+    blocks: list[int],
+    qrels: Qrels,
+    depth: int | None,
+    version: str = "10",
+    *,
+    byte_docnos: bool = False,
 ):
-    """Per-query sizes and, in trec_eval's order (cut at ``depth``), the rows and grades."""
+    """Per-query sizes and, in trec_eval's order (cut at ``depth``), the rows and grades.
+    ``byte_docnos``: the qrels' docnos are bytes already (as the run's, read in bulk)."""
     import itertools
 
     import numpy as np
@@ -63,7 +70,7 @@ def rank_all(
     grades = []
     for k, i in enumerate(blocks):
         judged = qrels[cols.qids[i]]
-        if as_bytes:
+        if as_bytes and not byte_docnos:
             judged = dict(zip(map(str.encode, judged), judged.values(), strict=True))
         a, b = int(starts[k]), int(starts[k + 1])
         grades.append(map(judged.get, docnos[a:b], itertools.repeat(MISSING)))

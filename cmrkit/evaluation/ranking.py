@@ -70,7 +70,8 @@ class Result:
 def _measures(measures: Sequence[Measure | str] | None) -> list[Measure]:
     if measures and all(isinstance(m, Measure) for m in measures):
         return list(measures)  # type: ignore[arg-type]
-    return parse_measures([str(m) for m in measures] if measures else None)
+    texts = [m.spec or m.name if isinstance(m, Measure) else str(m) for m in measures or ()]
+    return parse_measures(texts or None, trec_eval=True)
 
 
 def aggregate(measure: Measure, values: Sequence[float]) -> float:
@@ -247,7 +248,7 @@ def _ndcg_cut(c: _Ranked, k):
     terms = c.rel[at].astype(np.float64) / log2[c.pos[at]]
     positive = c.first_k(gain, None)
     (dcg,) = _prefix_sums(terms, positive, [positive])
-    ideal = np.asarray([_ideal_dcg(row, k) for row in c.qrels_rows])
+    ideal = _ideal_dcgs(c.qrels_rows, k)
     return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg)
 
 
@@ -270,6 +271,55 @@ _COMPUTE: dict[str, Callable] = {
     "NumRelRet": lambda c, k: c.found.astype(float),
     "NumQ": _num_q,
 }
+
+
+def _judged_grades(rows: list[Mapping[str, int]]):
+    """(every query's grades one after the other, each query's first index, counts)."""
+    import itertools
+
+    import numpy as np
+
+    sizes = np.asarray([len(r) for r in rows], dtype=np.int64)
+    grades = np.fromiter(
+        itertools.chain.from_iterable(r.values() for r in rows), dtype=np.int64,
+        count=int(sizes.sum()),
+    )  # fmt: skip
+    return grades, np.cumsum(sizes) - sizes, sizes
+
+
+def _num_relevant(rows: list[Mapping[str, int]]) -> list[int]:
+    """Judgments with grade >= 1, per query."""
+    import numpy as np
+
+    grades, starts, sizes = _judged_grades(rows)
+    cum = np.zeros(len(grades) + 1, dtype=np.int64)
+    np.cumsum(grades >= 1, out=cum[1:])
+    return (cum[starts + sizes] - cum[starts]).tolist()
+
+
+def _ideal_dcgs(rows: list[Mapping[str, int]], k: int):
+    """:func:`_ideal_dcg` of every query, with numpy: the same terms added in the same order
+    (a zero-padded row per query, summed left to right)."""
+    import numpy as np
+
+    from cmrkit.evaluation.trec_bulk import log2_discounts
+
+    grades, starts, sizes = _judged_grades(rows)
+    nq = len(rows)
+    qid = np.repeat(np.arange(nq), sizes)
+    positive = grades > 0
+    g, q = grades[positive], qid[positive]
+    order = np.lexsort((-g, q))  # per query, the gains from the highest down
+    g, q = g[order], q[order]
+    counts = np.bincount(q, minlength=nq)
+    rank = np.arange(len(g)) - np.repeat(np.cumsum(counts) - counts, counts)
+    keep = rank < k
+    width = int(min(k, counts.max(initial=0)))
+    if nq * width > 4 * len(g) + (1 << 20):
+        return np.asarray([_ideal_dcg(row, k) for row in rows])
+    terms = np.zeros((nq, width))
+    terms[q[keep], rank[keep]] = g[keep] / log2_discounts(width)[rank[keep]]
+    return np.cumsum(terms, axis=1)[:, -1] if width else np.zeros(nq)
 
 
 def _ideal_dcg(judged: Mapping[str, int], k: int) -> float:
@@ -318,7 +368,7 @@ def evaluate(
     lens, starts, order, rel, docnos, scores = _ranking(cols, blocks, qrels, depth, version)
     qids = [cols.qids[i] for i in blocks]
     rows = [qrels[q] for q in qids]
-    num_rel = [sum(g >= 1 for g in judged.values()) for judged in rows]
+    num_rel = _num_relevant(rows)
     native = [m for m in ms if _native(m) and m.kind not in SAMPLED_KINDS]
     values = _native_values(native, lens, starts, rel, num_rel, rows) if native else {}
     if any(m.kind in SAMPLED_KINDS for m in ms):
@@ -335,16 +385,25 @@ def evaluate(
     computed: dict[str, dict[str, float]] = {}
     if others:
         import cmrkit.evaluation.trec_eval as te
+        from cmrkit.evaluation.measures import trec as defs
 
         opts = te.Options(version=version)
+        params = {}  # trec_eval measures: their parameters, as trec_eval sets them up
+        for m in others:
+            if m.spec is not None:
+                params[m.trec_name] = te._setup(m.family, defs.parse_request([m.spec], version))
         for k, qid in enumerate(qids):
             at = order[int(starts[k]) : int(starts[k + 1])].tolist()
             names = [docnos[i] for i in at]
             if names and isinstance(names[0], bytes):
                 names = [d.decode() for d in names]
             rr = te.form_res_rels(names, qrels[qid], opts)
-            computed[qid] = {m.trec_name: te.QRELS_MEASURES[m.trec_name](rr, None, opts)[0]
-                             for m in others}  # fmt: skip
+            computed[qid] = {
+                m.trec_name: te.QRELS_MEASURES[m.family or m.trec_name](
+                    rr, params[m.trec_name].params if m.spec else None, opts
+                )[0]
+                for m in others
+            }
     for qid in scored:
         row = per_query[qid]
         k = where.get(qid)

@@ -59,6 +59,47 @@ def levels(judged: dict[str, int], level: int, state: dict) -> tuple[list[int], 
     return list(buf), num_rel_levels, num_rel
 
 
+def levels_all(judged: list[dict], level: int, state: dict) -> list[tuple[list[int], int, int]]:
+    """:func:`levels` of each query in turn (the same statics), the counting done with numpy."""
+    import itertools
+
+    import numpy as np
+
+    sizes = [len(j) for j in judged]
+    grades = np.fromiter(
+        itertools.chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=sum(sizes)
+    )
+    if len(grades) == 0 or int(grades.max()) > 1000 or int(grades.min()) < -(10**9):
+        return [levels(j, level, state) for j in judged]
+    nq = len(judged)
+    width = max(int(grades.max()) + 1, 1)
+    rows = np.repeat(np.arange(nq), sizes)
+    ok = grades >= 0
+    counts = np.bincount(rows[ok] * width + grades[ok], minlength=nq * width).reshape(nq, width)
+    highest = np.zeros(nq, dtype=np.int64)
+    filled = np.asarray(sizes) > 0
+    starts = np.cumsum(sizes) - np.asarray(sizes)
+    highest[filled] = np.maximum.reduceat(grades, starts[filled])
+    out = []
+    buf = state.setdefault("levels", [])
+    for row, top in zip(counts.tolist(), highest.tolist(), strict=True):
+        size = top + 1  # (0 for a query without judgments, as max_rel is there)
+        if size > len(buf):
+            buf.extend([0] * (size - len(buf)))
+        if size > 0:
+            buf[:size] = row[:size]
+        num_rel = 0
+        num_rel_levels = state.get("num_rel_levels", 0)
+        for i in range(max(size, 0)):
+            if buf[i]:
+                num_rel_levels = i + 1
+                if i >= level:
+                    num_rel += buf[i]
+        state["num_rel_levels"] = num_rel_levels
+        out.append((list(buf), num_rel_levels, num_rel))
+    return out
+
+
 _L2: list[float] = []  # _L2[i] == math.log2(i + 2), the rank discount, grown on demand
 _L2_ARRAY: list = [None]
 
@@ -271,12 +312,14 @@ def block(flat, lens, judged: list[dict[str, int]], opts) -> Block | None:
     L = int(lens.max(initial=0))
     if nq * L > _SPARSE * len(flat) + (1 << 20):
         return None
-    A = np.full((nq, L), PAD, dtype=np.int64)
-    rows = np.repeat(np.arange(nq), lens)
-    cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
-    A[rows, cols] = flat
-    state = opts.state
-    per = [levels(j, opts.level, state) for j in judged]
+    if nq and int(lens.min()) == L:  # rankings of one length: the grades as they are
+        A = np.ascontiguousarray(flat, dtype=np.int64).reshape(nq, L)
+    else:
+        A = np.full((nq, L), PAD, dtype=np.int64)
+        rows = np.repeat(np.arange(nq), lens)
+        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
+        A[rows, cols] = flat
+    per = levels_all(judged, opts.level, opts.state)
     return Block(A, np.asarray(lens, dtype=np.int64), opts.level, [p[0] for p in per],
                  [p[1] for p in per], [p[2] for p in per], opts)  # fmt: skip
 
@@ -480,27 +523,24 @@ def m_ndcg_cut(B, p):
 
 
 def _tables(B, p):
-    """Per query: gain_init.c's table for the parameters ``p``."""
+    """Per query: gain_init.c's table for the parameters ``p`` (shared: copy before changing)."""
     version = B.opts.version
-    return [
-        gains(rl, nl, p, version) for rl, nl in zip(B.rel_levels, B.num_rel_levels, strict=True)
-    ]
+    return B.cached(
+        ("tables", repr(p)),
+        lambda: [
+            gains(rl, nl, p, version) for rl, nl in zip(B.rel_levels, B.num_rel_levels, strict=True)
+        ],
+    )
 
 
 def _dcgs(B, p):
     """m_ndcg.c: (results_dcg, ideal_dcg) per query, each summed term by term in rank order;
     None when the gains or the ideal rankings do not fit the matrix."""
     np = B.np
-    tables = _tables(B, p)
-    g = B.gain_rows([gain_map(t) for t in tables])
-    if g is None:
+    got = _gain_setup(B, p)
+    if got is None:
         return None
-    seqs = [ideal_seq(t) for t in tables]
-    total = sum(len(s) for s in seqs)
-    widest = max((len(s) for s in seqs), default=0)
-    if B.nq * widest > _SPARSE * total + (1 << 20):
-        return None
-    seq_m, m = B.padded(seqs)
+    _, g, _, seq_m, m = got
     results = B.row_sums(g / log2_discounts(B.L))
     W = seq_m.shape[1]
     ideal = np.cumsum(seq_m / log2_discounts(W), axis=1)[:, -1] if W else np.zeros(B.nq)
@@ -538,19 +578,23 @@ def _c_div(np, a, b):
 def _gain_setup(B, p):
     """(tables, gains of the ranked documents, ideal sequences, their zero-padded matrix at
     least L wide, their lengths); None when they do not fit the matrix."""
-    tables = _tables(B, p)
-    g = B.gain_rows([gain_map(t) for t in tables])
-    if g is None:
-        return None
-    seqs = [ideal_seq(t) for t in tables]
-    total = sum(len(s) for s in seqs) + B.nq * B.L
-    widest = max([B.L] + [len(s) for s in seqs])
-    if B.nq * widest > _SPARSE * total + (1 << 20):
-        return None
-    seq_m, m = B.padded(seqs)
-    if seq_m.shape[1] < B.L:
-        seq_m = B.np.pad(seq_m, ((0, 0), (0, B.L - seq_m.shape[1])))
-    return tables, g, seqs, seq_m, m
+
+    def make():
+        tables = _tables(B, p)
+        g = B.gain_rows([gain_map(t) for t in tables])
+        if g is None:
+            return False
+        seqs = [ideal_seq(t) for t in tables]
+        total = sum(len(s) for s in seqs) + B.nq * B.L
+        widest = max([B.L] + [len(s) for s in seqs])
+        if B.nq * widest > _SPARSE * total + (1 << 20):
+            return False
+        seq_m, m = B.padded(seqs)
+        if seq_m.shape[1] < B.L:
+            seq_m = B.np.pad(seq_m, ((0, 0), (0, B.L - seq_m.shape[1])))
+        return tables, g, seqs, seq_m, m
+
+    return B.cached(("gain", repr(p)), make) or None
 
 
 def m_G(B, p):
@@ -604,10 +648,10 @@ def m_ndcg_rel(B, p):
 def m_Rndcg(B, p):
     """m_Rndcg.c: nDCG taken where the ideal ranking's gain changes, averaged."""
     np = B.np
-    tables = _tables(B, p)
-    g = B.gain_rows([gain_map(t) for t in tables])
-    if g is None:
+    got = _gain_setup(B, p)
+    if got is None:
         return None
+    tables, g, _, seq_m, m = got
     walks = []
     for t in tables:
         if not t or t[-1][1] <= 0.0:
@@ -616,12 +660,6 @@ def m_Rndcg(B, p):
         else:
             runs, stop = ideal_runs(t)
             walks.append((runs, t[-1][1], stop))
-    seqs = [[gain for gain, count in w[0] for _ in range(count)] for w in walks]
-    total = sum(map(len, seqs))
-    widest = max(map(len, seqs), default=0)
-    if B.nq * widest > _SPARSE * total + (1 << 20):
-        return None
-    seq_m, m = B.padded(seqs)
     L = B.L
     rp = np.zeros((B.nq, L + 1))
     if L:
@@ -741,7 +779,7 @@ def m_rbp(B, p):
     np = B.np
     persistence = _rbp_p(p)
     gmaps = []
-    for table in _tables(B, p):
+    for table in [[list(g) for g in t] for t in _tables(B, p)]:
         # m_rbp.c leaves min and max uninitialised; built without optimisation they start at 0
         lo = min([0.0] + [g[1] for g in table])
         hi = max([0.0] + [g[1] for g in table])

@@ -173,7 +173,8 @@ def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -
     raw = _read_bytes(path)
     cols = run_columns_from_bytes(raw) if raw else None
     if cols is not None:  # the common regular file, in bulk
-        last = raw.rstrip(b"\n").rsplit(b"\n", 1)[-1].split()
+        end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
+        last = raw[raw.rfind(b"\n", 0, end) + 1 : end].split()  # the last line (no copy)
         return Results(None, last[5].decode(), odd, cols, single=version == "9")
     queries: dict[str, list[tuple[str, float]]] = {}
     runid = ""
@@ -217,6 +218,16 @@ class RelInfo:
     jg: dict[str, list[dict[str, int]]] = field(default_factory=dict)
     prefs: dict[str, list[tuple[str, str, float, str]]] = field(default_factory=dict)
     odd: Odd = field(default_factory=Odd)
+    byte_docnos: bool = False  # qrels' docnos as ASCII bytes (read in bulk), see as_text
+
+    def as_text(self) -> None:
+        """The qrels' docnos as str (where they meet docnos other than a bulk-read run's)."""
+        if self.byte_docnos:
+            self.qrels = {
+                q: dict(zip(map(bytes.decode, d), d.values(), strict=True))
+                for q, d in self.qrels.items()
+            }
+            self.byte_docnos = False
 
     @property
     def qids(self) -> list[str]:
@@ -272,9 +283,10 @@ def read_rel_info(
     if rel_format == "qrels":
         from cmrkit.trec import qrels_from_bytes
 
-        fast = qrels_from_bytes(raw)
+        fast = qrels_from_bytes(raw, byte_docnos=True)
         if fast is not None:
             info.qrels = fast
+            info.byte_docnos = True
             return info
         for n, fields in _lines(raw, path, version, odd):
             if len(fields) != 4:
@@ -1135,24 +1147,33 @@ class TrecResult:
         z = "Z" if self.zscores else ""
         lines: list[str] = []
         opts = self.options
-        if opts.query:
-            for qid in self.printed_queries:
-                values = self.per_query[qid]
-                k = 0
-                for col in self.columns:
-                    fam = col.family
-                    width = len(col.names)
-                    if fam.name == "runid":
-                        continue
-                    if fam.per_query:
-                        for name, v in zip(col.names, values[k : k + width], strict=True):
-                            if fam.name == "relstring":
-                                lines.append(f"{name:<22}\t{qid}\t'{v}'")
-                            elif fam.integer and not z:
-                                lines.append(f"{name:<22}\t{qid}\t{int(v)}")
-                            else:
-                                lines.append(f"{z}{name:<22}\t{qid}\t{_f(v)}")
-                    k += width
+        out = ""
+        if opts.query:  # built a value name at a time, then interleaved query by query
+            import itertools
+
+            qids = self.printed_queries
+            rows = [self.per_query[q] for q in qids]
+            parts: list[list[str]] = []
+            k = 0
+            for col in self.columns:
+                fam = col.family
+                if fam.name == "runid":
+                    continue
+                if fam.per_query:
+                    for j, name in enumerate(col.names):
+                        vals = [r[k + j] for r in rows]
+                        pairs = zip(qids, vals, strict=True)
+                        if fam.name == "relstring":
+                            parts.append([f"{name:<22}\t{q}\t'{v}'\n" for q, v in pairs])
+                        elif fam.integer and not z:
+                            parts.append([f"{name:<22}\t{q}\t{int(v)}\n" for q, v in pairs])
+                        elif any(v != v for v in vals):  # a NaN: printed with its sign
+                            parts.append([f"{z}{name:<22}\t{q}\t{_f(v)}\n" for q, v in pairs])
+                        else:
+                            head = f"{z}{name:<22}\t"
+                            parts.append([f"{head}{q}\t{v:6.4f}\n" for q, v in pairs])
+                k += len(col.names)
+            out = "".join(itertools.chain.from_iterable(zip(*parts, strict=True)))
         if opts.summary:
             k = 0
             for col in self.columns:
@@ -1168,7 +1189,7 @@ class TrecResult:
                         else:
                             lines.append(f"{z}{name:<22}\tall\t{_f(v)}")
                 k += width
-        return "".join(line + "\n" for line in lines)
+        return out + "".join(line + "\n" for line in lines)
 
 
 def _zscore(values: list, names: list[str], table: dict | None) -> list:
@@ -1229,6 +1250,8 @@ def evaluate(
         evaluated = rel_qids
     else:
         evaluated = common
+    if results.cols is None or fmt != "qrels" or len(evaluated) != len(common):
+        rel_info.as_text()  # docnos meet the run's one query at a time
     per_query: dict[str, list] = {}
     z_queries: list[str] = []
     z_measures: set[str] = set()
@@ -1237,7 +1260,8 @@ def evaluate(
         n for c in columns if c.family.per_query and c.family.name != "relstring" for n in c.names
     ]
     graded = _bulk_grades(results, rel_info, opts) if fmt == "qrels" else None
-    rows = _bulk_values(graded, evaluated, rel_info, columns, opts)
+    by_name = _bulk_values(graded, evaluated, rel_info, columns, opts)
+    rows = None if by_name is None else list(zip(*by_name, strict=True))
     if rows is not None:  # every query at once (trec_bulk.py), the same doubles
         per_query = dict(zip(evaluated, map(list, rows), strict=True))
     for qid in evaluated if rows is None else ():
@@ -1275,11 +1299,14 @@ def evaluate(
     for col in columns:
         fam = col.family
         for j in range(len(col.names)):
-            acc = 0.0
-            for qid in evaluated:
-                v = per_query[qid][k + j]
-                if not isinstance(v, str):
-                    acc += v
+            if by_name is not None and zscores is None:
+                acc = _sum_in_order(by_name[k + j])
+            else:
+                acc = 0.0
+                for qid in evaluated:
+                    v = per_query[qid][k + j]
+                    if not isinstance(v, str):
+                        acc += v
             if fam.summary == defs.MEAN:
                 value = acc / num_q if num_q else acc
             elif fam.summary == defs.GEOMETRIC:
@@ -1314,6 +1341,15 @@ def evaluate(
         zscores=zscores is not None,
         notes=_z_notes(z_queries, z_measures),
     )
+
+
+def _sum_in_order(values: list) -> float:
+    """0.0 plus each value in turn (the summary's order; strings skipped)."""
+    if values and isinstance(values[0], str):
+        return 0.0
+    import numpy as np
+
+    return float(np.cumsum(np.asarray([0.0, *values]))[-1])  # cumsum adds one by one
 
 
 def _z_notes(queries: list[str], measures: set[str]) -> list[str]:
@@ -1386,15 +1422,18 @@ def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> Graded |
     if not blocks:
         return Graded([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64))
     depth = None if opts.max_docs == Options.max_docs else opts.max_docs
-    lens, starts, _, rel, _, _ = rank_all(cols, blocks, qrels, depth, opts.version)
+    lens, starts, _, rel, _, _ = rank_all(
+        cols, blocks, qrels, depth, opts.version, byte_docnos=rel_info.byte_docnos
+    )
     marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
     return Graded([cols.qids[i] for i in blocks], marked, lens, starts)
 
 
 def _bulk_values(graded: Graded | None, evaluated: list[str], rel_info: RelInfo, columns,
                  opts: Options) -> list | None:  # fmt: skip
-    """Every evaluated query's values at once (a tuple per query), when all of them were
-    ranked in bulk; None otherwise (the per-query loop then computes them)."""
+    """Every evaluated query's values at once (a list per printed value name, a value per
+    query), when all of them were ranked in bulk; None otherwise (the per-query loop then
+    computes them)."""
     if graded is None or not evaluated or any(q not in graded for q in evaluated):
         return None
     import numpy as np
@@ -1403,6 +1442,8 @@ def _bulk_values(graded: Graded | None, evaluated: list[str], rel_info: RelInfo,
     lens = graded.lens[order]
     if np.array_equal(order, np.arange(len(graded.qids))):
         flat = graded.marked
+    elif len(lens) and int(graded.lens.min()) == int(graded.lens.max()):  # rows of one length
+        flat = graded.marked.reshape(len(graded.qids), -1)[order].ravel()
     else:
         starts = graded.starts
         rows = np.repeat(starts[:-1][order] - (np.cumsum(lens) - lens), lens)
@@ -1425,7 +1466,7 @@ def _bulk_values(graded: Graded | None, evaluated: list[str], rel_info: RelInfo,
         fn = QRELS_MEASURES[name]
         return [list(v) for v in zip(*(fn(rr, params, opts) for rr in made), strict=True)]
 
-    return list(zip(*_bulk_rows(B, columns, per_query), strict=True))
+    return _bulk_rows(B, columns, per_query)
 
 
 def _qrels_values(ranked, grades, judged, columns, opts) -> list:

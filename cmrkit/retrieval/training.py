@@ -22,15 +22,85 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cmrkit.collection.layout import corpus_path, qrels_path
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, usual_modes
+from cmrkit.fileio import StagedOutputs, sha256_file, usual_modes
+from cmrkit.retrieval.runfile import topics_sha256
 
 TRAIN_LOG = "cmrkit-train.json"
 PLOT = "loss.png"
+
+
+@dataclass
+class TrainedModel:
+    """A trained model folder and what training recorded (or found there: ``up_to_date``)."""
+
+    path: Path
+    metadata: dict[str, Any]
+    log: dict[str, Any] = field(default_factory=dict)
+    up_to_date: bool = False  # the folder held this model already (same data, options, seed)
+
+
+def check_steps(max_steps: int | None, warmup: float) -> None:
+    """Refuse a ``--max-steps`` below 1 and a ``--warmup`` share outside [0, 1)."""
+    if max_steps is not None and max_steps < 1:
+        raise CmrkitError(f"--max-steps must be at least 1, got {max_steps}")
+    if not 0 <= warmup < 1:
+        raise CmrkitError(f"--warmup must lie in [0, 1), got {warmup}")
+
+
+def train_qrels(coll: Path, split: str, qrels_dir: Path | None) -> tuple[Path, Any]:
+    """The train split's qrels file and its judgments (refused when there is none)."""
+    from cmrkit.trec import read_qrels
+
+    path = qrels_path(coll, split, qrels_dir)
+    if not path.exists():
+        raise CmrkitError(
+            f"no qrels for the train split {split!r}; build the collection with that split or "
+            "name another with --train-split",
+            path=path,
+        )
+    return path, read_qrels(path)
+
+
+def data_hashes(coll: Path, qrels: Path, run_key: str, run: Path) -> dict[str, str]:
+    """The sha256 of what a model is trained from: corpus, topics, qrels and the first-stage
+    run that gave the negatives (``run_key``: its name in the metadata)."""
+    return {
+        "corpus_sha256": sha256_file(corpus_path(coll)),
+        "topics_sha256": topics_sha256(coll),
+        "qrels_sha256": sha256_file(qrels),
+        f"{run_key}_sha256": sha256_file(run),
+    }
+
+
+def dev_scores(run: Any, qrels: Any, measures: Sequence[str]) -> dict[str, float]:
+    """``measures`` of a dev run over every judged query, rounded to 6 digits."""
+    from cmrkit.evaluation.ranking import evaluate
+
+    result = evaluate(run, qrels, list(measures), all_queries=True)
+    return {m: round(float(result.aggregate[m]), 6) for m in measures}
+
+
+def training_log(
+    argv: list[str] | None,
+    run: tuple[str, str],
+    log: dict[str, Any],
+    timings: dict[str, float],
+    started: float,
+) -> dict[str, Any]:
+    """What ``cmrkit-train.json`` holds: the command, the first-stage run (key, path), the loss
+    and epoch log and the timings."""
+    return {
+        "command": argv,
+        run[0]: run[1],
+        **log,
+        "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
+    }
 
 
 def no_decay(name: str) -> bool:
@@ -293,10 +363,20 @@ class ModelFolder:
         """The staging folder to write the new model into."""
         return self.staged.path(self.path)
 
-    def commit(self) -> None:
-        """Give the written files the usual modes and put the folder in place."""
-        usual_modes(self.target())  # safetensors writes its weights 0600
+    def finish(
+        self, log: dict[str, Any], draw: Callable[[dict[str, Any], Path], None] | None
+    ) -> None:
+        """Write the training log (and ``draw`` its plot) beside the model written in
+        :meth:`target`, give the files the usual modes and put the folder in place."""
+        target = self.target()
+        write_json(target / TRAIN_LOG, log)
+        if draw is not None:
+            draw(log, target / PLOT)
+        usual_modes(target)  # safetensors writes its weights 0600
         self.staged.commit()
 
-    def abort(self) -> None:
-        self.staged.abort()
+    def __enter__(self) -> ModelFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.staged.abort()  # nothing once committed

@@ -101,25 +101,45 @@ DEFAULT_MEASURES = (
 )
 
 
+# a trec_eval measure that has no ir_measures name (``set_F``, ``utility``, ``binG``), asked for
+# where measures are grouped or compared (see :func:`parse_measure`'s ``trec_eval``)
+TREC_EVAL_KIND = Kind("trec_eval", "a trec_eval measure with one value per query")
+
+
 @dataclass(frozen=True)
 class Measure:
-    """One measure, e.g. ``Measure("AP", 10)`` for ``AP@10``."""
+    """One measure, e.g. ``Measure("AP", 10)`` for ``AP@10``; kind ``trec_eval``: a trec_eval
+    measure without an ir_measures name, ``spec`` as written (``set_F.0.5``) and ``label`` as
+    trec_eval prints its name (``set_F_0.5``)."""
 
     kind: str
     cutoff: int | None = None
+    spec: str | None = None
+    label: str | None = None
 
     @property
     def _kind(self) -> Kind:
+        if self.kind == TREC_EVAL_KIND.name:
+            return TREC_EVAL_KIND
         return _BY_NAME[self.kind.lower()]
 
     @property
+    def family(self) -> str | None:
+        """Kind ``trec_eval``: the trec_eval family computing it."""
+        return self.spec.partition(".")[0] if self.spec is not None else None
+
+    @property
     def name(self) -> str:
-        """The ir_measures name, e.g. ``AP@10``."""
+        """The ir_measures name, e.g. ``AP@10`` (a trec_eval measure's printed name)."""
+        if self.label is not None:
+            return self.label
         return self.kind if self.cutoff is None else f"{self.kind}@{self.cutoff}"
 
     @property
     def trec_name(self) -> str:
         """The trec_eval name (``map_cut_10``); the ir_measures name when trec_eval has none."""
+        if self.label is not None:
+            return self.label
         k = self._kind
         if self.cutoff is None and k.trec:
             return k.trec
@@ -130,6 +150,8 @@ class Measure:
     @property
     def pytrec_request(self) -> str | None:
         """The measure request pytrec_eval understands, or None when cmrkit computes it."""
+        if self.spec is not None:
+            return None
         k = self._kind
         if self.cutoff is None and k.trec:
             return k.trec
@@ -140,10 +162,18 @@ class Measure:
     @property
     def summed(self) -> bool:
         """trec_eval's aggregate is the sum over queries (counts), not the mean."""
+        if self.spec is not None:
+            from cmrkit.evaluation.measures.trec import BY_NAME, SUM
+
+            return BY_NAME[self.family].summary == SUM
         return self._kind.summed
 
     @property
     def integer(self) -> bool:
+        if self.spec is not None:
+            from cmrkit.evaluation.measures.trec import BY_NAME
+
+            return BY_NAME[self.family].integer
         return self._kind.integer
 
     def format(self, value: float) -> str:
@@ -181,8 +211,48 @@ def _make(kind: Kind, cutoff_text: str | None, text: str) -> Measure:
     return Measure(kind.name, int(cutoff_text))
 
 
-def parse_measure(text: str) -> Measure:
-    """``"AP@10"`` -> Measure; also accepts trec_eval names (``map_cut_10``, ``P.10``)."""
+def _trec_eval_measure(text: str) -> Measure | None:
+    """A trec_eval measure without an ir_measures name, as one value per query (None when
+    ``text`` names no such trec_eval family)."""
+    from cmrkit.evaluation.measures import trec as defs
+
+    name, dot, params = text.partition(".")
+    fam = defs.BY_NAME.get(name)
+    if fam is None:
+        return None
+    if (
+        fam.rel_format != "qrels"
+        or not fam.per_query
+        or fam.summary in (defs.GEOMETRIC, defs.NO_SUMMARY, defs.NUM_Q)
+    ):
+        raise CmrkitError(
+            f"measure {text!r} has no value per query to group or compare; "
+            f"valid measures: {_valid_list()}, or trec_eval's per-query ones (set_F, utility, ...)"
+        )
+    label = f"{name}_{params}" if dot else name
+    if fam.params in (defs.CUT_LONG, defs.CUT_DOUBLE):
+        cuts = params.split(",") if dot else []
+        if len(cuts) != 1 or not cuts[0].strip():
+            raise CmrkitError(
+                f"measure {text!r} gives a value per cutoff; name one, e.g. {name}.10"
+                if fam.params == defs.CUT_LONG
+                else f"measure {text!r} gives a value per cutoff; name one, e.g. {name}..5"
+            )
+        try:
+            cut = float(cuts[0])
+        except ValueError:
+            raise CmrkitError(f"measure {text!r}: the cutoff is not a number") from None
+        if fam.params == defs.CUT_LONG:
+            label = f"{name}_{int(cut)}" if cut == int(cut) else label
+        else:
+            label = f"{name}_{cut:3.2f}"[: len(name) + 9]
+    return Measure(TREC_EVAL_KIND.name, spec=text, label=label)
+
+
+def parse_measure(text: str, *, trec_eval: bool = False) -> Measure:
+    """``"AP@10"`` -> Measure; also accepts trec_eval names (``map_cut_10``, ``P.10``), and
+    with ``trec_eval`` the trec_eval measures without an ir_measures name that give one value
+    per query (``set_F``, ``utility.1,-1,0,0``, ``binG``, ``relative_P.5``)."""
     spec = text.strip()
     if "(" in spec:
         raise CmrkitError(
@@ -200,22 +270,36 @@ def parse_measure(text: str) -> Measure:
     t = _TREC_SYNTAX.fullmatch(spec)
     if t and t.group(1).lower() in _TREC_CUT_NAMES:
         return _make(_TREC_CUT_NAMES[t.group(1).lower()], t.group(2), text)
+    if trec_eval:
+        measure = _trec_eval_measure(spec)
+        if measure is not None:
+            return measure
     raise CmrkitError(f"unknown measure {text!r}; valid measures: {_valid_list()}")
 
 
-def parse_measures(texts: list[str] | tuple[str, ...] | None) -> list[Measure]:
+def parse_measures(
+    texts: list[str] | tuple[str, ...] | None, *, trec_eval: bool = False
+) -> list[Measure]:
     """Measures in the order given, duplicates dropped; the default set when none given.
 
-    Each text may hold several comma-separated names (``-m AP,P@10``).
+    Each text may hold several comma-separated names (``-m AP,P@10``); ``trec_eval``: see
+    :func:`parse_measure` (a trec_eval measure's own commas, ``utility.1,-1,0,0``, stay
+    with it when the whole text is one).
     """
     if not texts:
         texts = DEFAULT_MEASURES
     out: list[Measure] = []
     for text in texts:
-        for part in text.split(","):
+        parts = text.split(",")
+        if trec_eval and "." in text:
+            try:
+                parts = [text] if _trec_eval_measure(text.strip()) is not None else parts
+            except CmrkitError:
+                pass
+        for part in parts:
             if not part.strip():
                 continue
-            measure = parse_measure(part)
+            measure = parse_measure(part, trec_eval=trec_eval)
             if measure not in out:
                 out.append(measure)
     if not out:

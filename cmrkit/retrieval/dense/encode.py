@@ -60,15 +60,33 @@ def query_ids(
 ) -> list[list[int]]:
     """Token ids of marked queries, each a window of at most ``max_length`` tokens that keeps
     the marked mention whole and centres it in its context."""
-    marked = [mark(c, s, markers) for c, s in zip(contexts, spans, strict=True)]
-    if not marked:
+    tokenized = marked_tokens(tokenizer, contexts, spans, markers)
+    if not tokenized:
         return []
     before, after = _specials(tokenizer)
     budget = max_length - len(before) - len(after)
+    out: list[list[int]] = []
+    for ids, _, first, last in tokenized:
+        lo, hi = centred_window(first, last, len(ids), budget)
+        out.append([*before, *ids[lo:hi], *after])
+    return out
+
+
+def marked_tokens(
+    tokenizer: Any,
+    contexts: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+    markers: tuple[str, str],
+) -> list[tuple[list[int], list[tuple[int, int]], int, int]]:
+    """Each marked query's tokens (no special tokens, no truncation): ``(ids, offsets, first,
+    last)``, ``first``..``last`` the tokens of the mention with its markers."""
+    marked = [mark(c, s, markers) for c, s in zip(contexts, spans, strict=True)]
+    if not marked:
+        return []
     encoded = tokenizer(
         marked, add_special_tokens=False, return_offsets_mapping=True, truncation=False
     )
-    out: list[list[int]] = []
+    out = []
     for (start, end), ids, offsets in zip(
         spans, encoded["input_ids"], encoded["offset_mapping"], strict=True
     ):
@@ -76,17 +94,21 @@ def query_ids(
         m_end = end + len(markers[0]) + len(markers[1])  # just after the closing marker
         first = next((i for i, (_, b) in enumerate(offsets) if b > m_start), len(ids))
         last = max((i for i, (a, _) in enumerate(offsets) if a < m_end), default=first)
-        span_len = last - first + 1
-        if span_len >= budget:
-            lo, hi = first, first + budget
-        else:
-            room = budget - span_len
-            left = min(first, room // 2)
-            right = min(len(ids) - 1 - last, room - left)
-            left = min(first, room - right)
-            lo, hi = first - left, last + 1 + right
-        out.append([*before, *ids[lo:hi], *after])
+        out.append((ids, offsets, first, last))
     return out
+
+
+def centred_window(first: int, last: int, n: int, budget: int) -> tuple[int, int]:
+    """``(lo, hi)``: at most ``budget`` of ``n`` tokens holding ``first``..``last`` whole and
+    centred (the room left on one side goes to the other); from ``first`` when they are longer."""
+    span_len = last - first + 1
+    if span_len >= budget:
+        return first, first + budget
+    room = budget - span_len
+    left = min(first, room // 2)
+    right = min(n - 1 - last, room - left)
+    left = min(first, room - right)
+    return first - left, last + 1 + right
 
 
 def decode(tokenizer: Any, ids: Sequence[int]) -> str:

@@ -23,21 +23,21 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cmrkit.collection.layout import (
     Topic,
     collection_dir,
-    corpus_path,
     iter_corpus,
     qrels_path,
     read_topics,
     training_splits,
 )
 from cmrkit.errors import CmrkitError, check_range
-from cmrkit.fileio import as_os_error, sha256_file
+from cmrkit.figures import plot_training
+from cmrkit.fileio import as_os_error
 from cmrkit.retrieval.dense.models import (
     METADATA,
     METADATA_FORMAT,
@@ -51,17 +51,21 @@ from cmrkit.retrieval.dense.models import (
 )
 from cmrkit.retrieval.dense.options import DenseOptions
 from cmrkit.retrieval.options import RunOptions
-from cmrkit.retrieval.runfile import own_document_units, topics_sha256
+from cmrkit.retrieval.runfile import own_document_units
 from cmrkit.retrieval.training import (
-    PLOT,
-    TRAIN_LOG,
     ModelFolder,
+    TrainedModel,
     adamw,
+    check_steps,
+    data_hashes,
+    dev_scores,
     linear_schedule,
     options_record,
     seed_all,
     total_steps,
     train_epochs,
+    train_qrels,
+    training_log,
     write_json,
 )
 
@@ -100,24 +104,14 @@ class TrainOptions:
         check_range(self.weight_decay, 0, 1000, "--weight-decay")
         if self.scale is not None and not 0 < self.scale < math.inf:
             raise CmrkitError(f"the similarity scale must be finite and above 0, got {self.scale}")
-        if not 0 <= self.warmup < 1:
-            raise CmrkitError(f"--warmup must lie in [0, 1), got {self.warmup}")
+        check_steps(self.max_steps, self.warmup)
         if self.negatives_depth < 1:
             raise CmrkitError(f"--negatives-depth must be at least 1, got {self.negatives_depth}")
         if self.pairs_per_query is not None and self.pairs_per_query < 1:
             raise CmrkitError(f"--pairs-per-query must be at least 1, got {self.pairs_per_query}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise CmrkitError(f"--max-steps must be at least 1, got {self.max_steps}")
 
 
-@dataclass
-class TrainResult:
-    """A trained model folder and what training recorded."""
-
-    path: Path
-    metadata: dict[str, Any]
-    log: dict[str, Any] = field(default_factory=dict)
-    up_to_date: bool = False  # the folder held this model already (same data, options, seed)
+TrainResult = TrainedModel
 
 
 @dataclass
@@ -134,16 +128,9 @@ class _Data:
 def _load_data(
     coll: Path, split: str, opts: TrainOptions, run_opts: RunOptions, qrels_dir: Path | None
 ) -> _Data:
-    from cmrkit.trec import ranked, read_qrels, read_run
+    from cmrkit.trec import ranked, read_run
 
-    path = qrels_path(coll, split, qrels_dir)
-    if not path.exists():
-        raise CmrkitError(
-            f"no qrels for the train split {split!r}; build the collection with that split or "
-            "name another with --train-split",
-            path=path,
-        )
-    qrels = read_qrels(path)
+    path, qrels = train_qrels(coll, split, qrels_dir)
     texts = {r["id"]: r["contents"] for _, r in iter_corpus(coll)}
     topics = [t for t in read_topics(coll, split) if t.qid in qrels]
     if not topics:
@@ -178,13 +165,7 @@ def _load_data(
                 : opts.negatives_depth
             ]
         )
-    hashes = {
-        "corpus_sha256": sha256_file(corpus_path(coll)),
-        "topics_sha256": topics_sha256(coll),
-        "qrels_sha256": sha256_file(path),
-        "negatives_run_sha256": sha256_file(run_path),
-    }
-    hashes["negatives_run"] = str(run_path)
+    hashes = {**data_hashes(coll, path, "negatives_run", run_path), "negatives_run": str(run_path)}
     return _Data(topics, positives, relevant, banned, negatives, texts, hashes)
 
 
@@ -224,7 +205,6 @@ def _dev_measures(
     qrels_dir: Path | None,
 ) -> dict[str, float]:
     """RR@10, AP@10, R@10, R@100 of the current model on the dev split (whole corpus, exact)."""
-    from cmrkit.evaluation.ranking import evaluate
     from cmrkit.retrieval.dense.encode import encode_ids, passage_ids, query_ids
     from cmrkit.retrieval.dense.search import search
     from cmrkit.trec import read_qrels
@@ -252,8 +232,7 @@ def _dev_measures(
     exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
     hits = search(qvecs, pvecs, ids, 100, exclude=exclude)
     run = {t.qid: dict(h) for t, h in zip(topics, hits, strict=True)}
-    result = evaluate(run, qrels, list(DEV_MEASURES), all_queries=True)
-    return {m: round(float(result.aggregate[m]), 6) for m in DEV_MEASURES}
+    return dev_scores(run, qrels, DEV_MEASURES)
 
 
 def train_dense(
@@ -284,14 +263,11 @@ def train_dense(
     # the output is claimed now, as the run commands do: a second training writing the same
     # folder fails at once naming this one, instead of both training and one model being lost
     encoders = ["modules.json"] + ([] if opts.shared_encoder else [f"{QUERY_ENCODER}/modules.json"])
-    folder = ModelFolder(out, metadata=METADATA, files=encoders, force=force)
-    try:
+    with ModelFolder(out, metadata=METADATA, files=encoders, force=force) as folder:
         folder.check_options(options_record(opts), derived=("dev_split", "scale"))
         return _train(
             coll, out, folder, dense, opts, run_options, qrels_dir, plot, progress, argv, started
         )
-    finally:
-        folder.abort()
 
 
 def _train(
@@ -440,12 +416,9 @@ def _train(
         progress=progress,
         label=f"training on {coll.name} {opts.train_split}",
     )
-    log_out = {
-        "command": argv,
-        "negatives_run": data.hashes["negatives_run"],
-        **log,
-        "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
-    }
+    log_out = training_log(
+        argv, ("negatives_run", data.hashes["negatives_run"]), log, timings, started
+    )
     target = folder.target()
     try:
         passage.save(str(target), create_model_card=False)
@@ -458,15 +431,10 @@ def _train(
         raise
     trained = metadata(step)
     write_json(target / METADATA, trained)
-    write_json(target / TRAIN_LOG, log_out)
-    if plot:
-        _plot(log_out, target / PLOT)
-    folder.commit()
+    folder.finish(log_out, _plot if plot else None)
     return TrainResult(out, trained, log_out)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
-    """The loss per step and the dev measures per epoch, as a PNG."""
-    from cmrkit.figures import plot_training
-
+    """The loss per step and the dev measures per epoch."""
     plot_training(log, path, DEV_MEASURES, "dev")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.retrieval.dense.encode import mark
+from cmrkit.retrieval.dense.encode import centred_window, marked_tokens
 
 
 @dataclass(frozen=True)
@@ -110,30 +110,12 @@ def query_windows(
 ) -> list[QueryWindow]:
     """Marked queries cut to ``budget`` tokens around the marked mention (kept whole, centred),
     with the mention's token positions in the window."""
-    marked = [mark(c, s, markers) for c, s in zip(contexts, spans, strict=True)]
-    if not marked:
-        return []
-    encoded = tokenizer(
-        marked, add_special_tokens=False, return_offsets_mapping=True, truncation=False
-    )
     out: list[QueryWindow] = []
-    for (start, end), ids, offsets in zip(
-        spans, encoded["input_ids"], encoded["offset_mapping"], strict=True
-    ):
-        m_end = end + len(markers[0]) + len(markers[1])  # just after the closing marker
-        first = next((i for i, (_, b) in enumerate(offsets) if b > start), len(ids))
-        last = max((i for i, (a, _) in enumerate(offsets) if a < m_end), default=first)
+    tokenized = marked_tokens(tokenizer, contexts, spans, markers)
+    for (start, end), (ids, offsets, first, last) in zip(spans, tokenized, strict=True):
         inner = (start + len(markers[0]), end + len(markers[0]))  # the mention's characters
         tokens = [i for i, (a, b) in enumerate(offsets) if b > inner[0] and a < inner[1]]
-        span_len = last - first + 1
-        if span_len >= budget:
-            lo, hi = first, first + budget
-        else:
-            room = budget - span_len
-            left = min(first, room // 2)
-            right = min(len(ids) - 1 - last, room - left)
-            left = min(first, room - right)
-            lo, hi = first - left, last + 1 + right
+        lo, hi = centred_window(first, last, len(ids), budget)
         inside = [i - lo for i in tokens if lo <= i < hi] or [max(0, first - lo)]
         out.append(QueryWindow(tuple(ids[lo:hi]), (inside[0], inside[-1])))
     return out

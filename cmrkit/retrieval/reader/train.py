@@ -26,7 +26,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +41,24 @@ from cmrkit.collection.layout import (
     training_splits,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import iter_jsonl, sha256_file
+from cmrkit.figures import plot_training
+from cmrkit.fileio import iter_jsonl
 from cmrkit.retrieval.options import RunOptions
-from cmrkit.retrieval.runfile import own_document_units, topics_sha256
+from cmrkit.retrieval.runfile import own_document_units
 from cmrkit.retrieval.training import (
-    PLOT,
-    TRAIN_LOG,
     ModelFolder,
+    TrainedModel,
     adamw,
+    check_steps,
+    data_hashes,
+    dev_scores,
     linear_schedule,
     options_record,
     seed_all,
     total_steps,
     train_epochs,
-    write_json,
+    train_qrels,
+    training_log,
 )
 
 DEV_MEASURES = ("RR@10", "AP@10", "R@10")
@@ -113,12 +117,9 @@ class ReaderTrainOptions:
         ):
             if value < low:
                 raise CmrkitError(f"{flag} must be at least {low}, got {value}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise CmrkitError(f"--max-steps must be at least 1, got {self.max_steps}")
+        check_steps(self.max_steps, self.warmup)
         if not self.learning_rate > 0 or not self.head_learning_rate > 0:
             raise CmrkitError("--lr and --head-lr must be above 0")
-        if not 0 <= self.warmup < 1:
-            raise CmrkitError(f"--warmup must lie in [0, 1), got {self.warmup}")
         if self.interpolation is not None and not (
             math.isfinite(self.interpolation) and self.interpolation >= 0
         ):
@@ -130,12 +131,7 @@ class ReaderTrainOptions:
             raise CmrkitError(f"--dropout must lie in [0, 1), got {self.dropout}")
 
 
-@dataclass
-class ReaderTrainResult:
-    path: Path
-    metadata: dict[str, Any]
-    log: dict[str, Any] = field(default_factory=dict)
-    up_to_date: bool = False  # the folder held this reader already (same data, options, seed)
+ReaderTrainResult = TrainedModel
 
 
 @dataclass
@@ -201,17 +197,10 @@ def candidates_run(
 def _load_data(
     coll: Path, opts: ReaderTrainOptions, run_opts: RunOptions, qrels_dir: Path | None
 ) -> _Data:
-    from cmrkit.trec import ranked, read_qrels, read_run
+    from cmrkit.trec import ranked, read_run
 
     split = opts.train_split
-    path = qrels_path(coll, split, qrels_dir)
-    if not path.exists():
-        raise CmrkitError(
-            f"no qrels for the train split {split!r}; build the collection with that split or "
-            "name another with --train-split",
-            path=path,
-        )
-    qrels = read_qrels(path)
+    path, qrels = train_qrels(coll, split, qrels_dir)
     texts: dict[str, str] = {}
     mentions: dict[str, list[tuple[str, str, int, int]]] = {}
     for _, record in iter_corpus(coll):
@@ -280,10 +269,7 @@ def _load_data(
             path=path,
         )
     hashes = {
-        "corpus_sha256": sha256_file(corpus_path(coll)),
-        "topics_sha256": topics_sha256(coll),
-        "qrels_sha256": sha256_file(path),
-        "candidates_run_sha256": sha256_file(run_path),
+        **data_hashes(coll, path, "candidates_run", run_path),
         "candidates_run": str(run_path),
     }
     return _Data(kept_topics, positives, negatives, texts, hashes, skipped)
@@ -369,7 +355,6 @@ def _measures(
     weight: float,
 ) -> dict[str, float]:
     """RR@10, AP@10, R@10 of the dev rankings at interpolation ``weight``."""
-    from cmrkit.evaluation.ranking import evaluate
     from cmrkit.retrieval.reader.rerank import interpolate
 
     run: dict[str, dict[str, float]] = {}
@@ -377,8 +362,7 @@ def _measures(
         docs = sorted(scores)
         final = interpolate([scores[d] for d in docs], [first[qid][d] for d in docs], weight)
         run[qid] = {d: round(float(v), 6) for d, v in zip(docs, final.tolist(), strict=True)}
-    result = evaluate(run, judged, list(DEV_MEASURES), all_queries=True)
-    return {m: round(float(result.aggregate[m]), 6) for m in DEV_MEASURES}
+    return dev_scores(run, judged, DEV_MEASURES)
 
 
 def tune_weight(
@@ -421,10 +405,8 @@ def train_reader(
     out = Path(output)
     # the output is claimed now, as the run commands do: a second training writing the same
     # folder fails at once naming this one, instead of both training and one reader being lost
-    folder = ModelFolder(
-        out, metadata=READER_METADATA, files=[HEADS, f"{ENCODER}/config.json"], force=force
-    )
-    try:
+    files = [HEADS, f"{ENCODER}/config.json"]
+    with ModelFolder(out, metadata=READER_METADATA, files=files, force=force) as folder:
         folder.check_options(options_record(opts), derived=("dev_split",))
         return _train(
             coll,
@@ -441,8 +423,6 @@ def train_reader(
             argv,
             started,
         )
-    finally:
-        folder.abort()
 
 
 def _train(
@@ -668,24 +648,16 @@ def _train(
             "weight": DEFAULT_INTERPOLATION,
             "how": "the default (no dev split to tune it on)",
         }
-    log_out = {
-        "command": argv,
-        "candidates_run": data.hashes["candidates_run"],
-        **log,
-        "seconds": {**timings, "total": round(time.perf_counter() - started, 3)},
-    }
+    log_out = training_log(
+        argv, ("candidates_run", data.hashes["candidates_run"]), log, timings, started
+    )
     target = folder.target()
     target.mkdir(parents=True, exist_ok=True)
     save_reader(net, tokenizer, target, trained)
-    write_json(target / TRAIN_LOG, log_out)
-    if plot:
-        _plot(log_out, target / PLOT)
-    folder.commit()
+    folder.finish(log_out, _plot if plot else None)
     return ReaderTrainResult(out, trained, log_out)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
-    """The loss per step and the dev measures per epoch, as a PNG."""
-    from cmrkit.figures import plot_training
-
+    """The loss per step and the reranked dev measures per epoch."""
     plot_training(log, path, DEV_MEASURES, "dev (reranked)")
