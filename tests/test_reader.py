@@ -224,6 +224,38 @@ def test_best_spans_are_valid():
     assert spans[1].tolist() == [4, 5]
 
 
+def test_best_spans_match_every_span_enumerated():
+    """Random logits (with ties) against a plain enumeration of every valid (start, end)."""
+    import random
+
+    import torch
+
+    from cmrkit.retrieval.reader.model import best_spans
+
+    rng = random.Random(5)
+    for _ in range(200):
+        rows, n, max_span = rng.randint(1, 4), rng.randint(1, 30), rng.randint(1, 12)
+        start = [[float(rng.randint(-3, 3)) for _ in range(n)] for _ in range(rows)]
+        end = [[float(rng.randint(-3, 3)) for _ in range(n)] for _ in range(rows)]
+        valid = [[rng.random() > 0.3 for _ in range(n)] for _ in range(rows)]
+        spans, scores = best_spans(
+            torch.tensor(start), torch.tensor(end), torch.tensor(valid), max_span
+        )
+        for r in range(rows):
+            best = None
+            for i in range(n):
+                for j in range(i, min(n, i + max_span)):
+                    if valid[r][i] and valid[r][j]:
+                        value = start[r][i] + end[r][j]
+                        if best is None or value > best[0]:
+                            best = (value, i, j)  # ties keep the earliest start, then end
+            if best is None:
+                assert scores[r].item() == float("-inf")
+            else:
+                assert scores[r].item() == best[0]
+                assert spans[r].tolist() == [best[1], best[2]]
+
+
 # training
 
 

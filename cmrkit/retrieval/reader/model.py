@@ -91,15 +91,16 @@ def best_spans(
     A span is valid when both ends lie on passage tokens (``valid``), it does not end before it
     starts, and it holds at most ``max_span`` tokens; ties go to the earliest start, then end.
     """
-    n = start.shape[1]
-    pos = torch.arange(n, device=start.device)
-    band = (pos[None, :] >= pos[:, None]) & (pos[None, :] - pos[:, None] < max_span)
-    both = valid[:, :, None] & valid[:, None, :] & band[None]
-    scores = start[:, :, None] + end[:, None, :]
-    scores = scores.masked_fill(~both, float("-inf"))
-    flat = scores.reshape(scores.shape[0], -1)
-    best = flat.argmax(dim=1)
-    spans = torch.stack([best // n, best % n], dim=1)
+    rows, n = start.shape
+    width = max(1, min(max_span, n))
+    # only the band of spans of 1..width tokens: (rows, n starts, width lengths), not n x n
+    ends = torch.nn.functional.pad(end, (0, width - 1), value=float("-inf")).unfold(1, width, 1)
+    ends_ok = torch.nn.functional.pad(valid, (0, width - 1), value=False).unfold(1, width, 1)
+    scores = (start[:, :, None] + ends).masked_fill(~(valid[:, :, None] & ends_ok), float("-inf"))
+    flat = scores.reshape(rows, -1)
+    best = flat.argmax(dim=1)  # the first maximum: the earliest start, then the earliest end
+    first = best // width
+    spans = torch.stack([first, first + best % width], dim=1)
     return spans, flat.gather(1, best[:, None]).squeeze(1)
 
 
