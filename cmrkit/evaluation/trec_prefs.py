@@ -97,6 +97,33 @@ def form_prefs_counts(ranked: list[str], prefs: list[tuple[str, str, float, str]
     return Counts(jgs, num_judged, num_judged_ret, pref)
 
 
+def _count(jg: JG, better: int, worse: int, ret: int) -> None:
+    """Count one preference for the document at internal rank ``better`` over the one at
+    ``worse`` (ranks below ``ret`` are retrieved), as form_prefs_counts.c does in both its EC
+    and PA forms: fulfilled (ful_*) when ``better`` ranks higher, else possible (poss_*);
+    _ret when both are retrieved, _imp when only the higher-ranked one is, poss_notoccur when
+    neither is."""
+    fulfilled = better < worse
+    if max(better, worse) < ret:
+        if fulfilled:
+            jg.ful_ret += 1
+        else:
+            jg.poss_ret += 1
+    elif min(better, worse) < ret:
+        if fulfilled:
+            jg.ful_imp += 1
+        else:
+            jg.poss_imp += 1
+    else:
+        jg.poss_notoccur += 1
+
+
+def _close_counts(jg: JG) -> None:
+    """The fulfilled preferences are possible ones too."""
+    jg.poss_ret += jg.ful_ret
+    jg.poss_imp += jg.ful_imp
+
+
 def _add_ec(jg: JG, ret: int, pref, qid: str) -> None:
     ecs = jg.ecs
     for e1, (level, ranks1) in enumerate(ecs):
@@ -118,22 +145,8 @@ def _add_ec(jg: JG, ret: int, pref, qid: str) -> None:
                             f"query {qid}: a document has two rel_levels in one judgment "
                             "subgroup of the prefs file"
                         )
-                    if p1 < p2:
-                        if p2 < ret:
-                            jg.ful_ret += 1
-                        elif p1 < ret:
-                            jg.ful_imp += 1
-                        else:
-                            jg.poss_notoccur += 1
-                    else:
-                        if p1 < ret:
-                            jg.poss_ret += 1
-                        elif p2 < ret:
-                            jg.poss_imp += 1
-                        else:
-                            jg.poss_notoccur += 1
-    jg.poss_ret += jg.ful_ret
-    jg.poss_imp += jg.ful_imp
+                    _count(jg, p1, p2, ret)
+    _close_counts(jg)
 
 
 def _form_pa(jg: JG, group, num_judged: int, ret: int, pref, qid: str) -> None:
@@ -190,19 +203,8 @@ def _form_pa(jg: JG, group, num_judged: int, ret: int, pref, qid: str) -> None:
     for i in range(num_judged):
         for j in pa[i]:
             pref[(i, j)] += 1
-            if i < ret:
-                if j < i:
-                    jg.poss_ret += 1
-                elif j < ret:
-                    jg.ful_ret += 1
-                else:
-                    jg.ful_imp += 1
-            elif j < ret:
-                jg.poss_imp += 1
-            else:
-                jg.poss_notoccur += 1
-    jg.poss_ret += jg.ful_ret
-    jg.poss_imp += jg.ful_imp
+            _count(jg, i, j, ret)
+    _close_counts(jg)
 
 
 # ----------------------------------------------------------------------------- measures
