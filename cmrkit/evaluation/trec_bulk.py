@@ -33,6 +33,24 @@ _SPARSE = 4  # the padded matrix may hold at most this many cells per ranked doc
 # ----------------------------------------------------------------------------- shared pieces
 
 
+def c_div(a: float, b: float) -> float:
+    """C double division: x/0 is inf, 0/0 the x86 default NaN (printed -nan)."""
+    if b == 0:
+        if a == 0 or math.isnan(a):
+            return NEG_NAN
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def c_log(x: float) -> float:
+    """glibc's log: -inf at 0, the default NaN (printed -nan) below 0."""
+    if x > 0:
+        return math.log(x)
+    if x == 0:
+        return -math.inf
+    return x if math.isnan(x) else NEG_NAN
+
+
 def levels(judged: dict[str, int], level: int, state: dict) -> tuple[list[int], int, int]:
     """form_res_rels.c's counts per relevance level: (rel_levels, num_rel_levels, num_rel).
 
@@ -200,7 +218,12 @@ class Block:
         self.rel_levels = rel_levels
         self.num_rel_levels = num_rel_levels
         self.R = np.asarray(num_rel, dtype=np.int64)
-        self.nrr = self.rel.sum(axis=1)
+        # found: the grades >= -l (what the measures walking the ranking count); nrr:
+        # form_res_rels's num_rel_ret, judged grades only (>= 0 and >= -l). They differ only
+        # for -l below 0, where NONPOOL and UNJUDGED are >= -l too.
+        self.found = self.rel.sum(axis=1)
+        self.nrr = self.found if level >= 0 else (self.rel & (A >= 0)).sum(axis=1)
+        self.extra = self.found - self.nrr  # all zero for -l >= 0
         self.opts = opts
         self._cache: dict = {}
 
@@ -345,14 +368,14 @@ def _ap_sum(B):
 def m_map(B, p):
     np = B.np
     with np.errstate(all="ignore"):
-        return [np.where(B.nrr > 0, _ap_sum(B) / B.R, 0.0)]
+        return [np.where(B.found > 0, _ap_sum(B) / B.R, 0.0)]
 
 
 def m_gm_map(B, p):
     np = B.np
     s = _ap_sum(B)
     with np.errstate(all="ignore"):
-        s = np.where(B.nrr > 0, s / B.R, s)
+        s = np.where(B.found > 0, s / B.R, s)
     return [np.asarray([math.log(max(v, MIN_GEO_MEAN)) for v in s.tolist()])]
 
 
@@ -360,7 +383,7 @@ def m_yaap(B, p):
     s = _ap_sum(B).tolist()
     return [
         B.np.asarray(
-            [math.log((1.0 + v) / (1.0 + r - v)) for v, r in zip(s, B.R.tolist(), strict=True)]
+            [c_log(c_div(1.0 + v, 1.0 + r - v)) for v, r in zip(s, B.R.tolist(), strict=True)]
         )
     ]
 
@@ -420,23 +443,31 @@ def _recall_cutoffs(B, x: float):
 
 def _interpolated(B, percents) -> list:
     """m_iprec_at_recall.c: at the rank of the c-th relevant document, the best precision at
-    that rank or below it."""
+    that rank or below it.
+
+    The C loop walks up from the bottom with rel_so_far = num_rel_ret, one less at each grade
+    >= -l: at rank i it holds (grades >= -l in the top i) - extra, extra being how many more
+    such grades the ranking has than num_rel_ret (NONPOOL and UNJUDGED with -l below 0), and
+    it stops where rel_so_far reaches 0; so cutoff c is met at the (c + extra)-th grade >= -l."""
     np = B.np
-    found = B.nrr
+    nrr, found = B.nrr, B.found
     with np.errstate(all="ignore"):
-        init = np.where(B.n > 0, found / B.n, NEG_NAN)
-        prec = B.pre_rel()[:, 1:] / np.arange(1, B.L + 1, dtype=np.float64)
+        init = np.where(B.n > 0, nrr / B.n, NEG_NAN)
+        pre = B.pre_rel()[:, 1:]
+        if B.level < 0:
+            pre = pre - B.extra[:, None]
+        prec = pre / np.arange(1, B.L + 1, dtype=np.float64)
     prec[~B.valid] = -np.inf
     best = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
-    at = best[B.rel]  # row by row, the rank of each relevant document in order
-    offsets = np.cumsum(found) - found
+    at = best[B.rel]  # row by row, the rank of each grade >= -l in order
+    offsets = np.cumsum(found) - found + B.extra
     out = []
     for x in percents:
         c = _recall_cutoffs(B, x)
-        k = np.clip(c - 1, 0, np.maximum(found - 1, 0))
+        k = np.clip(c - 1, 0, np.maximum(nrr - 1, 0))
         picked = at[np.minimum(offsets + k, max(len(at) - 1, 0))] if len(at) else np.zeros(B.nq)
-        value = np.where(c > found, 0.0, picked)
-        out.append(np.where(found == 0, np.where(c > 0, 0.0, init), value))
+        value = np.where(c > nrr, 0.0, picked)
+        out.append(np.where(nrr == 0, np.where(c > 0, 0.0, init), value))
     return out
 
 
@@ -713,13 +744,15 @@ def m_infAP(B, p):
 
 def m_Rprec_mult(B, p):
     """m_Rprec_mult.c: precision at rank c = (long)(x * R + 0.9); past the ranking, the
-    relevant retrieved over c; 0 above the first relevant document."""
+    relevant retrieved over c; 0 above the first relevant document. (With -l below 0 the C
+    loop's rel_so_far at rank c is the grades >= -l in the top c less ``extra``; see
+    :func:`_interpolated`.)"""
     np = B.np
     pre = B.pre_rel()
     out = []
     for x in p:
         c = np.trunc(x * B.R + 0.9).astype(np.int64)
-        cnt = np.take_along_axis(pre, np.clip(c, 0, B.L)[:, None], axis=1)[:, 0]
+        cnt = np.take_along_axis(pre, np.clip(c, 0, B.L)[:, None], axis=1)[:, 0] - B.extra
         with np.errstate(all="ignore"):
             value = np.where((c > 0) & (cnt > 0), cnt / c, 0.0)
             out.append(np.where(c > B.n, B.nrr / c, value))
@@ -744,7 +777,7 @@ def m_binG(B, p):
     with np.errstate(all="ignore"):
         terms = np.where(B.rel, 1.0 / l2[before], 0.0)
         s = B.row_sums(terms)
-        return [np.where(B.nrr > 0, s / B.R, 0.0)]
+        return [np.where(B.found > 0, s / B.R, 0.0)]
 
 
 def rbp_persistence(p) -> float:
