@@ -38,16 +38,21 @@ def levels(judged: dict[str, int], level: int, state: dict) -> tuple[list[int], 
 
     rel_levels lives in a buffer kept from query to query (the C statics, in ``state``): a
     query whose grades are all negative sees the previous query's levels, as in C."""
-    max_rel = max(judged.values()) if judged else 0
-    buf = state.setdefault("levels", [])
-    size = max_rel + 1
-    if size > len(buf):
-        buf.extend([0] * (size - len(buf)))
-    for i in range(max(size, 0)):
-        buf[i] = 0
+    size = (max(judged.values()) if judged else 0) + 1
+    counts = [0] * max(size, 0)
     for r in judged.values():
         if r >= 0:
-            buf[r] += 1
+            counts[r] += 1
+    return _levels_from(counts, size, level, state)
+
+
+def _levels_from(counts: list[int], size: int, level: int, state: dict):
+    """:func:`levels` once the query's judgments are counted per level (``counts[:size]``)."""
+    buf = state.setdefault("levels", [])
+    if size > len(buf):
+        buf.extend([0] * (size - len(buf)))
+    if size > 0:
+        buf[:size] = counts[:size]
     num_rel = 0
     num_rel_levels = state.get("num_rel_levels", 0)
     for i in range(max(size, 0)):
@@ -69,35 +74,21 @@ def levels_all(judged: list[dict], level: int, state: dict) -> list[tuple[list[i
     grades = np.fromiter(
         itertools.chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=sum(sizes)
     )
-    if len(grades) == 0 or int(grades.max()) > 1000 or int(grades.min()) < -(10**9):
+    if len(grades) == 0 or int(grades.max()) > 1000:
         return [levels(j, level, state) for j in judged]
     nq = len(judged)
     width = max(int(grades.max()) + 1, 1)
     rows = np.repeat(np.arange(nq), sizes)
     ok = grades >= 0
     counts = np.bincount(rows[ok] * width + grades[ok], minlength=nq * width).reshape(nq, width)
-    highest = np.zeros(nq, dtype=np.int64)
+    highest = np.zeros(nq, dtype=np.int64)  # 0 for a query without judgments, as in levels
     filled = np.asarray(sizes) > 0
     starts = np.cumsum(sizes) - np.asarray(sizes)
     highest[filled] = np.maximum.reduceat(grades, starts[filled])
-    out = []
-    buf = state.setdefault("levels", [])
-    for row, top in zip(counts.tolist(), highest.tolist(), strict=True):
-        size = top + 1  # (0 for a query without judgments, as max_rel is there)
-        if size > len(buf):
-            buf.extend([0] * (size - len(buf)))
-        if size > 0:
-            buf[:size] = row[:size]
-        num_rel = 0
-        num_rel_levels = state.get("num_rel_levels", 0)
-        for i in range(max(size, 0)):
-            if buf[i]:
-                num_rel_levels = i + 1
-                if i >= level:
-                    num_rel += buf[i]
-        state["num_rel_levels"] = num_rel_levels
-        out.append((list(buf), num_rel_levels, num_rel))
-    return out
+    return [
+        _levels_from(row, top + 1, level, state)
+        for row, top in zip(counts.tolist(), highest.tolist(), strict=True)
+    ]
 
 
 _L2: list[float] = []  # _L2[i] == math.log2(i + 2), the rank discount, grown on demand
@@ -467,16 +458,17 @@ def m_P(B, p):
     return [B.at(pre, k) / k for k in p]
 
 
+def _if_relevant(B, pre, p, divisor):
+    """For each cutoff k: the prefix value at k over ``divisor(k)``, 0.0 where R is 0."""
+    return [B.np.where(B.R > 0, B.at(pre, k) / divisor(k), 0.0) for k in p]
+
+
 def m_recall(B, p):
-    np = B.np
-    pre = B.pre_rel()
-    return [_where(np, B.R > 0, B.at(pre, k) / B.R, 0.0) for k in p]
+    return _if_relevant(B, B.pre_rel(), p, lambda k: B.R)
 
 
 def m_relative_P(B, p):
-    np = B.np
-    pre = B.pre_rel()
-    return [_where(np, B.R > 0, B.at(pre, k) / np.where(k > B.R, B.R, k), 0.0) for k in p]
+    return _if_relevant(B, B.pre_rel(), p, lambda k: B.np.where(k > B.R, B.R, k))
 
 
 def m_success(B, p):
@@ -491,9 +483,7 @@ def m_unj(B, p):
 
 
 def m_map_cut(B, p):
-    np = B.np
-    ap = B.ap_prefix()
-    return [_where(np, B.R > 0, B.at(ap, k) / B.R, 0.0) for k in p]
+    return _if_relevant(B, B.ap_prefix(), p, lambda k: B.R)
 
 
 def m_ndcg_cut(B, p):
@@ -600,12 +590,11 @@ def _gain_setup(B, p):
 def m_G(B, p):
     """m_G.c: gain over log2 of (2 + ideal cost so far - gain so far), normalised by the ideal
     gain; the cost of a rank is the ideal gain there, at least 1."""
-    np = B.np
     got = _gain_setup(B, p)
     if got is None:
         return None
-    _, g, _, seq_m, m = got
-    L = B.L
+    g, seq_m = got[1], got[3]
+    np, L = B.np, B.L
     cost = np.where(seq_m[:, :L] >= 1.0, seq_m[:, :L], 1.0)
     sum_results = np.cumsum(g, axis=1)
     sum_cost = np.cumsum(cost, axis=1)
@@ -758,7 +747,8 @@ def m_binG(B, p):
         return [np.where(B.nrr > 0, s / B.R, 0.0)]
 
 
-def _rbp_p(p) -> float:
+def rbp_persistence(p) -> float:
+    """rbp's p (0.9 unless ``rbp.p=X``)."""
     value = 0.9
     for name, v in p or ():
         if name == "p":
@@ -777,7 +767,7 @@ def _powers(B, persistence: float, n: int):
 
 def m_rbp(B, p):
     np = B.np
-    persistence = _rbp_p(p)
+    persistence = rbp_persistence(p)
     gmaps = []
     for table in [[list(g) for g in t] for t in _tables(B, p)]:
         # m_rbp.c leaves min and max uninitialised; built without optimisation they start at 0
@@ -796,7 +786,7 @@ def m_rbp(B, p):
 
 def m_rbp_resid(B, p):
     np = B.np
-    persistence = _rbp_p(p)
+    persistence = rbp_persistence(p)
     unj = B.valid & (B.A < 0)
     cur_p = _powers(B, persistence, B.L + 1)
     s = B.row_sums(np.where(unj, cur_p[: B.L], 0.0))

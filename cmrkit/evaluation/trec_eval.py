@@ -45,6 +45,7 @@ from cmrkit.evaluation.trec_bulk import ideal_seq as _ideal_seq
 from cmrkit.evaluation.trec_bulk import ideal_walk as _ideal_walk
 from cmrkit.evaluation.trec_bulk import levels as _levels
 from cmrkit.evaluation.trec_bulk import log2_discounts as _l2
+from cmrkit.evaluation.trec_bulk import rbp_persistence as _rbp_p
 from cmrkit.evaluation.trec_bulk import values as _bulk_rows
 
 MISSING_ZSCORE = -1000000.0
@@ -884,14 +885,6 @@ def m_G(rr, p, o):
         results_g += gain / math.log2(2 + sc - sr)
     sum_ideal = float(np.cumsum(seq)[-1]) if m else 0.0
     return [results_g / sum_ideal if sum_ideal > 0.0 else 0.0]
-
-
-def _rbp_p(p) -> float:
-    value = 0.9
-    for name, v in p or ():
-        if name == "p":
-            value = float(v)
-    return value
 
 
 def m_rbp(rr, p, o):
