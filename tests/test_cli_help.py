@@ -141,3 +141,58 @@ def test_readme_and_docs_name_no_path_outside_the_repository():
         if doc.name == "benchmarks.md":  # a record of measurements on the project's machine
             continue
         assert "../shared" not in doc.read_text(encoding="utf-8"), doc
+
+
+def test_light_coercion_answers_as_typer_does(tmp_path):
+    """commands/group.py coerces text, choices and paths without pydantic (start-up time): each
+    command line below, good or bad, gives the same exit code, stdout and stderr with it as with
+    Typer's own coercion."""
+    import os
+    import subprocess
+    import sys
+
+    from cmrkit.commands.group import LIGHT_COERCION_TYPER
+
+    run = tmp_path / "r.trec"
+    run.write_text("1 Q0 a 1 2.0 x\n1 Q0 b 2 1.0 x\n2 Q0 c 1 1.0 x\n")
+    run2 = tmp_path / "r2.trec"
+    run2.write_text("1 Q0 b 1 2.0 y\n2 Q0 d 1 1.0 y\n")
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("1 0 b 1\n2 0 c 1\n2 0 d 0\n")
+    lines = [
+        ["eval", str(run), str(qrels)],
+        ["eval", str(run), str(qrels), "-m", "P.1,2", "-q", "-f", "trec"],
+        ["eval", str(run), str(qrels), "-f", "xml"],
+        ["eval", str(run), str(qrels), "--trec-eval", "8"],
+        ["eval", str(tmp_path / "missing.trec"), str(qrels)],
+        ["eval", str(run), str(qrels), "-M", "two"],
+        ["compare", str(qrels), str(run), str(run2), "--test", "nope"],
+        ["compare", str(qrels), str(run), str(run2), "-m", "P.1", "-m", "set_F"],
+        ["run", "fuse", str(run), str(run), "--method", "x"],
+        ["build-collection", "--source", "bogus"],
+        ["pool", "create", str(run), "--depth", "abc"],
+    ]
+    for args in lines:
+        seen = []
+        for how in ("light", "typer"):
+            env = {**os.environ, "COLUMNS": "80", "CMRKIT_TYPER_COERCION": how}
+            proc = subprocess.run(
+                [sys.executable, "-m", "cmrkit", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+                timeout=120,
+            )
+            seen.append((proc.returncode, proc.stdout, proc.stderr))
+        assert seen[0] == seen[1], (args, seen)
+    if typer.__version__.startswith(LIGHT_COERCION_TYPER):  # the point of it: no pydantic
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "cmrkit", *lines[0]],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "pydantic" not in proc.stderr

@@ -33,21 +33,44 @@ _SPARSE = 4  # the padded matrix may hold at most this many cells per ranked doc
 # ----------------------------------------------------------------------------- shared pieces
 
 
+def c_div(a: float, b: float) -> float:
+    """C double division: x/0 is inf, 0/0 the x86 default NaN (printed -nan)."""
+    if b == 0:
+        if a == 0 or math.isnan(a):
+            return NEG_NAN
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def c_log(x: float) -> float:
+    """glibc's log: -inf at 0, the default NaN (printed -nan) below 0."""
+    if x > 0:
+        return math.log(x)
+    if x == 0:
+        return -math.inf
+    return x if math.isnan(x) else NEG_NAN
+
+
 def levels(judged: dict[str, int], level: int, state: dict) -> tuple[list[int], int, int]:
     """form_res_rels.c's counts per relevance level: (rel_levels, num_rel_levels, num_rel).
 
     rel_levels lives in a buffer kept from query to query (the C statics, in ``state``): a
     query whose grades are all negative sees the previous query's levels, as in C."""
-    max_rel = max(judged.values()) if judged else 0
-    buf = state.setdefault("levels", [])
-    size = max_rel + 1
-    if size > len(buf):
-        buf.extend([0] * (size - len(buf)))
-    for i in range(max(size, 0)):
-        buf[i] = 0
+    size = (max(judged.values()) if judged else 0) + 1
+    counts = [0] * max(size, 0)
     for r in judged.values():
         if r >= 0:
-            buf[r] += 1
+            counts[r] += 1
+    return _levels_from(counts, size, level, state)
+
+
+def _levels_from(counts: list[int], size: int, level: int, state: dict):
+    """:func:`levels` once the query's judgments are counted per level (``counts[:size]``)."""
+    buf = state.setdefault("levels", [])
+    if size > len(buf):
+        buf.extend([0] * (size - len(buf)))
+    if size > 0:
+        buf[:size] = counts[:size]
     num_rel = 0
     num_rel_levels = state.get("num_rel_levels", 0)
     for i in range(max(size, 0)):
@@ -69,35 +92,21 @@ def levels_all(judged: list[dict], level: int, state: dict) -> list[tuple[list[i
     grades = np.fromiter(
         itertools.chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=sum(sizes)
     )
-    if len(grades) == 0 or int(grades.max()) > 1000 or int(grades.min()) < -(10**9):
+    if len(grades) == 0 or int(grades.max()) > 1000:
         return [levels(j, level, state) for j in judged]
     nq = len(judged)
     width = max(int(grades.max()) + 1, 1)
     rows = np.repeat(np.arange(nq), sizes)
     ok = grades >= 0
     counts = np.bincount(rows[ok] * width + grades[ok], minlength=nq * width).reshape(nq, width)
-    highest = np.zeros(nq, dtype=np.int64)
+    highest = np.zeros(nq, dtype=np.int64)  # 0 for a query without judgments, as in levels
     filled = np.asarray(sizes) > 0
     starts = np.cumsum(sizes) - np.asarray(sizes)
     highest[filled] = np.maximum.reduceat(grades, starts[filled])
-    out = []
-    buf = state.setdefault("levels", [])
-    for row, top in zip(counts.tolist(), highest.tolist(), strict=True):
-        size = top + 1  # (0 for a query without judgments, as max_rel is there)
-        if size > len(buf):
-            buf.extend([0] * (size - len(buf)))
-        if size > 0:
-            buf[:size] = row[:size]
-        num_rel = 0
-        num_rel_levels = state.get("num_rel_levels", 0)
-        for i in range(max(size, 0)):
-            if buf[i]:
-                num_rel_levels = i + 1
-                if i >= level:
-                    num_rel += buf[i]
-        state["num_rel_levels"] = num_rel_levels
-        out.append((list(buf), num_rel_levels, num_rel))
-    return out
+    return [
+        _levels_from(row, top + 1, level, state)
+        for row, top in zip(counts.tolist(), highest.tolist(), strict=True)
+    ]
 
 
 _L2: list[float] = []  # _L2[i] == math.log2(i + 2), the rank discount, grown on demand
@@ -209,7 +218,12 @@ class Block:
         self.rel_levels = rel_levels
         self.num_rel_levels = num_rel_levels
         self.R = np.asarray(num_rel, dtype=np.int64)
-        self.nrr = self.rel.sum(axis=1)
+        # found: the grades >= -l (what the measures walking the ranking count); nrr:
+        # form_res_rels's num_rel_ret, judged grades only (>= 0 and >= -l). They differ only
+        # for -l below 0, where NONPOOL and UNJUDGED are >= -l too.
+        self.found = self.rel.sum(axis=1)
+        self.nrr = self.found if level >= 0 else (self.rel & (A >= 0)).sum(axis=1)
+        self.extra = self.found - self.nrr  # all zero for -l >= 0
         self.opts = opts
         self._cache: dict = {}
 
@@ -354,14 +368,14 @@ def _ap_sum(B):
 def m_map(B, p):
     np = B.np
     with np.errstate(all="ignore"):
-        return [np.where(B.nrr > 0, _ap_sum(B) / B.R, 0.0)]
+        return [np.where(B.found > 0, _ap_sum(B) / B.R, 0.0)]
 
 
 def m_gm_map(B, p):
     np = B.np
     s = _ap_sum(B)
     with np.errstate(all="ignore"):
-        s = np.where(B.nrr > 0, s / B.R, s)
+        s = np.where(B.found > 0, s / B.R, s)
     return [np.asarray([math.log(max(v, MIN_GEO_MEAN)) for v in s.tolist()])]
 
 
@@ -369,7 +383,7 @@ def m_yaap(B, p):
     s = _ap_sum(B).tolist()
     return [
         B.np.asarray(
-            [math.log((1.0 + v) / (1.0 + r - v)) for v, r in zip(s, B.R.tolist(), strict=True)]
+            [c_log(c_div(1.0 + v, 1.0 + r - v)) for v, r in zip(s, B.R.tolist(), strict=True)]
         )
     ]
 
@@ -429,23 +443,31 @@ def _recall_cutoffs(B, x: float):
 
 def _interpolated(B, percents) -> list:
     """m_iprec_at_recall.c: at the rank of the c-th relevant document, the best precision at
-    that rank or below it."""
+    that rank or below it.
+
+    The C loop walks up from the bottom with rel_so_far = num_rel_ret, one less at each grade
+    >= -l: at rank i it holds (grades >= -l in the top i) - extra, extra being how many more
+    such grades the ranking has than num_rel_ret (NONPOOL and UNJUDGED with -l below 0), and
+    it stops where rel_so_far reaches 0; so cutoff c is met at the (c + extra)-th grade >= -l."""
     np = B.np
-    found = B.nrr
+    nrr, found = B.nrr, B.found
     with np.errstate(all="ignore"):
-        init = np.where(B.n > 0, found / B.n, NEG_NAN)
-        prec = B.pre_rel()[:, 1:] / np.arange(1, B.L + 1, dtype=np.float64)
+        init = np.where(B.n > 0, nrr / B.n, NEG_NAN)
+        pre = B.pre_rel()[:, 1:]
+        if B.level < 0:
+            pre = pre - B.extra[:, None]
+        prec = pre / np.arange(1, B.L + 1, dtype=np.float64)
     prec[~B.valid] = -np.inf
     best = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
-    at = best[B.rel]  # row by row, the rank of each relevant document in order
-    offsets = np.cumsum(found) - found
+    at = best[B.rel]  # row by row, the rank of each grade >= -l in order
+    offsets = np.cumsum(found) - found + B.extra
     out = []
     for x in percents:
         c = _recall_cutoffs(B, x)
-        k = np.clip(c - 1, 0, np.maximum(found - 1, 0))
+        k = np.clip(c - 1, 0, np.maximum(nrr - 1, 0))
         picked = at[np.minimum(offsets + k, max(len(at) - 1, 0))] if len(at) else np.zeros(B.nq)
-        value = np.where(c > found, 0.0, picked)
-        out.append(np.where(found == 0, np.where(c > 0, 0.0, init), value))
+        value = np.where(c > nrr, 0.0, picked)
+        out.append(np.where(nrr == 0, np.where(c > 0, 0.0, init), value))
     return out
 
 
@@ -467,16 +489,17 @@ def m_P(B, p):
     return [B.at(pre, k) / k for k in p]
 
 
+def _if_relevant(B, pre, p, divisor):
+    """For each cutoff k: the prefix value at k over ``divisor(k)``, 0.0 where R is 0."""
+    return [B.np.where(B.R > 0, B.at(pre, k) / divisor(k), 0.0) for k in p]
+
+
 def m_recall(B, p):
-    np = B.np
-    pre = B.pre_rel()
-    return [_where(np, B.R > 0, B.at(pre, k) / B.R, 0.0) for k in p]
+    return _if_relevant(B, B.pre_rel(), p, lambda k: B.R)
 
 
 def m_relative_P(B, p):
-    np = B.np
-    pre = B.pre_rel()
-    return [_where(np, B.R > 0, B.at(pre, k) / np.where(k > B.R, B.R, k), 0.0) for k in p]
+    return _if_relevant(B, B.pre_rel(), p, lambda k: B.np.where(k > B.R, B.R, k))
 
 
 def m_success(B, p):
@@ -491,9 +514,7 @@ def m_unj(B, p):
 
 
 def m_map_cut(B, p):
-    np = B.np
-    ap = B.ap_prefix()
-    return [_where(np, B.R > 0, B.at(ap, k) / B.R, 0.0) for k in p]
+    return _if_relevant(B, B.ap_prefix(), p, lambda k: B.R)
 
 
 def m_ndcg_cut(B, p):
@@ -600,12 +621,11 @@ def _gain_setup(B, p):
 def m_G(B, p):
     """m_G.c: gain over log2 of (2 + ideal cost so far - gain so far), normalised by the ideal
     gain; the cost of a rank is the ideal gain there, at least 1."""
-    np = B.np
     got = _gain_setup(B, p)
     if got is None:
         return None
-    _, g, _, seq_m, m = got
-    L = B.L
+    g, seq_m = got[1], got[3]
+    np, L = B.np, B.L
     cost = np.where(seq_m[:, :L] >= 1.0, seq_m[:, :L], 1.0)
     sum_results = np.cumsum(g, axis=1)
     sum_cost = np.cumsum(cost, axis=1)
@@ -724,13 +744,15 @@ def m_infAP(B, p):
 
 def m_Rprec_mult(B, p):
     """m_Rprec_mult.c: precision at rank c = (long)(x * R + 0.9); past the ranking, the
-    relevant retrieved over c; 0 above the first relevant document."""
+    relevant retrieved over c; 0 above the first relevant document. (With -l below 0 the C
+    loop's rel_so_far at rank c is the grades >= -l in the top c less ``extra``; see
+    :func:`_interpolated`.)"""
     np = B.np
     pre = B.pre_rel()
     out = []
     for x in p:
         c = np.trunc(x * B.R + 0.9).astype(np.int64)
-        cnt = np.take_along_axis(pre, np.clip(c, 0, B.L)[:, None], axis=1)[:, 0]
+        cnt = np.take_along_axis(pre, np.clip(c, 0, B.L)[:, None], axis=1)[:, 0] - B.extra
         with np.errstate(all="ignore"):
             value = np.where((c > 0) & (cnt > 0), cnt / c, 0.0)
             out.append(np.where(c > B.n, B.nrr / c, value))
@@ -755,10 +777,11 @@ def m_binG(B, p):
     with np.errstate(all="ignore"):
         terms = np.where(B.rel, 1.0 / l2[before], 0.0)
         s = B.row_sums(terms)
-        return [np.where(B.nrr > 0, s / B.R, 0.0)]
+        return [np.where(B.found > 0, s / B.R, 0.0)]
 
 
-def _rbp_p(p) -> float:
+def rbp_persistence(p) -> float:
+    """rbp's p (0.9 unless ``rbp.p=X``)."""
     value = 0.9
     for name, v in p or ():
         if name == "p":
@@ -777,7 +800,7 @@ def _powers(B, persistence: float, n: int):
 
 def m_rbp(B, p):
     np = B.np
-    persistence = _rbp_p(p)
+    persistence = rbp_persistence(p)
     gmaps = []
     for table in [[list(g) for g in t] for t in _tables(B, p)]:
         # m_rbp.c leaves min and max uninitialised; built without optimisation they start at 0
@@ -796,7 +819,7 @@ def m_rbp(B, p):
 
 def m_rbp_resid(B, p):
     np = B.np
-    persistence = _rbp_p(p)
+    persistence = rbp_persistence(p)
     unj = B.valid & (B.A < 0)
     cur_p = _powers(B, persistence, B.L + 1)
     s = B.row_sums(np.where(unj, cur_p[: B.L], 0.0))

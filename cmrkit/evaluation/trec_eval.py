@@ -39,12 +39,15 @@ from cmrkit.evaluation.trec_bulk import (
 )
 from cmrkit.evaluation.trec_bulk import atol as _atol
 from cmrkit.evaluation.trec_bulk import block as _block
+from cmrkit.evaluation.trec_bulk import c_div as _div
+from cmrkit.evaluation.trec_bulk import c_log as _log
 from cmrkit.evaluation.trec_bulk import gain_map as _gmap
 from cmrkit.evaluation.trec_bulk import gains as _gain_table
 from cmrkit.evaluation.trec_bulk import ideal_seq as _ideal_seq
 from cmrkit.evaluation.trec_bulk import ideal_walk as _ideal_walk
 from cmrkit.evaluation.trec_bulk import levels as _levels
 from cmrkit.evaluation.trec_bulk import log2_discounts as _l2
+from cmrkit.evaluation.trec_bulk import rbp_persistence as _rbp_p
 from cmrkit.evaluation.trec_bulk import values as _bulk_rows
 
 MISSING_ZSCORE = -1000000.0
@@ -445,7 +448,9 @@ def form_res_rels(
     """te_form_res_rels on the ranked docnos (or their grades in rank order, ``grades``, with
     NONPOOL and UNJUDGED already marked)."""
     rel_levels, num_rel_levels, num_rel = _levels(judged, opts.level, opts.state)
-    level = opts.level
+    # num_rel_ret counts judged documents only (grades >= 0) at -l or above: with -l below 0,
+    # NONPOOL and UNJUDGED are >= -l for the measures that walk the ranking, not for it
+    judged_level = max(opts.level, 0)
     if isinstance(grades, tuple):  # (list, numpy array) of a run ranked in bulk
         rel_list, arr = grades
         if opts.judged_only:
@@ -455,8 +460,8 @@ def form_res_rels(
         else:
             nonpool = int((arr == NONPOOL).sum())
             unjudged = int((arr == UNJUDGED).sum())
-        rr = ResRels(rel_list, len(rel_list), int((arr >= level).sum()), nonpool, unjudged,
-                     num_rel, rel_levels, num_rel_levels)  # fmt: skip
+        rr = ResRels(rel_list, len(rel_list), int((arr >= judged_level).sum()), nonpool,
+                     unjudged, num_rel, rel_levels, num_rel_levels)  # fmt: skip
         rr.__dict__["_cache"] = {"arr": arr}
         return rr
     if grades is not None:
@@ -474,21 +479,12 @@ def form_res_rels(
     else:
         nonpool = rel_list.count(NONPOOL)
         unjudged = rel_list.count(UNJUDGED)
-    num_rel_ret = sum(1 for r in rel_list if r >= level)
+    num_rel_ret = sum(1 for r in rel_list if r >= judged_level)
     return ResRels(rel_list, len(rel_list), num_rel_ret, nonpool, unjudged, num_rel, rel_levels,
                    num_rel_levels)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- measures
-
-
-def _div(a: float, b: float) -> float:
-    """C double division: x/0 is inf, 0/0 the x86 default NaN (printed -nan)."""
-    if b == 0:
-        if a == 0 or math.isnan(a):
-            return -math.nan
-        return math.copysign(math.inf, a) * math.copysign(1.0, b)
-    return a / b
 
 
 def _f(v: float) -> str:
@@ -540,19 +536,19 @@ def _ap_sum(rr: ResRels, level: int) -> tuple[float, int]:
 
 def m_map(rr, p, o):
     s, found = _ap_sum(rr, o.level)
-    return [s / rr.num_rel if found else 0.0]
+    return [_div(s, rr.num_rel) if found else 0.0]  # (R is 0 where -l < 0 finds NONPOOL)
 
 
 def m_gm_map(rr, p, o):
     s, found = _ap_sum(rr, o.level)
     if found:
-        s = s / rr.num_rel
+        s = _div(s, rr.num_rel)
     return [math.log(max(s, MIN_GEO_MEAN))]
 
 
 def m_yaap(rr, p, o):
     s, _ = _ap_sum(rr, o.level)
-    return [math.log((1.0 + s) / (1.0 + rr.num_rel - s))]
+    return [_log(_div(1.0 + s, 1.0 + rr.num_rel - s))]
 
 
 def m_Rprec(rr, p, o):
@@ -615,18 +611,27 @@ def _lround(x: float) -> int:
 
 def _interpolated(rr, percents, o) -> list[float]:
     """m_iprec_at_recall.c: interpolated precision at each recall cutoff: at the rank of the
-    c-th relevant document, the best precision at that rank or below it."""
+    c-th relevant document, the best precision at that rank or below it.
+
+    The C loop walks up from the bottom with rel_so_far = num_rel_ret, one less at each grade
+    >= -l, and stops where it reaches 0: at rank i it holds (grades >= -l in the top i) -
+    extra, extra being how many more such grades the ranking has than num_rel_ret (NONPOOL
+    and UNJUDGED with -l below 0; else 0); so cutoff c is met at the (c + extra)-th."""
     cutoffs = _recall_cutoffs(percents, rr.num_rel, o.version)
     found = rr.num_rel_ret
     init = _div(found, rr.num_ret)
     if found == 0:
         return [0.0 if c > found else init for c in cutoffs]
     np = _np()
-    pre = np.asarray(_rel_prefix(rr, o.level)[1:], dtype=np.float64)
+    counts = _rel_prefix(rr, o.level)
+    extra = counts[-1] - found
+    pre = np.asarray(counts[1:], dtype=np.float64)
+    if extra:
+        pre = pre - extra
     prec = pre / np.arange(1, rr.num_ret + 1, dtype=np.float64)
     best = np.maximum.accumulate(prec[::-1])[::-1]
-    at = best[np.flatnonzero(rr.arr() >= o.level)].tolist()  # at the k-th relevant document
-    return [0.0 if c > found else (at[c - 1] if c >= 1 else at[0]) for c in cutoffs]
+    at = best[np.flatnonzero(rr.arr() >= o.level)].tolist()  # at the k-th grade >= -l
+    return [0.0 if c > found else at[(c - 1 if c >= 1 else 0) + extra] for c in cutoffs]
 
 
 def m_iprec_at_recall(rr, p, o):
@@ -723,15 +728,18 @@ def m_infAP(rr, p, o):
 
 def m_Rprec_mult(rr, p, o):
     """m_Rprec_mult.c: precision at rank c = (long)(x * R + 0.9); past the ranking, the
-    relevant retrieved over c; 0 above the first relevant document."""
+    relevant retrieved over c; 0 above the first relevant document. (With -l below 0 the C
+    loop's rel_so_far at rank c is the grades >= -l in the top c less ``extra``; see
+    :func:`_interpolated`.)"""
     pre = _rel_prefix(rr, o.level)
+    extra = pre[-1] - rr.num_rel_ret
     out = []
     for x in p:
         c = int(x * rr.num_rel + 0.9)
         if c > rr.num_ret:
             out.append(_div(rr.num_rel_ret, c))
-        elif c > 0 and pre[c] > 0:
-            out.append(pre[c] / c)
+        elif c > 0 and pre[c] - extra > 0:
+            out.append((pre[c] - extra) / c)
         else:
             out.append(0.0)
     return out
@@ -759,7 +767,7 @@ def m_binG(rr, p, o):
         return [0.0]
     before = at - np.arange(len(at))  # 3 + i - rel_so_far == 2 + (i + 1 - rel_so_far)
     s = float(np.cumsum(1.0 / _l2(int(before.max()) + 1)[before])[-1])
-    return [s / rr.num_rel]
+    return [_div(s, rr.num_rel)]
 
 
 # --- gains (gain_init.c; per file in 9.0.8): the tables are evaluation/trec_bulk.py's
@@ -884,14 +892,6 @@ def m_G(rr, p, o):
         results_g += gain / math.log2(2 + sc - sr)
     sum_ideal = float(np.cumsum(seq)[-1]) if m else 0.0
     return [results_g / sum_ideal if sum_ideal > 0.0 else 0.0]
-
-
-def _rbp_p(p) -> float:
-    value = 0.9
-    for name, v in p or ():
-        if name == "p":
-            value = float(v)
-    return value
 
 
 def m_rbp(rr, p, o):
@@ -1021,7 +1021,7 @@ def _jg_measure(per_group: Callable) -> Callable:
 
 def _map_jg(rr, p, o):
     s, found = _ap_sum(rr, o.level)
-    return [s / rr.num_rel if found else 0.0]
+    return [_div(s, rr.num_rel) if found else 0.0]
 
 
 def _P_jg(rr, p, o):

@@ -12,7 +12,8 @@ the same floats.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -143,6 +144,27 @@ def dimension(model: Any) -> int:
     return int(get() or 0)
 
 
+def longest_first(lengths: Sequence[int]) -> np.ndarray:
+    """Positions ordered by length, longest first, ties by position (batches pad little)."""
+    n = len(lengths)
+    return np.lexsort((np.arange(n), -np.fromiter(lengths, dtype=np.int64, count=n)))
+
+
+@contextmanager
+def inference(model: Any) -> Iterator[None]:
+    """``model`` in eval mode under ``torch.inference_mode``; its training mode comes back
+    after."""
+    import torch
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        model.train(was_training)
+
+
 def encode_ids(
     model: Any,
     inputs: Sequence[Sequence[int]],
@@ -151,28 +173,20 @@ def encode_ids(
     progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Sentence embeddings (float32, one row per input, input order) of tokenized inputs."""
-    import torch
-
     n = len(inputs)
     if n == 0:
         return np.zeros((0, dimension(model)), dtype=np.float32)
-    lengths = np.fromiter((len(x) for x in inputs), dtype=np.int64, count=n)
-    order = np.lexsort((np.arange(n), -lengths))  # longest first, ties by position
+    order = longest_first([len(x) for x in inputs])
     out: np.ndarray | None = None
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for b in range(0, n, batch_size):
-                chosen = order[b : b + batch_size]
-                features = collate(model, [inputs[i] for i in chosen])
-                emb = model(features)["sentence_embedding"].float().cpu().numpy()
-                if out is None:
-                    out = np.empty((n, emb.shape[1]), dtype=np.float32)
-                out[chosen] = emb
-                if progress:
-                    progress(len(chosen))
-    finally:
-        model.train(was_training)
+    with inference(model):
+        for b in range(0, n, batch_size):
+            chosen = order[b : b + batch_size]
+            features = collate(model, [inputs[i] for i in chosen])
+            emb = model(features)["sentence_embedding"].float().cpu().numpy()
+            if out is None:
+                out = np.empty((n, emb.shape[1]), dtype=np.float32)
+            out[chosen] = emb
+            if progress:
+                progress(len(chosen))
     assert out is not None
     return out

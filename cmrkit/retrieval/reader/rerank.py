@@ -35,6 +35,7 @@ from cmrkit.collection.layout import (
 )
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
+from cmrkit.retrieval.dense.encode import inference, longest_first
 from cmrkit.retrieval.reader.features import (
     Item,
     Layout,
@@ -156,34 +157,28 @@ def score_pairs(
     span_pos = np.zeros((n, 2), dtype=np.int64)
     span_val = np.zeros(n, dtype=np.float32)
     if n:
-        lengths = np.fromiter((len(x.ids) for x in seqs), dtype=np.int64, count=n)
-        order = np.lexsort((np.arange(n), -lengths))
-        was_training = net.training
-        net.eval()
-        try:
-            with torch.inference_mode():
-                for b in range(0, n, batch_size):
-                    chosen = order[b : b + batch_size]
-                    batch_items = [seqs[i] for i in chosen]
-                    batch = collate(batch_items, lay, pad, device)
-                    hidden = net.hidden(batch)
-                    start, end = net.span_logits(hidden)
-                    valid = passage_mask(batch_items, hidden.shape[1], device)
-                    spans, values = best_spans(start, end, valid, max_span)
-                    if net.select == "cls":
-                        scores = net.cls_scores(hidden)
-                    else:
-                        query = torch.tensor(
-                            [x.query_mention for x in batch_items], dtype=torch.long, device=device
-                        )
-                        scores = net.coref_scores(hidden, query, spans)
-                    sel[chosen] = scores.float().cpu().numpy()
-                    span_pos[chosen] = spans.cpu().numpy()
-                    span_val[chosen] = values.float().cpu().numpy()
-                    if progress:
-                        progress(len(chosen))
-        finally:
-            net.train(was_training)
+        order = longest_first([len(x.ids) for x in seqs])
+        with inference(net):
+            for b in range(0, n, batch_size):
+                chosen = order[b : b + batch_size]
+                batch_items = [seqs[i] for i in chosen]
+                batch = collate(batch_items, lay, pad, device)
+                hidden = net.hidden(batch)
+                start, end = net.span_logits(hidden)
+                valid = passage_mask(batch_items, hidden.shape[1], device)
+                spans, values = best_spans(start, end, valid, max_span)
+                if net.select == "cls":
+                    scores = net.cls_scores(hidden)
+                else:
+                    query = torch.tensor(
+                        [x.query_mention for x in batch_items], dtype=torch.long, device=device
+                    )
+                    scores = net.coref_scores(hidden, query, spans)
+                sel[chosen] = scores.float().cpu().numpy()
+                span_pos[chosen] = spans.cpu().numpy()
+                span_val[chosen] = values.float().cpu().numpy()
+                if progress:
+                    progress(len(chosen))
     best: list[int | None] = [None] * len(pairs)
     for i in range(n):  # the best window; ties go to the earlier window
         p = owner[i]
