@@ -113,7 +113,11 @@ def test_make_quicktest_of_both_versions(trec_eval, version, count):
         assert result.stdout == want, args
 
 
-def _write_case(folder: Path, seed: int, *, complete_run: bool) -> tuple[Path, Path]:
+def _write_case(
+    folder: Path, seed: int, *, complete_run: bool, grouped: bool = False
+) -> tuple[Path, Path]:
+    """Random qrels and run; ``grouped``: each query's lines together and no extra columns (the
+    layout cmrkit reads in bulk), else shuffled lines, some with extra columns (line by line)."""
     r = random.Random(seed)
     qrels_lines, run_lines = [], []
     for q in range(r.randint(8, 14)):
@@ -137,10 +141,12 @@ def _write_case(folder: Path, seed: int, *, complete_run: bool) -> tuple[Path, P
                 score = base + r.choice([1e-9, 2e-9, 3e-9])  # equal as C floats only
             else:
                 score = r.random() * 10
-            extra = " extra column" if kind > 0.97 else ""
+            extra = " extra column" if kind > 0.97 and not grouped else ""
             run_lines.append(f"{qid} Q0 {d} {r.randint(1, 99)} {score!r} tag{seed}{extra}")
     run_lines.append(f"zz_unjudged Q0 D001 1 1.5 tag{seed}")
     r.shuffle(run_lines)
+    if grouped:
+        run_lines.sort(key=lambda line: line.split(" ", 1)[0])
     qrels = folder / f"qrels{seed}.txt"
     run = folder / f"run{seed}.trec"
     qrels.write_text("\n".join(qrels_lines) + "\n")
@@ -165,10 +171,11 @@ OPTION_SETS = [
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("options", OPTION_SETS, ids=["all_trec", "c-M", "J-l2", "params", "gains"])
 @pytest.mark.parametrize("version", ["9", "10"])
-def test_random_runs_equal_the_c_program(trec_eval, tmp_path, seed, options, version):
+@pytest.mark.parametrize("grouped", [False, True], ids=["shuffled", "grouped"])
+def test_random_runs_equal_the_c_program(trec_eval, tmp_path, seed, options, version, grouped):
     binary = trec_eval[version] / "trec_eval"
     complete = "-c" in options
-    qrels, run = _write_case(tmp_path, seed, complete_run=not complete)
+    qrels, run = _write_case(tmp_path, seed, complete_run=not complete, grouped=grouped)
     if version == "9":  # measures 9.0.8 lacks
         options = _without(options, {"dcg", "ideal_dcg", "rbp.p=0.7", "rbp_resid.p=0.5"})
     expected = subprocess.run(
