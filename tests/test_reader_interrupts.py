@@ -63,8 +63,10 @@ def _timed(args: list, cwd: Path) -> float:
 def _interrupt(args: list, cwd: Path, delay: float, sig: int) -> tuple[int, str]:
     proc = _start(args, cwd)
     wait_for_handlers(proc)
-    time.sleep(delay)
-    os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
+    try:
+        proc.wait(timeout=delay)  # a run that ends first (a loaded machine) is not waited for
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
     return _finish(proc)
 
 
