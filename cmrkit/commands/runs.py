@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-import cmrkit.interrupts as interrupts
 from cmrkit.commands.choices import Engine, plain
 from cmrkit.commands.group import group
 from cmrkit.console import console, out
@@ -78,20 +77,13 @@ def leaves_cluster(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            result = command(*args, **kwargs)
-        except BaseException as e:
-            _disconnect(hurry=isinstance(e, interrupts.Interrupted))
-            raise
-        _disconnect(hurry=False)
-        return result
+            return command(*args, **kwargs)
+        finally:
+            engine = sys.modules.get("cmrkit.retrieval.distributed.engine")
+            if engine is not None:
+                engine.disconnect()
 
     return wrapper
-
-
-def _disconnect(*, hurry: bool) -> None:
-    engine = sys.modules.get("cmrkit.retrieval.distributed.engine")
-    if engine is not None:
-        engine.disconnect(hurry=hurry)
 
 
 def engine_options(engine: str, address: str | None, workers: int | None):

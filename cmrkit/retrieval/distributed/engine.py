@@ -140,29 +140,18 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
     return engine.workers or max(1, cpus)
 
 
-def disconnect(*, hurry: bool = False) -> None:
+def disconnect() -> None:
     """Leave the cluster this process connected to (stopping it when this process started it).
 
     A local cluster's processes are all gone afterwards: Ray's agents (DashboardAgent,
     RuntimeEnvAgent) outlive a raylet stopped in a hurry, so whatever of the cluster's process
-    tree still runs after Ray's shutdown is killed.
-
-    ``hurry`` (a signal is ending the command): Ray's orderly shutdown is skipped. Run while a
-    signal unwinds the process, it can trip one of Ray's internal checks (a C++ abort that ends
-    the process with exit 1 and a dump instead of the signal's one line; seen under load). A
-    local cluster is then killed as soon as this process has exited (before, Ray's threads here
-    would end the process on the spot on seeing their cluster die)."""
+    tree still runs after Ray's shutdown is killed."""
     global _connected
     if _connected is None:
         return
     ray = ray_module()
     started = _cluster.started
     tree = _descendants() if started else []
-    if hurry:
-        _connected = None
-        _cluster.started = False
-        _kill_after_exit(tree)
-        return
     try:
         if ray.is_initialized():
             with kept_signal_handlers():
@@ -209,26 +198,6 @@ def _is_ray(pid: int) -> bool:
             return b"ray" in f.read()
     except OSError:
         return False
-
-
-def _kill_after_exit(pids: list[int], cap: float = 30.0) -> None:
-    """Kill ``pids`` once this process is gone (at the latest after ``cap`` seconds), from a
-    detached shell: the interrupt line and the exit come first."""
-    if not pids:
-        return
-    import subprocess
-
-    script = (
-        f"n=0; while kill -0 {os.getpid()} 2>/dev/null && [ $n -lt {int(cap * 20)} ]; "
-        f"do sleep 0.05; n=$((n+1)); done; kill -9 {' '.join(map(str, pids))} 2>/dev/null"
-    )
-    subprocess.Popen(
-        ["/bin/sh", "-c", script],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
 
 def _kill(pids: list[int]) -> None:
