@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from distributed_collection import write as write_dist
+from fault_tools import _child_signals
 
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval import QE, Searcher, build_index, open_index, run_bm25, run_fields, run_qe
@@ -248,6 +249,7 @@ def test_interrupting_keeps_the_previous_index(faults, single, tmp_path):
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_child_signals,  # SIGINT as a terminal's child has it, whatever pytest has
     )
     try:
         deadline = time.monotonic() + 240

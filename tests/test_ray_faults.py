@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from distributed_collection import write as write_dist
+from fault_tools import _child_signals
 
 pytest.importorskip("ray")
 
@@ -71,6 +72,7 @@ def _start(args: list[str], faults: Path, mark: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=_child_signals,  # SIGINT as a terminal's child has it, whatever pytest has
     )
 
 
