@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fault_tools import _child_signals
 from pool_fixtures import write_qrels, write_run
 
 ROOT = Path(__file__).parents[1]
@@ -28,6 +29,7 @@ def _cmrkit(cwd: Path, *args: str, **kw) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_child_signals,  # SIGINT as a terminal's child has it, whatever pytest has
         **kw,
     )
 
@@ -122,7 +124,12 @@ def test_a_signal_while_the_outcome_is_told_never_prints_a_traceback(tmp_path, w
     script = "import signal, sys\nfrom cmrkit import console\n" + textwrap.dedent(OUTCOMES[where])
     script += "console.run(app)\n"
     done = subprocess.run(
-        [sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_child_signals,
     )
     assert "Traceback" not in done.stderr, done.stderr
     lines = done.stderr.strip().splitlines()
