@@ -391,3 +391,16 @@ def test_columns_and_dict_runs_score_bit_identically(env, tmp_path):
             a = evaluate(read_run(path), judged, TREC_MEASURES + ["RR@3", "Judged@10"], **options)
             b = evaluate(read_run_columns(path), judged, a.measures, **options)
             assert a.per_query == b.per_query and a.aggregate == b.aggregate
+
+
+def test_trec_eval_cutoff_lists_become_one_measure_per_cutoff():
+    """`compare -m P.1,2` compares P@1 and P@2 (trec_eval's cutoff list), and a name after the
+    numbers starts a new measure; a number with no dotted measure before it stays an error."""
+    from cmrkit.errors import CmrkitError
+    from cmrkit.evaluation.measures import parse_measures
+
+    got = parse_measures(["P.1,2", "ndcg_cut.5,10,AP"], trec_eval=True)
+    want = parse_measures(["P.1", "P.2", "ndcg_cut.5", "ndcg_cut.10", "AP"], trec_eval=True)
+    assert got == want and len(got) == 5
+    with pytest.raises(CmrkitError, match="unknown measure '2'"):
+        parse_measures(["AP,2"], trec_eval=True)

@@ -277,6 +277,27 @@ def parse_measure(text: str, *, trec_eval: bool = False) -> Measure:
     raise CmrkitError(f"unknown measure {text!r}; valid measures: {_valid_list()}")
 
 
+def _cutoff_lists(parts: list[str]) -> list[str]:
+    """trec_eval's cutoff lists as one measure per cutoff: ``P.5,10,AP`` is P.5, P.10 and AP
+    (a number after a dotted measure is another cutoff of it)."""
+    out: list[str] = []
+    family = None
+    for part in parts:
+        item = part.strip()
+        try:
+            float(item)
+            numeric = True
+        except ValueError:
+            numeric = False
+        if numeric and family is not None:
+            out.append(f"{family}.{item}")
+            continue
+        out.append(part)
+        name, dot, _ = item.partition(".")
+        family = name if dot else None
+    return out
+
+
 def parse_measures(
     texts: list[str] | tuple[str, ...] | None, *, trec_eval: bool = False
 ) -> list[Measure]:
@@ -295,7 +316,7 @@ def parse_measures(
             try:
                 parts = [text] if _trec_eval_measure(text.strip()) is not None else parts
             except CmrkitError:
-                pass
+                parts = _cutoff_lists(parts)
         for part in parts:
             if not part.strip():
                 continue
