@@ -454,9 +454,10 @@ def test_bad_inputs_exit_2_and_write_nothing(trained, cli):
 
 
 def test_interpolation_with_the_first_stage(trained, cli):
-    """Weight 0 is the reader alone; weight W gives z(reader) + W * z(first stage) over each
-    query's reranked units; a huge weight keeps the first stage's order; the trained reader
-    records a weight tuned on its dev split, used when --interpolation is not given."""
+    """S = W = 0 is the reader's selection score alone; otherwise the run score is
+    z(selection) + S * z(best span score) + W * z(first stage) over each query's reranked units;
+    a huge W keeps the first stage's order; the trained reader records S and W tuned together on
+    its dev split, used when --span-weight and --interpolation are not given."""
     import numpy as np
 
     from cmrkit.retrieval.reader.model import resolve_reader
@@ -467,29 +468,49 @@ def test_interpolation_with_the_first_stage(trained, cli):
     model = root / "models" / "rerank-model"
     if not model.exists():
         train(model, select="cls")
-    recorded = resolve_reader(model).metadata["interpolation"]
+    meta = resolve_reader(model).metadata
+    recorded, recorded_s = meta["interpolation"], meta["span_weight"]
     assert recorded["how"].startswith("tuned on dev split 'test'")
+    assert recorded_s["how"] == recorded["how"]
     log = json.loads((model / "cmrkit-train.json").read_text(encoding="utf-8"))
-    assert recorded["weight"] in [float(w) for w in log["interpolation"]["dev"]]
+    table = log["weights"]["dev"]
+    assert len(table) == 32  # 4 span weights x 8 interpolation weights
+    best = table[f"s={recorded_s['weight']:g} w={recorded['weight']:g}"]
+    assert all(best["RR@10"] >= row["RR@10"] for row in table.values())
     run_in = write_candidates(root, coll, "test", TEST)
     first = read_run(run_in)
 
-    def rerank(name: str, weight: float | None):
+    def rerank(name: str, weight: float | None, span: float | None = 0.0):
         return run_rerank(
             run_in,
             model,
-            options=RerankOptions(depth=5, batch_size=4, device="cpu", interpolation=weight),
+            options=RerankOptions(
+                depth=5, batch_size=4, device="cpu", interpolation=weight, span_weight=span
+            ),
             name=name,
             runs_dir=root / "runs",
         )
 
+    def span_scores(result):
+        out: dict[str, dict[str, float]] = {}
+        path = Path(result.sidecar["spans"])
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            out.setdefault(rec["qid"], {})[rec["docno"]] = rec["span_score"]
+        return out
+
     alone = rerank("w0", 0.0)
     mixed = rerank("w05", 0.5)
+    both = rerank("s1w05", 0.5, 1.0)
     huge = rerank("wbig", 1e6)
-    default = rerank("wdef", None)
+    default = rerank("wdef", None, None)
     assert alone.sidecar["interpolation"]["weight"] == 0.0
+    assert alone.sidecar["interpolation"]["span_weight"] == 0.0
+    assert both.sidecar["interpolation"]["span_weight"] == 1.0
     assert default.sidecar["interpolation"]["weight"] == recorded["weight"]
+    assert default.sidecar["interpolation"]["span_weight"] == recorded_s["weight"]
     assert default.sidecar["interpolation"]["from"] == "the reader"
+    spans = span_scores(alone)
 
     def z(v):
         v = np.asarray(v, dtype=np.float64)
@@ -500,6 +521,9 @@ def test_interpolation_with_the_first_stage(trained, cli):
         reader = dict(alone.run[q])
         expected = z([reader[d] for d in top]) + 0.5 * z([first[q][d] for d in top])
         got = dict(mixed.run[q])
+        assert np.allclose([got[d] for d in top], expected, atol=1e-3)
+        expected = expected + z([spans[q][d] for d in top])
+        got = dict(both.run[q])
         assert np.allclose([got[d] for d in top], expected, atol=1e-3)
         assert sorted(d for d, _ in mixed.run[q][:5]) == sorted(top)
         # a huge weight: the input run's order among the reranked units
@@ -522,4 +546,10 @@ def test_interpolation_with_the_first_stage(trained, cli):
         "neg",
     )
     assert res.exit_code == 2 and "--interpolation must be" in res.output, res.output
+    assert not (root / "runs" / coll.name / "neg.test.trec").exists()
+    res = cli(
+        "run", "rerank", run_in, "--model", model, "--runs-dir", root / "runs",
+        "--device", "cpu", "--span-weight", "nan", "--name", "neg",
+    )  # fmt: skip
+    assert res.exit_code == 2 and "--span-weight must be" in res.output, res.output
     assert not (root / "runs" / coll.name / "neg.test.trec").exists()

@@ -77,10 +77,10 @@ def train_reader_command(
     ),
     negatives: int = typer.Option(3, "--negatives", help="Non-relevant units per group."),
     depth: int = typer.Option(20, "--depth", help="Negatives come from the top N candidates."),
-    epochs: int = typer.Option(1, "--epochs", help="Passes over the training queries."),
+    epochs: int = typer.Option(2, "--epochs", help="Passes over the training queries."),
     batch_size: int = typer.Option(2, "--batch-size", help="Groups (queries) per step."),
-    lr: float = typer.Option(3e-5, "--lr", help="AdamW learning rate of the encoder."),
-    head_lr: float = typer.Option(1e-4, "--head-lr", help="Learning rate of the heads."),
+    lr: float = typer.Option(5e-5, "--lr", help="AdamW learning rate of the encoder."),
+    head_lr: float = typer.Option(1e-3, "--head-lr", help="Learning rate of the heads."),
     weight_decay: float = WEIGHT_DECAY,
     warmup: float = WARMUP,
     dropout: float = typer.Option(0.1, "--dropout", help="Dropout on the hidden states."),
@@ -99,8 +99,14 @@ def train_reader_command(
     interpolation: float | None = typer.Option(
         None,
         "--interpolation",
-        help="Weight W recorded for `run rerank` (run score = z(reader) + W * z(first stage)); "
-        "0: the reader alone [default: tuned on the dev split's last reranking, else 1.0].",
+        help="Weight W recorded for `run rerank` (run score = z(selection) + S * z(span) + "
+        "W * z(first stage)) [default: tuned on the dev split's last reranking, else 1.0].",
+    ),
+    span_weight: float | None = typer.Option(
+        None,
+        "--span-weight",
+        help="Weight S of the best span's score recorded for `run rerank`; S = W = 0: the "
+        "selection score alone [default: tuned with W on the dev split, else 0].",
     ),
     markers: str | None = MARKERS,
     device: Device = DEVICE,
@@ -150,6 +156,7 @@ def train_reader_command(
         dev_depth=dev_depth,
         dev_queries=dev_queries,
         interpolation=interpolation,
+        span_weight=span_weight,
     )
     result = train(
         collection,
@@ -203,8 +210,14 @@ def rerank_command(
     interpolation: float | None = typer.Option(
         None,
         "--interpolation",
-        help="Run score = z(reader) + W * z(input run score) over each query's reranked units; "
-        "0: the reader alone [default: the weight the reader records].",
+        help="Run score = z(selection) + S * z(span) + W * z(input run score) over each "
+        "query's reranked units [default: the W the reader records].",
+    ),
+    span_weight: float | None = typer.Option(
+        None,
+        "--span-weight",
+        help="S above, the weight of the best span's score; S = W = 0: the reader's selection "
+        "score alone [default: the S the reader records].",
     ),
     device: Device = DEVICE,
     runs_dir: Path = RUNS,
@@ -229,6 +242,7 @@ def rerank_command(
         max_span=max_span,
         markers=parse_markers(markers),
         interpolation=interpolation,
+        span_weight=span_weight,
     )
     result = run_rerank(
         run,

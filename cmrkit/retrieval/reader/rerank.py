@@ -59,6 +59,16 @@ DEFAULT_DEPTH = 50
 SPANS_SUFFIX = ".spans.jsonl"
 
 
+def check_weights(interpolation: float | None, span_weight: float | None) -> None:
+    """--interpolation and --span-weight: numbers >= 0 (None: not given)."""
+    for flag, value in (("--interpolation", interpolation), ("--span-weight", span_weight)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise CmrkitError(
+                f"{flag} must be a number >= 0 (0 for both: the reader's selection score "
+                f"alone), got {value}"
+            )
+
+
 @dataclass(frozen=True)
 class RerankOptions:
     """How the reader reads the candidates (None: what the model was trained with)."""
@@ -70,15 +80,10 @@ class RerankOptions:
     max_span: int | None = None
     markers: tuple[str, str] | None = None
     interpolation: float | None = None  # None: the reader's own weight
+    span_weight: float | None = None  # None: the reader's own weight
 
     def check(self) -> None:
-        if self.interpolation is not None and not (
-            math.isfinite(self.interpolation) and self.interpolation >= 0
-        ):
-            raise CmrkitError(
-                f"--interpolation must be a number >= 0 (0: the reader alone), got "
-                f"{self.interpolation}"
-            )
+        check_weights(self.interpolation, self.span_weight)
         if self.depth < 1:
             raise CmrkitError(f"--depth must be at least 1, got {self.depth}")
         if self.batch_size < 1:
@@ -99,27 +104,51 @@ class Scored:
     span_score: float
 
 
-def reader_weight(metadata: dict[str, Any]) -> float:
-    """The interpolation weight a reader folder records (0, the reader alone, when none)."""
-    found = metadata.get("interpolation")
+def reader_weight(metadata: dict[str, Any], key: str = "interpolation") -> float:
+    """A weight the reader folder records: ``interpolation`` (W, of the first stage) or
+    ``span_weight`` (S, of the best span's score); 0 when none (a folder from before them)."""
+    found = metadata.get(key)
     if isinstance(found, dict) and isinstance(found.get("weight"), int | float):
         return float(found["weight"])
     return 0.0
 
 
-def interpolate(reader: Sequence[float], first: Sequence[float], weight: float) -> np.ndarray:
-    """One query's final scores: z(reader) + weight * z(first stage), each z-scored over the
-    reranked units (population standard deviation; 0 when all are equal). Weight 0 keeps the
-    reader's own scores."""
+def _z(values: Sequence[float]) -> np.ndarray:
+    """z-scores as ``run fuse --norm zscore`` computes them (population standard deviation; 0
+    when all are equal); a value that is not finite (an empty unit) counts as the lowest
+    finite one."""
     from cmrkit.retrieval.fusion import normalise
 
-    values = np.asarray(reader, dtype=np.float64)
-    if weight == 0 or not len(values):
-        return values
+    finite = [float(x) for x in values if math.isfinite(x)]
+    if not finite:
+        return np.zeros(len(values), dtype=np.float64)
+    low = min(finite)
     keys = [str(i) for i in range(len(values))]
-    zr = normalise(list(zip(keys, values.tolist(), strict=True)), "zscore")
-    zf = normalise(list(zip(keys, [float(x) for x in first], strict=True)), "zscore")
-    return np.array([zr[k] + weight * zf[k] for k in keys], dtype=np.float64)
+    z = normalise(
+        [(k, float(x) if math.isfinite(x) else low) for k, x in zip(keys, values, strict=True)],
+        "zscore",
+    )
+    return np.array([z[k] for k in keys], dtype=np.float64)
+
+
+def combine(
+    selection: Sequence[float],
+    span: Sequence[float],
+    first: Sequence[float],
+    span_weight: float,
+    weight: float,
+) -> np.ndarray:
+    """One query's final scores: z(selection) + S * z(best span score) + W * z(first stage),
+    each z-scored over the reranked units. S = W = 0 keeps the reader's own selection scores."""
+    values = np.asarray(selection, dtype=np.float64)
+    if (span_weight == 0 and weight == 0) or not len(values):
+        return values
+    out = _z(values)
+    if span_weight:
+        out = out + span_weight * _z(span)
+    if weight:
+        out = out + weight * _z([float(x) for x in first])
+    return out
 
 
 def spans_path(run_path: Path) -> Path:
@@ -279,6 +308,11 @@ def run_rerank(
         )
     params = ref.metadata["parameters"]
     weight = opts.interpolation if opts.interpolation is not None else reader_weight(ref.metadata)
+    span_weight = (
+        opts.span_weight
+        if opts.span_weight is not None
+        else reader_weight(ref.metadata, "span_weight")
+    )
     stride = opts.stride or int(params["stride"])
     max_span = opts.max_span or int(params["max_span"])
     sidecar_in = _read_sidecar(run_path_in)
@@ -308,6 +342,7 @@ def run_rerank(
         "stride": stride,
         "max_span": max_span,
         "interpolation": weight,
+        "span_weight": span_weight,
         "input_run_sha256": sha256_file(run_path_in),
     }
     spec = RunSpec.for_collection(
@@ -351,8 +386,12 @@ def run_rerank(
         for qid in sorted(ranking):
             docs = heads[qid]
             verdicts = [scored[(qid, d)] for d in docs]
-            final = interpolate(
-                [v.score for v in verdicts], [ranking[qid][d] for d in docs], weight
+            final = combine(
+                [v.score for v in verdicts],
+                [v.span_score for v in verdicts],
+                [ranking[qid][d] for d in docs],
+                span_weight,
+                weight,
             )
             values = written_scores(final.astype(np.float32))
             top = ranked({d: float(s) for d, s in zip(docs, values.tolist(), strict=True)})
@@ -377,7 +416,11 @@ def run_rerank(
                 )
         from cmrkit.retrieval.dense.store import versions
 
-        tag = f"{name}:depth={opts.depth}" + (f":w={weight:g}" if weight else "")
+        tag = (
+            f"{name}:depth={opts.depth}"
+            + (f":s={span_weight:g}" if span_weight else "")
+            + (f":w={weight:g}" if weight else "")
+        )
         tag = tag.replace(" ", "_")
         sidecar = {
             "spans": str(out_spans),
@@ -396,10 +439,15 @@ def run_rerank(
             "batch_size": opts.batch_size,
             "interpolation": {
                 "weight": weight,
+                "span_weight": span_weight,
                 "score": "the reader's selection score"
-                if weight == 0
-                else "z(reader) + weight * z(input run), z-scores over each query's reranked units",
+                if weight == 0 and span_weight == 0
+                else "z(selection) + span_weight * z(best span score) + weight * z(input run), "
+                "z-scores over each query's reranked units",
                 "from": "--interpolation" if opts.interpolation is not None else "the reader",
+                "span_weight_from": "--span-weight"
+                if opts.span_weight is not None
+                else "the reader",
             },
             "ranking": {
                 "own_unit_removed": True,

@@ -22,7 +22,6 @@ the heads at ``head_lr``, linear warm-up then decay, gradient norm clipped at 1.
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections.abc import Sequence
@@ -63,7 +62,9 @@ from cmrkit.retrieval.training import (
 
 DEV_MEASURES = ("RR@10", "AP@10", "R@10")
 DEFAULT_INTERPOLATION = 1.0  # used when no dev split tunes it (see docs/dense.md)
+DEFAULT_SPAN_WEIGHT = 0.0  # used when no dev split tunes it (see docs/dense.md)
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
+SPAN_GRID = (0.0, 0.5, 1.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,10 @@ class ReaderTrainOptions:
     spans: bool = True
     negatives: int = 3
     depth: int = 20
-    epochs: int = 1
+    epochs: int = 2
     batch_size: int = 2  # groups per step
-    learning_rate: float = 3e-5
-    head_learning_rate: float = 1e-4
+    learning_rate: float = 5e-5
+    head_learning_rate: float = 1e-3
     weight_decay: float = 0.01
     warmup: float = 0.1
     dropout: float = 0.1
@@ -94,9 +95,11 @@ class ReaderTrainOptions:
     dev_depth: int = 20
     dev_queries: int = 100
     interpolation: float | None = None  # None: tuned on the dev split, else the default
+    span_weight: float | None = None  # None: tuned on the dev split, else the default
 
     def check(self) -> None:
         from cmrkit.retrieval.reader.model import SELECTS
+        from cmrkit.retrieval.reader.rerank import check_weights
 
         if self.select not in SELECTS:
             raise CmrkitError(f"--select must be one of {', '.join(SELECTS)}, got {self.select!r}")
@@ -120,13 +123,7 @@ class ReaderTrainOptions:
         check_steps(self.max_steps, self.warmup)
         if not self.learning_rate > 0 or not self.head_learning_rate > 0:
             raise CmrkitError("--lr and --head-lr must be above 0")
-        if self.interpolation is not None and not (
-            math.isfinite(self.interpolation) and self.interpolation >= 0
-        ):
-            raise CmrkitError(
-                f"--interpolation must be a number >= 0 (0: the reader alone), got "
-                f"{self.interpolation}"
-            )
+        check_weights(self.interpolation, self.span_weight)
         if not 0 <= self.dropout < 1:
             raise CmrkitError(f"--dropout must lie in [0, 1), got {self.dropout}")
 
@@ -300,10 +297,10 @@ def _dev_scores(
     texts: dict[str, str],
     device: str,
     qrels_dir: Path | None,
-) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]], dict[str, Any]]:
-    """The current reader's scores of the candidates' top ``dev_depth`` (the first
-    ``dev_queries`` judged queries of the dev split, by qid), the candidates' own scores of the
-    same units, and the judgments of those queries."""
+) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, dict[str, float]], dict[str, Any]]:
+    """The current reader's (selection, best span) scores of the candidates' top ``dev_depth``
+    (the first ``dev_queries`` judged queries of the dev split, by qid), the candidates' own
+    scores of the same units, and the judgments of those queries."""
     from cmrkit.retrieval.reader.features import passage_tokens, query_windows
     from cmrkit.retrieval.reader.rerank import score_pairs
     from cmrkit.trec import ranked, read_qrels, read_run
@@ -339,9 +336,9 @@ def _dev_scores(
         batch_size=32,
         device=device,
     )
-    reader: dict[str, dict[str, float]] = {t.qid: {} for t in topics}
+    reader: dict[str, dict[str, tuple[float, float]]] = {t.qid: {} for t in topics}
     for (qi, pi), s in zip(pairs, scored, strict=True):
-        reader[topics[qi].qid][docnos[pi]] = round(s.score, 6)
+        reader[topics[qi].qid][docnos[pi]] = (round(s.score, 6), round(s.span_score, 4))
     first = {
         t.qid: {d: float(run[t.qid][d]) for d in h} for t, h in zip(topics, heads, strict=True)
     }
@@ -349,32 +346,53 @@ def _dev_scores(
 
 
 def _measures(
-    reader: dict[str, dict[str, float]],
+    reader: dict[str, dict[str, tuple[float, float]]],
     first: dict[str, dict[str, float]],
     judged: dict[str, Any],
+    span_weight: float,
     weight: float,
 ) -> dict[str, float]:
-    """RR@10, AP@10, R@10 of the dev rankings at interpolation ``weight``."""
-    from cmrkit.retrieval.reader.rerank import interpolate
+    """RR@10, AP@10, R@10 of the dev rankings at span weight S and interpolation weight W."""
+    from cmrkit.retrieval.reader.rerank import combine
 
     run: dict[str, dict[str, float]] = {}
     for qid, scores in reader.items():
         docs = sorted(scores)
-        final = interpolate([scores[d] for d in docs], [first[qid][d] for d in docs], weight)
+        final = combine(
+            [scores[d][0] for d in docs],
+            [scores[d][1] for d in docs],
+            [first[qid][d] for d in docs],
+            span_weight,
+            weight,
+        )
         run[qid] = {d: round(float(v), 6) for d, v in zip(docs, final.tolist(), strict=True)}
     return dev_scores(run, judged, DEV_MEASURES)
 
 
-def tune_weight(
-    reader: dict[str, dict[str, float]],
+def tune_weights(
+    reader: dict[str, dict[str, tuple[float, float]]],
     first: dict[str, dict[str, float]],
     judged: dict[str, Any],
-) -> tuple[float, dict[str, dict[str, float]]]:
-    """The weight of ``WEIGHT_GRID`` with the best dev RR@10 (then AP@10; ties: the smaller
-    weight), and the measures at every weight."""
-    table = {f"{w:g}": _measures(reader, first, judged, w) for w in WEIGHT_GRID}
-    best = max(WEIGHT_GRID, key=lambda w: (table[f"{w:g}"]["RR@10"], table[f"{w:g}"]["AP@10"], -w))
-    return best, table
+    span_weight: float | None = None,
+    weight: float | None = None,
+) -> tuple[float, float, dict[str, dict[str, float]]]:
+    """The span weight S (``SPAN_GRID``) and interpolation weight W (``WEIGHT_GRID``) with the
+    best dev RR@10, then AP@10, then the smaller W, then the smaller S; a weight given is kept
+    and only the other is tuned. Also the measures at every pair, keyed ``"s=S w=W"``."""
+    spans = SPAN_GRID if span_weight is None else (span_weight,)
+    weights = WEIGHT_GRID if weight is None else (weight,)
+    table = {
+        f"s={sw:g} w={w:g}": _measures(reader, first, judged, sw, w)
+        for sw in spans
+        for w in weights
+    }
+
+    def key(pair: tuple[float, float]) -> tuple[float, float, float, float]:
+        got = table[f"s={pair[0]:g} w={pair[1]:g}"]
+        return (got["RR@10"], got["AP@10"], -pair[1], -pair[0])
+
+    best = max(((sw, w) for sw in spans for w in weights), key=key)
+    return best[0], best[1], table
 
 
 def train_reader(
@@ -526,7 +544,8 @@ def _train(
 
     # the sequences are counted while training: the same data, options and seed give the same
     kept = folder.kept(
-        metadata(steps, None), varying=["data.collection", "parameters.sequences", "interpolation"]
+        metadata(steps, None),
+        varying=["data.collection", "parameters.sequences", "interpolation", "span_weight"],
     )
     if kept is not None:
         if plot:
@@ -571,7 +590,7 @@ def _train(
                 net, tokenizer, lay, coll, dev_split, markers, opts, dev_run, dev_texts, dev, qdir
             )
             dev_scored[:] = [scored]
-            return _measures(*scored, 0.0)
+            return _measures(*scored, 0.0, 0.0)
 
     n_sequences = 0
     pick = random.Random(opts.seed + 1)
@@ -634,20 +653,31 @@ def _train(
     timings["sequences_per_second"] = round(n_sequences / max(timings["train"], 1e-9), 3)
 
     trained = metadata(step, n_sequences)
-    if opts.interpolation is not None:
-        trained["interpolation"] = {"weight": opts.interpolation, "how": "--interpolation"}
-    elif dev_scored and step > 0:
-        weight, table = tune_weight(*dev_scored[0])
-        trained["interpolation"] = {
-            "weight": weight,
-            "how": f"tuned on dev split {dev_split!r} (best RR@10 of the last dev reranking)",
-        }
-        log["interpolation"] = {**trained["interpolation"], "dev": table}
-    else:
-        trained["interpolation"] = {
-            "weight": DEFAULT_INTERPOLATION,
-            "how": "the default (no dev split to tune it on)",
-        }
+    given = {"interpolation": opts.interpolation, "span_weight": opts.span_weight}
+    flags = {"interpolation": "--interpolation", "span_weight": "--span-weight"}
+    defaults = {"interpolation": DEFAULT_INTERPOLATION, "span_weight": DEFAULT_SPAN_WEIGHT}
+    tuned: dict[str, float] = {}
+    if dev_scored and step > 0 and None in given.values():
+        span_weight, weight, table = tune_weights(
+            *dev_scored[0], opts.span_weight, opts.interpolation
+        )
+        tuned = {"interpolation": weight, "span_weight": span_weight}
+        log["weights"] = {"dev": table}
+    for key in ("interpolation", "span_weight"):
+        if given[key] is not None:
+            trained[key] = {"weight": given[key], "how": flags[key]}
+        elif key in tuned:
+            trained[key] = {
+                "weight": tuned[key],
+                "how": f"tuned on dev split {dev_split!r} (best RR@10 of the last dev reranking)",
+            }
+        else:
+            trained[key] = {
+                "weight": defaults[key],
+                "how": "the default (no dev split to tune it on)",
+            }
+    if tuned:
+        log["weights"].update({k: trained[k] for k in ("interpolation", "span_weight")})
     log_out = training_log(
         argv, ("candidates_run", data.hashes["candidates_run"]), log, timings, started
     )
