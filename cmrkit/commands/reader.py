@@ -100,13 +100,13 @@ def train_reader_command(
         None,
         "--interpolation",
         help="Weight W recorded for `run rerank` (run score = z(selection) + S * z(span) + "
-        "W * z(first stage)) [default: tuned on the dev split's last reranking, else 1.0].",
+        "W * z(first stage)) [default: tuned on the dev split's last reranking, else 2]."
     ),
     span_weight: float | None = typer.Option(
         None,
         "--span-weight",
         help="Weight S of the best span's score recorded for `run rerank`; S = W = 0: the "
-        "selection score alone [default: tuned with W on the dev split, else 0].",
+        "selection score alone [default: tuned with W on the dev split, else 1].",
     ),
     markers: str | None = MARKERS,
     device: Device = DEVICE,

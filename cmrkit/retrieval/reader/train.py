@@ -61,8 +61,8 @@ from cmrkit.retrieval.training import (
 )
 
 DEV_MEASURES = ("RR@10", "AP@10", "R@10")
-DEFAULT_INTERPOLATION = 1.0  # used when no dev split tunes it (see docs/dense.md)
-DEFAULT_SPAN_WEIGHT = 0.0  # used when no dev split tunes it (see docs/dense.md)
+DEFAULT_INTERPOLATION = 2.0  # used when no dev split tunes it (see docs/dense.md)
+DEFAULT_SPAN_WEIGHT = 1.0  # used when no dev split tunes it (see docs/dense.md)
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 SPAN_GRID = (0.0, 0.5, 1.0, 2.0)
 
