@@ -10,10 +10,10 @@ descending); the units below the depth follow in their input order, with integer
 every reranked one.
 
 Outputs: ``RUNS/<collection>/<name>.<split>.trec``, its sidecar, and
-``<name>.<split>.spans.jsonl`` (``{"qid", "docno", "start", "end", "score", "span_score"}`` per
-reranked unit, in run order: what ``cmrkit eval-spans`` reads), staged and put in place
-together. Inference is batched by length (longest first), so the same run, model, batch size
-and device give the same bytes.
+``<name>.<split>.spans.jsonl`` (``{"qid", "docno", "start", "end", "score", "selection",
+"span_score"}`` per reranked unit, in run order: what ``cmrkit eval-spans`` reads), staged and
+put in place together. Inference is batched by length (longest first), so the same run, model,
+batch size and device give the same bytes.
 """
 
 from __future__ import annotations
@@ -409,6 +409,7 @@ def run_rerank(
                             "start": v.start,
                             "end": v.end,
                             "score": s,
+                            "selection": round(v.score, 6),
                             "span_score": round(v.span_score, 4),
                         },
                         ensure_ascii=False,
