@@ -100,7 +100,7 @@ def train_reader_command(
         None,
         "--interpolation",
         help="Weight W recorded for `run rerank` (run score = z(selection) + S * z(span) + "
-        "W * z(first stage)) [default: tuned on the dev split's last reranking, else 2]."
+        "W * z(first stage)) [default: tuned on the dev split's last reranking, else 2].",
     ),
     span_weight: float | None = typer.Option(
         None,
