@@ -494,10 +494,10 @@ def test_interpolation_with_the_first_stage(trained, cli):
     def span_scores(result):
         out: dict[str, dict[str, float]] = {}
         path = Path(result.sidecar["spans"])
+        weights = result.sidecar["interpolation"]
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
             out.setdefault(rec["qid"], {})[rec["docno"]] = rec["span_score"]
-            weights = result.sidecar["interpolation"]
             if weights["weight"] == 0 and weights["span_weight"] == 0:
                 # S = W = 0: the run score is the reader's selection score
                 assert abs(rec["selection"] - rec["score"]) < 1e-5

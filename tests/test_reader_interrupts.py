@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,36 @@ def _interrupt(args: list, cwd: Path, delay: float, sig: int) -> tuple[int, str]
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, sig)  # as a terminal does: the whole process group
     return _finish(proc)
+
+
+def _signal_runs(
+    root: Path,
+    seconds: float,
+    seed: int,
+    signals: tuple[int, int],
+    args_of: Callable[[int], list],
+    check: Callable[[int, bool], None],
+) -> int:
+    """Run ``args_of(i)`` and send it ``signals[i % 2]`` at a random 0.3 to 0.8 of ``seconds``:
+    4 runs, more (up to ``MAX_TRIES``) until one signal lands inside a run; a run that ended
+    before its signal (a quieter machine than the timed run) halves the later delays.
+    ``check(i, in_place)`` checks the outputs (``in_place``: the new ones were put in place).
+    Returns how many signals landed inside a run."""
+    rng = random.Random(seed)
+    interrupted = 0
+    scale = 1.0
+    i = 0
+    while i < 4 or (not interrupted and i < MAX_TRIES):
+        sig = signals[i % 2]
+        rc, err = _interrupt(args_of(i), root, rng.uniform(0.3, 0.8) * seconds * scale, sig)
+        if rc == 0:
+            scale /= 2
+        in_place = rc == 0 or check_interrupted(rc, err, sig)
+        check(i, in_place)
+        interrupted += not in_place
+        assert leftovers(root) == []
+        i += 1
+    return interrupted
 
 
 SMALL_FLAGS = [
@@ -128,25 +159,24 @@ def test_signals_during_train_reader_keep_the_earlier_reader(tiny):
     model = root / "models" / "r"
     seconds = _timed(_train_args(coll, root, 40, 1), root)
     before = digest_tree(model)
-    rng = random.Random(20)
-    interrupted = 0
-    scale = 1.0
-    i = 0
-    while i < 4 or (not interrupted and i < MAX_TRIES):
-        sig = (signal.SIGINT, signal.SIGTERM)[i % 2]
-        delay = rng.uniform(0.3, 0.8) * seconds * scale
-        rc, err = _interrupt(_train_args(coll, root, 40, 2 + i), root, delay, sig)
-        if rc == 0:  # it ended before its signal: a quieter machine than the timed run
-            scale /= 2
-        if rc == 0 or check_interrupted(rc, err, sig):  # the new reader was in place
+
+    def check(i: int, in_place: bool) -> None:
+        nonlocal before
+        if in_place:  # the new reader was in place
             meta = json.loads((model / "cmrkit-reader.json").read_text(encoding="utf-8"))
             assert meta["parameters"]["seed"] == 2 + i
             before = digest_tree(model)
         else:
             assert digest_tree(model) == before
-            interrupted += 1
-        assert leftovers(root) == []
-        i += 1
+
+    interrupted = _signal_runs(
+        root,
+        seconds,
+        20,
+        (signal.SIGINT, signal.SIGTERM),
+        lambda i: _train_args(coll, root, 40, 2 + i),
+        check,
+    )
     assert interrupted  # the signals landed inside the trainings
 
 
@@ -185,18 +215,11 @@ def test_signals_during_run_rerank_keep_the_earlier_run(tiny):
     outputs = [root / "runs" / coll.name / f"rr.test.{ext}" for ext in ("trec", "json")]
     outputs.append(root / "runs" / coll.name / "rr.test.spans.jsonl")
     current = {p: p.read_bytes() for p in outputs}
-    rng = random.Random(21)
-    interrupted = 0
-    scale = 1.0
-    i = 0
-    while i < 4 or (not interrupted and i < MAX_TRIES):
-        sig = (signal.SIGTERM, signal.SIGINT)[i % 2]
-        delay = rng.uniform(0.3, 0.8) * seconds * scale
-        rc, err = _interrupt(args, root, delay, sig)
-        if rc == 0:  # it ended before its signal: a quieter machine than the timed run
-            scale /= 2
-        if rc == 0 or check_interrupted(rc, err, sig):  # the new run was in place, whole:
-            # the same run and spans bytes; the sidecar differs only in its timings
+
+    def check(i: int, in_place: bool) -> None:
+        nonlocal current
+        if in_place:  # the new run was in place, whole: the same run and spans bytes; the
+            # sidecar differs only in its timings
             assert {p: p.read_bytes() for p in outputs[::2]} == {
                 p: current[p] for p in outputs[::2]
             }
@@ -204,7 +227,8 @@ def test_signals_during_run_rerank_keep_the_earlier_run(tiny):
             current = {p: p.read_bytes() for p in outputs}
         else:
             assert {p: p.read_bytes() for p in outputs} == current
-            interrupted += 1
-        assert leftovers(root) == []
-        i += 1
+
+    interrupted = _signal_runs(
+        root, seconds, 21, (signal.SIGTERM, signal.SIGINT), lambda i: args, check
+    )
     assert interrupted

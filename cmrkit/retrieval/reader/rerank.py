@@ -147,7 +147,7 @@ def combine(
     if span_weight:
         out = out + span_weight * _z(span)
     if weight:
-        out = out + weight * _z([float(x) for x in first])
+        out = out + weight * _z(first)
     return out
 
 

@@ -395,6 +395,38 @@ def tune_weights(
     return best[0], best[1], table
 
 
+_WEIGHTS = (  # key in the reader folder, its option, its value when nothing tunes it
+    ("interpolation", "--interpolation", DEFAULT_INTERPOLATION),
+    ("span_weight", "--span-weight", DEFAULT_SPAN_WEIGHT),
+)
+
+
+def recorded_weights(
+    opts: ReaderTrainOptions, dev_scored: tuple[Any, Any, Any] | None, dev_split: str | None
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+    """W and S as the reader folder records them (``{"weight", "how"}`` each): as given, else
+    tuned together on the last dev reranking (``dev_scored``), else the defaults. Also the
+    tuning's log entry (the dev table and the choice), None when nothing was tuned."""
+    tuned: dict[str, float] = {}
+    table = None
+    if dev_scored is not None and (opts.interpolation is None or opts.span_weight is None):
+        span_weight, weight, table = tune_weights(*dev_scored, opts.span_weight, opts.interpolation)
+        tuned = {"interpolation": weight, "span_weight": span_weight}
+    out: dict[str, dict[str, Any]] = {}
+    for key, flag, default in _WEIGHTS:
+        given = getattr(opts, key)
+        if given is not None:
+            out[key] = {"weight": given, "how": flag}
+        elif key in tuned:
+            out[key] = {
+                "weight": tuned[key],
+                "how": f"tuned on dev split {dev_split!r} (best RR@10 of the last dev reranking)",
+            }
+        else:
+            out[key] = {"weight": default, "how": "the default (no dev split to tune it on)"}
+    return out, (None if table is None else {"dev": table, **out})
+
+
 def train_reader(
     collection: str | Path,
     output: str | Path,
@@ -653,31 +685,12 @@ def _train(
     timings["sequences_per_second"] = round(n_sequences / max(timings["train"], 1e-9), 3)
 
     trained = metadata(step, n_sequences)
-    given = {"interpolation": opts.interpolation, "span_weight": opts.span_weight}
-    flags = {"interpolation": "--interpolation", "span_weight": "--span-weight"}
-    defaults = {"interpolation": DEFAULT_INTERPOLATION, "span_weight": DEFAULT_SPAN_WEIGHT}
-    tuned: dict[str, float] = {}
-    if dev_scored and step > 0 and None in given.values():
-        span_weight, weight, table = tune_weights(
-            *dev_scored[0], opts.span_weight, opts.interpolation
-        )
-        tuned = {"interpolation": weight, "span_weight": span_weight}
-        log["weights"] = {"dev": table}
-    for key in ("interpolation", "span_weight"):
-        if given[key] is not None:
-            trained[key] = {"weight": given[key], "how": flags[key]}
-        elif key in tuned:
-            trained[key] = {
-                "weight": tuned[key],
-                "how": f"tuned on dev split {dev_split!r} (best RR@10 of the last dev reranking)",
-            }
-        else:
-            trained[key] = {
-                "weight": defaults[key],
-                "how": "the default (no dev split to tune it on)",
-            }
-    if tuned:
-        log["weights"].update({k: trained[k] for k in ("interpolation", "span_weight")})
+    weights, tuning = recorded_weights(
+        opts, dev_scored[0] if dev_scored and step else None, dev_split
+    )
+    trained.update(weights)
+    if tuning is not None:
+        log["weights"] = tuning
     log_out = training_log(
         argv, ("candidates_run", data.hashes["candidates_run"]), log, timings, started
     )
