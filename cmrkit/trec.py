@@ -20,7 +20,7 @@ import re
 import warnings
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -99,11 +99,13 @@ def _raw_bytes(path: str | os.PathLike) -> bytes | None:
     return data
 
 
-def read_qrels(path: str | os.PathLike) -> Qrels:
-    """Read a qrels file; identical duplicate lines warn, conflicting ones are an error."""
+def read_qrels(path: str | os.PathLike, *, columns: bool = False) -> Qrels:
+    """Read a qrels file; identical duplicate lines warn, conflicting ones are an error.
+    ``columns``: a regular file read by the compiled reader comes as :class:`QrelsColumns`
+    (a read-only mapping whose per-query dicts are made on first use; for scoring)."""
     raw = _raw_bytes(path)
     with _no_gc():
-        fast = _read_qrels_fast(raw) if raw is not None else None
+        fast = _read_qrels_fast(raw, columns=columns) if raw is not None else None
     if fast is not None:
         return fast
     qrels, _ = _read_qrels_lines(path, stratified=False)
@@ -121,11 +123,14 @@ def _first_fields(path: str | os.PathLike) -> int:
     return 0
 
 
-def read_qrels_with_strata(path: str | os.PathLike) -> tuple[Qrels, Strata | None]:
+def read_qrels_with_strata(
+    path: str | os.PathLike, *, columns: bool = False
+) -> tuple[Qrels, Strata | None]:
     """A qrels file and, for sample_eval's five-column qrels ``qid iter docno stratum rel``, the
-    stratum of each document (None for ordinary four-column qrels)."""
+    stratum of each document (None for ordinary four-column qrels). ``columns``: see
+    :func:`read_qrels`."""
     if _first_fields(path) != 5:
-        return read_qrels(path), None
+        return read_qrels(path, columns=columns), None
     return _read_qrels_lines(path, stratified=True)
 
 
@@ -319,6 +324,155 @@ def write_topics_tsv(out: IO[str], topics: Iterable[tuple[str, str]]) -> None:
         out.write(f"{qid}\t{clean}\n")
 
 
+# --- the compiled reader (cmrkit/_trecread.c) -----------------------------------------------
+
+PURE_PYTHON = "CMRKIT_PURE_PYTHON"  # set to 1: read with numpy only, as without a compiler
+_MODULE: list = []  # [cmrkit._trecread or None], imported on first use
+
+
+def compiled():
+    """The compiled reader (``cmrkit._trecread``, built by ``pip install``), or None where it
+    was not built or ``$CMRKIT_PURE_PYTHON`` is set: the numpy readers then read the same files
+    to the same values, more slowly. Either way, an irregular file is read line by line."""
+    if os.environ.get(PURE_PYTHON, "") not in ("", "0"):
+        return None
+    if not _MODULE:
+        try:
+            from cmrkit import _trecread
+        except ImportError:
+            _trecread = None
+        _MODULE.append(_trecread)
+    return _MODULE[0]
+
+
+@dataclass
+class Spans:
+    """Where a column's values lie in a file's bytes: value ``i`` is
+    ``raw[begins[i]:ends[i]]`` (numpy int64 offsets)."""
+
+    raw: bytes
+    begins: object
+    ends: object
+
+    def texts(self, rows=None, *, as_str: bool = False) -> list:
+        """The values (of ``rows``, an int64 array; None: all) as bytes, or str."""
+        return _MODULE[0].docnos(self.raw, self.begins, self.ends, rows, as_str)
+
+
+class Docnos(Sequence):
+    """A run's docnos (of ``rows``; None: all) as ASCII bytes, made on first use: the compiled
+    ranking and qrels join read them in the file's bytes, so scoring never makes them."""
+
+    __slots__ = ("spans", "rows", "_made")
+
+    def __init__(self, spans: Spans, rows=None) -> None:
+        self.spans = spans
+        self.rows = rows
+        self._made: list[bytes] | None = None
+
+    def _list(self) -> list[bytes]:
+        if self._made is None:
+            self._made = self.spans.texts(self.rows)
+        return self._made
+
+    def __len__(self) -> int:
+        return len(self.spans.begins if self.rows is None else self.rows)
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, Docnos) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class QrelsColumns(Mapping):
+    """Regular qrels read by the compiled reader: {qid: {docno: rel}} whose per-query dicts are
+    made on first use (docnos as str, or ASCII bytes with ``byte_docnos``), and the columns
+    the scoring reads in bulk: query ``qids[k]`` owns rows ``starts[k]:starts[k + 1]`` of
+    ``grades`` (int64) and ``spans`` (its docnos), in file order. Read-only."""
+
+    def __init__(self, qids: list[str], starts, grades, spans: Spans, byte_docnos: bool) -> None:
+        self.qids = qids
+        self.starts = starts
+        self.grades = grades
+        self.spans = spans
+        self.byte_docnos = byte_docnos
+        self.index = {q: k for k, q in enumerate(qids)}
+        self._made: dict[str, dict] = {}
+        self._bounds = starts.tolist()
+
+    def __getitem__(self, qid: str) -> dict:
+        made = self._made.get(qid)
+        if made is None:
+            k = self.index[qid]
+            s = self.spans
+            made = self._made[qid] = _MODULE[0].judgments(
+                s.raw,
+                s.begins,
+                s.ends,
+                self.grades,
+                self._bounds[k],
+                self._bounds[k + 1],
+                not self.byte_docnos,
+            )
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.qids)
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self.index
+
+    def judged(self, qids: list[str]) -> tuple[object, object, object]:
+        """(the grades of ``qids`` one query after the other, each query's first index, each
+        query's count), numpy int64 arrays."""
+        import numpy as np
+
+        ks = np.asarray([self.index[q] for q in qids], dtype=np.int64)
+        sizes = self.starts[ks + 1] - self.starts[ks]
+        firsts = np.cumsum(sizes) - sizes
+        if np.array_equal(ks, np.arange(len(self.qids))):
+            return self.grades, firsts, sizes
+        rows = np.arange(int(sizes.sum())) + np.repeat(self.starts[ks] - firsts, sizes)
+        return self.grades[rows], firsts, sizes
+
+
+def _arrays(qids, starts, values, begins, ends, dtype, raw: bytes):
+    import numpy as np
+
+    starts = np.frombuffer(starts, dtype=np.int64)
+    spans = Spans(raw, np.frombuffer(begins, np.int64), np.frombuffer(ends, np.int64))
+    return qids, starts, np.frombuffer(values, dtype=dtype), spans
+
+
+def _compiled_run(module, raw: bytes) -> RunColumns | None:
+    got = module.run(raw)
+    if got is None:
+        return None
+    import numpy as np
+
+    qids, starts, scores, spans = _arrays(*got, np.float64, raw)
+    return RunColumns(qids, starts, Docnos(spans), scores, spans)
+
+
+def _compiled_qrels(module, raw: bytes, byte_docnos: bool) -> QrelsColumns | None:
+    got = module.qrels(raw)
+    if got is None:
+        return None
+    import numpy as np
+
+    qids, starts, grades, spans = _arrays(*got, np.int64, raw)
+    return QrelsColumns(qids, starts, grades, spans, byte_docnos)
+
+
 # --- columnar runs (the scoring path) -------------------------------------------------------
 
 
@@ -330,13 +484,16 @@ class RunColumns:
 
     qids: list[str]
     starts: object  # numpy int64 array, len(qids) + 1
-    docnos: list
+    docnos: Sequence  # a list, or the compiled reader's Docnos (made on first use)
     scores: object  # numpy float64 array
+    spans: Spans | None = None  # the docnos in the file's bytes (the compiled reader's)
 
     def to_run(self) -> Run:
         """The same run as {qid: {docno: score}}."""
         docnos = self.docnos
-        if docnos and isinstance(docnos[0], bytes):
+        if self.spans is not None:
+            docnos = self.spans.texts(as_str=True)
+        elif docnos and isinstance(docnos[0], bytes):
             docnos = list(map(bytes.decode, docnos))
         scores = self.scores.tolist()
         bounds = self.starts.tolist()
@@ -598,10 +755,17 @@ def _parse_grades(mat) -> object | None:
     return np.where(first == 45, -value, value)
 
 
-def _read_qrels_fast(raw: bytes, byte_docnos: bool = False) -> Qrels | None:
+def _read_qrels_fast(raw: bytes, byte_docnos: bool = False, columns: bool = False) -> Qrels | None:
     """The common qrels file (4 single-space columns, whole grades, each query's lines together,
-    one judgment per document) in bulk with numpy; None for anything else. ``byte_docnos``:
-    the docnos as ASCII bytes (cheaper; for matching a run read in bulk)."""
+    one judgment per document) in bulk, by the compiled reader or with numpy; None for anything
+    else. ``byte_docnos``: the docnos as ASCII bytes (cheaper; for matching a run read in bulk).
+    ``columns``: the compiled reader's :class:`QrelsColumns` as it is (else plain dicts)."""
+    module = compiled()
+    if module is not None:
+        got = _compiled_qrels(module, raw, byte_docnos)
+        if got is None or columns:
+            return got
+        return {q: got[q] for q in got.qids}
     fields = _regular_fields(raw, 4)
     if fields is None or fields.widths[3] > _MAX_FIELD:
         return None
@@ -626,7 +790,11 @@ def _read_qrels_fast(raw: bytes, byte_docnos: bool = False) -> Qrels | None:
 
 def _read_run_columns_fast(raw: bytes) -> RunColumns | None:
     """Columns of a regular run (single-space columns, numeric ranks, each query's lines
-    together, no repeated document) parsed in bulk with numpy; None for anything else."""
+    together, no repeated document) parsed in bulk, by the compiled reader or with numpy; None
+    for anything else."""
+    module = compiled()
+    if module is not None:
+        return _compiled_run(module, raw)
     fields = _regular_fields(raw, 6)
     if fields is None or max(fields.widths[3], fields.widths[4]) > _MAX_FIELD:
         return None
@@ -655,11 +823,14 @@ def run_columns_from_bytes(raw: bytes) -> RunColumns | None:
         return _read_run_columns_fast(raw)
 
 
-def qrels_from_bytes(raw: bytes, *, byte_docnos: bool = False) -> Qrels | None:
+def qrels_from_bytes(
+    raw: bytes, *, byte_docnos: bool = False, columns: bool = False
+) -> Qrels | None:
     """A regular 4-column qrels file's bytes in bulk; None when it is less regular.
-    ``byte_docnos``: the docnos as ASCII bytes, as :class:`RunColumns` read in bulk has them."""
+    ``byte_docnos``: the docnos as ASCII bytes, as :class:`RunColumns` read in bulk has them.
+    ``columns``: see :func:`read_qrels`."""
     with _no_gc():
-        return _read_qrels_fast(raw, byte_docnos)
+        return _read_qrels_fast(raw, byte_docnos, columns)
 
 
 def read_run_columns(path: str | os.PathLike, *, dedupe: bool = False) -> RunColumns:

@@ -284,7 +284,7 @@ def eval_command(
         return
     else:
         measures = evaluation.parse_measures(measure)
-    qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels))
+    qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels, columns=True))
     run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
@@ -535,7 +535,7 @@ def compare_command(
                 f"--baseline {baseline!r} is none of the runs "
                 f"({', '.join(names)}); give its path or name"
             )
-    qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels))
+    qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels, columns=True))
     loaded = {
         name: read_run_columns(path, dedupe=dedupe) for name, path in zip(names, runs, strict=True)
     }

@@ -29,6 +29,7 @@ from cmrkit.evaluation.order import MISSING as _MISSING
 from cmrkit.evaluation.order import rank_all as _ranking
 from cmrkit.trec import (
     Qrels,
+    QrelsColumns,
     Run,
     RunColumns,
     Strata,
@@ -133,11 +134,12 @@ def _prefix_sums(values, counts, picks):
 
 
 def _native_values(
-    ms: list[Measure], lens, starts, rel, num_rel: list[int], qrels_rows: list[dict[str, int]]
+    ms: list[Measure], lens, starts, rel, num_rel: list[int], judged: tuple
 ) -> dict[str, list[float]]:
     """Per-query values of the native measures, trec_eval's formulas and order of operations
     (m_map.c, m_map_cut.c, m_infap.c, m_P.c, m_recall.c, m_recip_rank.c, m_success.c,
-    m_ndcg_cut.c) on the ranked grades ``rel`` (``_MISSING`` when not in the qrels)."""
+    m_ndcg_cut.c) on the ranked grades ``rel`` (``_MISSING`` when not in the qrels) and the
+    queries' ``judged`` grades (:func:`_judged_grades`)."""
     import numpy as np
 
     nq = len(lens)
@@ -184,7 +186,7 @@ def _native_values(
         out["infAP"] = np.where(nrel > 0, s / safe, s).tolist()
     first = np.full(nq, -1.0)
     first[found > 0] = hit_pos[np.concatenate(([0], np.cumsum(found)[:-1]))[found > 0]]
-    ctx = _Ranked(lens, rel, pos, nrel, safe, found, first, counts, first_k, qrels_rows)
+    ctx = _Ranked(lens, rel, pos, nrel, safe, found, first, counts, first_k, judged)
     for m in ms:
         compute = _COMPUTE.get(m.kind)
         if compute is not None:
@@ -205,7 +207,7 @@ class _Ranked:
     first: object  # rank of the first relevant document, -1 if none
     counts: dict  # cutoff -> relevant in the top k per query
     first_k: Callable  # (flags, k) -> flags set in the top k per query
-    qrels_rows: list
+    judged: tuple  # every query's judged grades (_judged_grades)
 
 
 def _rr(c: _Ranked, k):
@@ -248,7 +250,7 @@ def _ndcg_cut(c: _Ranked, k):
     terms = c.rel[at].astype(np.float64) / log2[c.pos[at]]
     positive = c.first_k(gain, None)
     (dcg,) = _prefix_sums(terms, positive, [positive])
-    ideal = _ideal_dcgs(c.qrels_rows, k)
+    ideal = _ideal_dcgs(c.judged, k)
     return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg)
 
 
@@ -273,12 +275,16 @@ _COMPUTE: dict[str, Callable] = {
 }
 
 
-def _judged_grades(rows: list[Mapping[str, int]]):
-    """(every query's grades one after the other, each query's first index, counts)."""
+def _judged_grades(qrels: Mapping[str, Mapping[str, int]], qids: list[str]):
+    """(the grades of ``qids`` one query after the other, each query's first index, counts),
+    each query's grades in its qrels order."""
     import itertools
 
     import numpy as np
 
+    if isinstance(qrels, QrelsColumns):
+        return qrels.judged(qids)
+    rows = [qrels[q] for q in qids]
     sizes = np.asarray([len(r) for r in rows], dtype=np.int64)
     grades = np.fromiter(
         itertools.chain.from_iterable(r.values() for r in rows), dtype=np.int64,
@@ -287,25 +293,25 @@ def _judged_grades(rows: list[Mapping[str, int]]):
     return grades, np.cumsum(sizes) - sizes, sizes
 
 
-def _num_relevant(rows: list[Mapping[str, int]]) -> list[int]:
-    """Judgments with grade >= 1, per query."""
+def _num_relevant(judged: tuple) -> list[int]:
+    """Judgments with grade >= 1, per query (``judged``: :func:`_judged_grades`)."""
     import numpy as np
 
-    grades, starts, sizes = _judged_grades(rows)
+    grades, starts, sizes = judged
     cum = np.zeros(len(grades) + 1, dtype=np.int64)
     np.cumsum(grades >= 1, out=cum[1:])
     return (cum[starts + sizes] - cum[starts]).tolist()
 
 
-def _ideal_dcgs(rows: list[Mapping[str, int]], k: int):
-    """:func:`_ideal_dcg` of every query, with numpy: the same terms added in the same order
-    (a zero-padded row per query, summed left to right)."""
+def _ideal_dcgs(judged: tuple, k: int):
+    """:func:`_ideal_dcg` of every query (``judged``: :func:`_judged_grades`), with numpy: the
+    same terms added in the same order (a zero-padded row per query, summed left to right)."""
     import numpy as np
 
     from cmrkit.evaluation.trec_bulk import log2_discounts
 
-    grades, starts, sizes = _judged_grades(rows)
-    nq = len(rows)
+    grades, starts, sizes = judged
+    nq = len(sizes)
     qid = np.repeat(np.arange(nq), sizes)
     positive = grades > 0
     g, q = grades[positive], qid[positive]
@@ -316,15 +322,16 @@ def _ideal_dcgs(rows: list[Mapping[str, int]], k: int):
     keep = rank < k
     width = int(min(k, counts.max(initial=0)))
     if nq * width > 4 * len(g) + (1 << 20):
-        return np.asarray([_ideal_dcg(row, k) for row in rows])
+        bounds = zip(starts.tolist(), (starts + sizes).tolist(), strict=True)
+        return np.asarray([_ideal_dcg(grades[a:b].tolist(), k) for a, b in bounds])
     terms = np.zeros((nq, width))
     terms[q[keep], rank[keep]] = g[keep] / log2_discounts(width)[rank[keep]]
     return np.cumsum(terms, axis=1)[:, -1] if width else np.zeros(nq)
 
 
-def _ideal_dcg(judged: Mapping[str, int], k: int) -> float:
+def _ideal_dcg(grades: Iterable[int], k: int) -> float:
     ideal = 0.0
-    for i, gain in enumerate(sorted((g for g in judged.values() if g > 0), reverse=True)[:k]):
+    for i, gain in enumerate(sorted((g for g in grades if g > 0), reverse=True)[:k]):
         ideal += gain / math.log2(i + 2)
     return ideal
 
@@ -367,10 +374,10 @@ def evaluate(
     blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
     lens, starts, order, rel, docnos, scores = _ranking(cols, blocks, qrels, depth, version)
     qids = [cols.qids[i] for i in blocks]
-    rows = [qrels[q] for q in qids]
-    num_rel = _num_relevant(rows)
+    judged = _judged_grades(qrels, qids)
+    num_rel = _num_relevant(judged)
     native = [m for m in ms if _native(m) and m.kind not in SAMPLED_KINDS]
-    values = _native_values(native, lens, starts, rel, num_rel, rows) if native else {}
+    values = _native_values(native, lens, starts, rel, num_rel, judged) if native else {}
     if any(m.kind in SAMPLED_KINDS for m in ms):
         import cmrkit.evaluation.sampled as sampled
 
@@ -435,7 +442,7 @@ def evaluate_files(
     """:func:`evaluate` on a run file and a qrels file (four columns, or sample_eval's five
     with the stratum of each document)."""
     ms = _measures(measures)
-    qrels, strata = read_qrels_with_strata(qrels_path)
+    qrels, strata = read_qrels_with_strata(qrels_path, columns=True)
     run = read_run_columns(run_path, dedupe=dedupe)
     return evaluate(
         run, qrels, ms, all_queries=all_queries, depth=depth, strata=strata, version=version

@@ -286,7 +286,7 @@ def read_rel_info(
     if rel_format == "qrels":
         from cmrkit.trec import qrels_from_bytes
 
-        fast = qrels_from_bytes(raw, byte_docnos=True)
+        fast = qrels_from_bytes(raw, byte_docnos=True, columns=True)
         if fast is not None:
             info.qrels = fast
             info.byte_docnos = True
