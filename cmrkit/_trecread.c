@@ -409,13 +409,17 @@ static int check_starts(const Buf *starts, Py_ssize_t limit) {
     return 1;
 }
 
-static int check_spans(PyObject *raw, const Buf *beg, const Buf *end) {
+/* Spans a..b of begins/ends lie in raw (a = 0, b = -1: all of them). */
+static int check_spans(PyObject *raw, const Buf *beg, const Buf *end, Py_ssize_t a,
+                       Py_ssize_t b) {
     Py_ssize_t size = PyBytes_GET_SIZE(raw);
     if (beg->n != end->n) {
         PyErr_SetString(PyExc_ValueError, "begins and ends differ in length");
         return 0;
     }
-    for (Py_ssize_t i = 0; i < beg->n; i++)
+    if (b < 0)
+        b = beg->n;
+    for (Py_ssize_t i = a; i < b; i++)
         if (I64(*beg)[i] < 0 || I64(*beg)[i] > I64(*end)[i] || I64(*end)[i] > size) {
             PyErr_SetString(PyExc_ValueError, "a span lies outside the data");
             return 0;
@@ -444,7 +448,7 @@ static PyObject *py_docnos(PyObject *self, PyObject *args) {
         PyBuffer_Release(&end.view);
         return NULL;
     }
-    if (check_spans(raw, &beg, &end) && check_rows(&rows, have_rows, beg.n)) {
+    if (check_spans(raw, &beg, &end, 0, -1) && check_rows(&rows, have_rows, beg.n)) {
         const char *data = PyBytes_AS_STRING(raw);
         Py_ssize_t n = have_rows ? rows.n : beg.n;
         out = PyList_New(n);
@@ -492,7 +496,7 @@ static PyObject *py_judgments(PyObject *self, PyObject *args) {
     }
     if (a < 0 || b < a || b > beg.n || grade.n != beg.n) {
         PyErr_SetString(PyExc_IndexError, "rows out of range");
-    } else if (check_spans(raw, &beg, &end)) {
+    } else if (check_spans(raw, &beg, &end, a, b)) {
         const char *data = PyBytes_AS_STRING(raw);
         out = PyDict_New();
         for (Py_ssize_t i = a; out != NULL && i < b; i++) {
@@ -575,7 +579,7 @@ static PyObject *py_rank(PyObject *self, PyObject *args) {
     if (!get_buf(oend, &end, 8, "ends"))
         goto release;
     got = 5;
-    if (!check_spans(raw, &beg, &end) || !check_starts(&starts, keys.n) ||
+    if (!check_spans(raw, &beg, &end, 0, -1) || !check_starts(&starts, keys.n) ||
         !check_rows(&rows, have_rows, beg.n))
         goto release;
     if (have_rows ? rows.n != keys.n : beg.n != keys.n) {
@@ -652,7 +656,8 @@ static PyObject *py_grades(PyObject *self, PyObject *args) {
     {
         Py_ssize_t n = have_rows ? rows.n : rbeg.n;
         Py_ssize_t nq = starts.n - 1, qn = qstarts.n - 1, most = 0;
-        if (!check_spans(rraw, &rbeg, &rend) || !check_spans(qraw, &qbeg, &qend) ||
+        if (!check_spans(rraw, &rbeg, &rend, 0, -1) ||
+            !check_spans(qraw, &qbeg, &qend, 0, -1) ||
             !check_rows(&rows, have_rows, rbeg.n) || !check_starts(&starts, n) ||
             !check_starts(&qstarts, qbeg.n))
             goto release;
