@@ -317,6 +317,7 @@ EVAL_OPTIONS = [
     ["-q", "-m", "all_trec", "-f", "trec", "--trec-eval", "9"],
     ["-q", "-c", "-M", "5", "-m", "all_trec", "-f", "trec"],
     ["-q", "-m", "all_trec", "-J", "-l", "2", "-f", "trec"],
+    ["-m", "xinfAP", "-m", "infNDCG", "-m", "NumRel", "-q", "-c", "-f", "json"],
 ]
 
 
@@ -327,6 +328,17 @@ def test_eval_prints_the_same_with_and_without_the_compiled_reader(
 ):
     run, qrels = _eval_case(tmp_path, seed)
     args = ["eval", str(run), str(qrels), *options]
+    compiled = _invoke(pure, False, args)
+    assert compiled[0] == 0, compiled[2]
+    assert compiled == _invoke(pure, True, args)
+
+
+def test_compare_prints_the_same(module, pure, tmp_path):
+    run, qrels = _eval_case(tmp_path, 12)
+    other = tmp_path / "other"
+    lines = run.read_text().splitlines()
+    other.write_text("".join(f"{line[: line.rindex(' ')]} other\n" for line in lines[::2]))
+    args = ["compare", str(qrels), str(run), str(other), "-m", "AP", "-m", "nDCG@10", "-f", "json"]
     compiled = _invoke(pure, False, args)
     assert compiled[0] == 0, compiled[2]
     assert compiled == _invoke(pure, True, args)
