@@ -164,6 +164,45 @@ def test_random_qrels_read_alike(module, pure, tmp_path, seed):
     assert firsts.tolist() == (np.cumsum(sizes) - sizes).tolist()
 
 
+MUTATIONS = b" \n\t\r\x00-+.e0123456789abQ#\x7f\xc3\xa9_"
+
+
+def _mutated(r: random.Random, data: bytes) -> bytes:
+    """``data`` with a few bytes inserted, deleted or replaced (separators, signs, digits, a NUL,
+    a non-ASCII letter), sometimes cut short."""
+    b = bytearray(data)
+    for _ in range(r.randint(0, 4)):
+        i = r.randint(0, len(b))
+        op = r.random()
+        if op < 0.4:
+            b[i:i] = bytes([r.choice(MUTATIONS)])
+        elif i < len(b):
+            if op < 0.7:
+                del b[i]
+            else:
+                b[i] = r.choice(MUTATIONS)
+    if r.random() < 0.1:
+        del b[r.randint(0, len(b)) :]
+    return bytes(b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mutated_files_read_alike(module, pure, seed):
+    """Bytes changed at random: the compiled reader refuses exactly what the numpy reader
+    refuses, and reads the rest to the same values."""
+    r = random.Random(seed)
+    run, qrels = _run_text(seed).encode(), _qrels_text(seed).encode()
+    for _ in range(150):
+        raw, q = _mutated(r, run), _mutated(r, qrels)
+        pure(False)
+        got = (trec._read_run_columns_fast(raw), trec._read_qrels_fast(q))
+        pure(True)
+        want = (trec._read_run_columns_fast(raw), trec._read_qrels_fast(q))
+        assert (got[0] is None) == (want[0] is None) and got[1] == want[1]
+        if got[0] is not None:
+            _same_columns(got[0], want[0])
+
+
 BASE_RUN = "q1 Q0 a 1 2.5 t\nq1 Q0 b 2 1.5 t\nq2 Q0 a 1 0.5 t\n"
 
 # irregular for both bulk readers (the line reader then reads or refuses each line)
