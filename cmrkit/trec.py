@@ -336,8 +336,8 @@ def extension():
         import importlib
 
         try:
-            # (a compiled module imports nothing of cmrkit; importlib keeps the import-cycles
-            # check from reading this import as one of the package's face)
+            # importlib, not an import statement: the import-cycles check cannot see that a
+            # compiled module imports nothing, and would count an import of the package's face
             _MODULE.append(importlib.import_module("cmrkit._trecread"))
         except ImportError:
             _MODULE.append(None)
