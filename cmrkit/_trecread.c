@@ -2,11 +2,13 @@
 
 A file is "regular" when the numpy reader of trec.py would read it in bulk: ASCII, every line
 holding exactly the format's number of fields split by single spaces, no control byte, no blank
-line, each query's lines together, no document twice in a query, plain numbers. For anything
-else the readers return None and trec.py reads the file line by line, which names the line and
-field of a problem. Values are those of the Python readers: a score is parsed by the routine
-float() uses (PyOS_string_to_double), or, for a plain decimal of at most 15 digits, as the exact
-integer divided by the exact power of ten, which IEEE division rounds the same way.
+line, no line starting with '#' (a comment in trec_eval 10.0, data in 9.0.8: the line reader
+reads it as the version asked for), each query's lines together, no document twice in a query,
+plain numbers. For anything else the readers return None and trec.py reads the file line by
+line, which names the line and field of a problem. Values are those of the Python readers: a
+score is parsed by the routine float() uses (PyOS_string_to_double), or, for a plain decimal of
+at most 15 digits, as the exact integer divided by the exact power of ten, which IEEE division
+rounds the same way.
 
 Also here, for the evaluation of such files: the ranking of every query (score descending, ties
 by docno descending, as trec_eval) and the grades of the ranked documents (a hash join of the run
@@ -289,7 +291,10 @@ static PyObject *read_table(PyObject *raw, int width, ValueFn value) {
         if (qb == NULL || f[0].e - f[0].b != qe - qb ||
             memcmp(f[0].b, qb, (size_t)(qe - qb)) != 0) {
             PyObject *q;
-            if (f[0].e - f[0].b > MAX_FIELD)
+            /* a line starting with '#' (a comment in trec_eval 10.0, data in 9.0.8; the line
+               reader reads it as the version asked for): checked where a query starts, which
+               covers every line, as each other line repeats its query's first bytes */
+            if (f[0].e - f[0].b > MAX_FIELD || *f[0].b == '#')
                 goto irregular;
             qb = f[0].b;
             qe = f[0].e;

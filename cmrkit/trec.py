@@ -609,7 +609,9 @@ class _Fields:
 
     def groups(self) -> tuple[list[str], object] | None:
         """(qids, starts): the first field's runs of equal values, when each value's lines are
-        together (None otherwise)."""
+        together and no line starts with ``#`` (None otherwise: a ``#`` line is a comment in
+        trec_eval 10.0 and data in 9.0.8, and the line reader reads it as the version asked
+        for; every line starts with its query's qid, so the qids are all there is to check)."""
         import numpy as np
 
         w = self.widths[0]
@@ -621,6 +623,8 @@ class _Fields:
         qids = [q.decode("ascii") for q in qs[starts[:-1]].tolist()]
         if len(set(qids)) != len(qids):
             return None  # a query's lines are not together
+        if any(q[:1] == "#" for q in qids):
+            return None  # a line starting with '#'
         return qids, starts
 
 

@@ -249,6 +249,101 @@ def test_stdin_run_and_comment_lines(trec_eval, tmp_path):
     assert refused.exit_code == 2 and "10.0 only" in refused.stderr
 
 
+def _hash_case(folder: Path, case: str) -> tuple[Path, Path]:
+    """A regular (bulk-readable) run and qrels, then the lines of ``case`` starting with '#'
+    that have the run's 6 or the qrels' 4 fields: a comment in trec_eval 10.0, data (query
+    '#...') in 9.0.8."""
+    qrels, run = _write_case(folder, 4, complete_run=True, grouped=True)
+    q, r = qrels.read_text().splitlines(), run.read_text().splitlines()
+    middle = next(i for i, line in enumerate(q) if line.split()[0] != q[0].split()[0])
+    hashed = f"# Q0 {q[0].split()[2]} 1 99.5 hashtag"
+    if case == "run first":
+        r.insert(0, hashed)
+    elif case == "run last":  # 10.0 takes the runid from the last data line
+        r.append(hashed)
+    elif case == "run indented":  # 10.0 skips a run line whose first non-blank is '#'
+        r.insert(0, "  " + hashed)
+    elif case == "qrels first":
+        q.insert(0, f"# 0 {q[0].split()[2]} 1")
+    elif case == "qrels inside":
+        q.insert(middle, f"#q 0 {q[0].split()[2]} 2")
+    elif case == "qrels two in a row":  # 10.0 reads the second as data
+        q[middle:middle] = [f"# 0 {q[0].split()[2]} 1", f"# 0 {q[1].split()[2]} 1"]
+    elif case == "qrels indented":  # 10.0 skips a judgment line whose first byte is '#'
+        q.insert(0, f"  # 0 {q[0].split()[2]} 1")
+    elif case == "both":
+        r.insert(0, hashed)
+        q.insert(0, f"# 0 {q[0].split()[2]} 1")
+    elif case == "both indented":  # 10.0: the run's line a comment, the qrels' line data
+        r.insert(0, "  " + hashed)
+        q.insert(0, f"  # 0 {q[0].split()[2]} 1")
+    qrels.write_text("\n".join(q) + "\n")
+    run.write_text("\n".join(r) + "\n")
+    return qrels, run
+
+
+HASH_CASES = ["run first", "run last", "run indented", "qrels first", "qrels inside",
+              "qrels two in a row", "qrels indented", "both", "both indented"]  # fmt: skip
+
+
+@pytest.mark.parametrize("reader", ["compiled", "pure"])
+@pytest.mark.parametrize("case", HASH_CASES)
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_hash_lines_as_each_version_reads_them(trec_eval, tmp_path, monkeypatch, version, case,
+                                               reader):  # fmt: skip
+    """Lines starting with '#' with a data line's number of fields, in otherwise regular files
+    (the bulk readers' files): 10.0 skips them as comments, 9.0.8 reads them as data; cmrkit
+    prints what the chosen version prints, with the compiled reader and without it."""
+    from cmrkit import trec
+
+    if reader == "pure":
+        monkeypatch.setenv(trec.PURE_PYTHON, "1")
+    else:
+        monkeypatch.delenv(trec.PURE_PYTHON, raising=False)
+        if trec.compiled() is None:
+            pytest.skip("cmrkit._trecread is not built")
+    qrels, run = _hash_case(tmp_path, case)
+    options = ["-c", "-q", "-m", "all_trec"]
+    expected = subprocess.run(
+        [str(trec_eval[version] / "trec_eval"), *options, str(qrels), str(run)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    cli = ["eval", str(run), str(qrels), *options, "--trec-eval", version, "-f", "trec"]
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    if version == "9":
+        assert "read as data, as trec_eval 9.0.8 reads them" in result.stderr
+    elif case != "qrels indented":
+        assert "'#' comment lines skipped" in result.stderr
+    if version == "10" and case in ("qrels two in a row", "qrels indented", "both indented"):
+        assert "1 lines starting with '#' read as data, as trec_eval 10.0" in result.stderr
+
+
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_hash_lines_trec_eval_refuses_are_refused_with_the_reason(trec_eval, tmp_path, version):
+    """A '#' line read as data that is not a valid line: trec_eval says "Malformed line",
+    cmrkit names the line and says why it was read as data."""
+    qrels, run = _write_case(tmp_path, 5, complete_run=True, grouped=True)
+    lines = qrels.read_text().splitlines()
+    lines[1:1] = ["# judged by two people", "# twice"]  # 9.0.8: both data; 10.0: the second
+    qrels.write_text("\n".join(lines) + "\n")
+    binary = str(trec_eval[version] / "trec_eval")
+    c = subprocess.run([binary, str(qrels), str(run)], capture_output=True, text=True)
+    assert c.returncode != 0 and "Malformed line" in c.stderr
+    result = CliRunner().invoke(
+        app, ["eval", str(run), str(qrels), "--trec-eval", version, "-f", "trec"]
+    )
+    assert result.exit_code == 2
+    line = 2 if version == "9" else 3
+    assert f"line {line}: expected 4 fields" in result.stderr
+    assert ("9.0.8 has no comment lines" if version == "9" else "right after a comment line") in (
+        result.stderr
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

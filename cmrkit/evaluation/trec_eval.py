@@ -15,18 +15,20 @@ The differences between the versions (their CHANGELOG, and the sources):
   9.0.8 evaluates the run queries that have qrels and, with ``-c``, only divides by every
   qrels query. Without ``-c``, 10.0 stops on a qrels query that the run lacks; cmrkit then
   evaluates as 9.0.8 does and says so (see docs/evaluation.md);
-- ``#`` comment lines in runs and qrels (10.0), the measures rbp, rbp_resid, unj, dcg and
-  ideal_dcg (10.0), non-integer gain names ignored in ndcg-style gains (10.0).
+- ``#`` comment lines in runs and qrels (10.0; 9.0.8 reads them as data; see ``_lines``), the
+  measures rbp, rbp_resid, unj, dcg and ideal_dcg (10.0), non-integer gain names ignored in
+  ndcg-style gains (10.0).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import sys
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
@@ -65,11 +67,23 @@ class Odd:
     blank: int = 0
     extra_columns: int = 0
     duplicates: int = 0
+    hash_data: int = 0  # '#' lines read as data: 9.0.8 (no comments), 10.0 right after one
+    version: str = defs.DEFAULT_VERSION
+    hint: str | None = field(default=None, repr=False, compare=False)  # of the line read now
 
     def describe(self, what: str) -> str | None:
         parts = []
         if self.comments:
             parts.append(f"{self.comments:,} '#' comment lines skipped")
+        if self.hash_data:
+            why = (
+                "9.0.8 reads them (it has no comment lines)"
+                if self.version == "9"
+                else "10.0 reads them (indented in judgments, or right after a comment line)"
+            )
+            parts.append(
+                f"{self.hash_data:,} lines starting with '#' read as data, as trec_eval {why}"
+            )
         if self.blank:
             parts.append(f"{self.blank:,} blank lines skipped")
         if self.extra_columns:
@@ -134,8 +148,22 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
         raise CmrkitError("is a folder, not a file", path=path) from None
 
 
-def _lines(raw: bytes, path, version: str, odd: Odd) -> Iterable[tuple[int, list[str]]]:
-    """(line number, fields) of each line, comment and blank lines counted and skipped."""
+_C_SPACE = " \t\v\f\r"  # C isspace() besides the newline
+
+
+def _lines(
+    raw: bytes, path, version: str, odd: Odd, kind: str | None = None
+) -> Iterable[tuple[int, list[str]]]:
+    """(line number, fields) of each line, comment and blank lines counted and skipped.
+
+    ``#`` lines as trec_eval reads them (``kind``: "run", "rel" for the judgment files, None
+    for other files, where a line starting with ``#`` is a comment): 9.0.8 has no comments and
+    reads them as data (counted in the note; an error on such a line says why). 10.0 skips a
+    run line whose first non-blank character is ``#`` (get_trec_results.c); in the judgment
+    files it skips a line whose first character is ``#`` and then reads the next line as data
+    whatever it starts with (get_qrels.c and the others: ``ptr = index(ptr, '\n') + 1`` and
+    parse), so of two comment lines in a row the second is data.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -145,22 +173,58 @@ def _lines(raw: bytes, path, version: str, odd: Odd) -> Iterable[tuple[int, list
         ) from None
     lines = text.split("\n")
     last = len(lines) if text.endswith("\n") else len(lines) + 1  # the empty tail is no line
+    odd.version = version
+    after_comment = False
     for n, line in enumerate(lines, 1):
         fields = line.split()
+        odd.hint = None
         if not fields:
             if n < last:
                 odd.blank += 1
+            after_comment = False
             continue
-        if fields[0].startswith("#") and line[:1] == "#":
-            if version == "9":
-                raise CmrkitError(
-                    f"line {n}: '#' comment lines are read by trec_eval 10.0 only; "
-                    "pass --trec-eval 10 or remove the line",
-                    path=path,
-                )
-            odd.comments += 1
-            continue
+        if fields[0][:1] == "#":
+            if kind is None or version != "9":
+                start = line.lstrip(_C_SPACE) if kind == "run" else line
+                if start[:1] == "#" and not after_comment:
+                    odd.comments += 1
+                    after_comment = kind == "rel"
+                    continue
+            if kind is not None:
+                odd.hash_data += 1
+                odd.hint = _hash_hint(version, kind, after_comment)
+        after_comment = False
         yield n, fields
+    odd.hint = None
+
+
+def _hash_hint(version: str, kind: str, after_comment: bool) -> str:
+    """Why a line starting with '#' is read as data."""
+    if version == "9":
+        return (
+            "trec_eval 9.0.8 has no comment lines: it reads this '#' line as data ('#' comment "
+            "lines are read by trec_eval 10.0 only; pass --trec-eval 10 or remove the line)"
+        )
+    if after_comment:
+        return (
+            "trec_eval 10.0 reads a '#' line right after a comment line as data (it skips one "
+            "line per comment); remove it or join it to the comment line above"
+        )
+    where = "first non-blank character" if kind == "run" else "first character"
+    return (
+        f"trec_eval 10.0 skips a '#' line only where '#' is its {where}; it reads this one as data"
+    )
+
+
+@contextlib.contextmanager
+def _hinted(odd: Odd) -> Iterator[None]:
+    """An error on a '#' line read as data says why the line was read as data."""
+    try:
+        yield
+    except CmrkitError as e:
+        if odd.hint is None:
+            raise
+        raise CmrkitError(f"{e}; {odd.hint}") from None
 
 
 _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|infinity|nan)",
@@ -170,9 +234,14 @@ _LONG = re.compile(r"\s*[+-]?\d+")
 
 def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -> Results:
     """A run file (``-`` for stdin): qid Q0 docno rank score tag [ignored...]."""
+    odd = Odd()
+    with _hinted(odd):
+        return _read_results(path, version, odd)
+
+
+def _read_results(path: str | os.PathLike, version: str, odd: Odd) -> Results:
     from cmrkit.trec import run_columns_from_bytes
 
-    odd = Odd()
     raw = _read_bytes(path)
     cols = run_columns_from_bytes(raw) if raw else None
     if cols is not None:  # the common regular file, in bulk
@@ -182,7 +251,7 @@ def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -
     queries: dict[str, list[tuple[str, float]]] = {}
     runid = ""
     lines = 0
-    for n, fields in _lines(raw, path, version, odd):
+    for n, fields in _lines(raw, path, version, odd, "run"):
         if len(fields) < 6:
             raise CmrkitError(
                 f"line {n}: expected 6 fields (qid Q0 docno rank score tag), found {len(fields)}",
@@ -280,6 +349,11 @@ def read_rel_info(
 ) -> RelInfo:
     """A qrels (``qrels``, ``qrels_prefs``), prefs or qrels_jg file (``-R``)."""
     odd = Odd()
+    with _hinted(odd):
+        return _read_rel_info(path, rel_format, version, odd)
+
+
+def _read_rel_info(path: str | os.PathLike, rel_format: str, version: str, odd: Odd) -> RelInfo:
     raw = _read_bytes(path)
     info = RelInfo(rel_format, odd=odd)
     seen: dict[tuple, dict] = {}
@@ -291,7 +365,7 @@ def read_rel_info(
             info.qrels = fast
             info.byte_docnos = True
             return info
-        for n, fields in _lines(raw, path, version, odd):
+        for n, fields in _lines(raw, path, version, odd, "rel"):
             if len(fields) != 4:
                 _wrong_format(path, n, fields, rel_format, "qid iter docno rel", 4)
             qid, _, docno, rel = fields
@@ -300,14 +374,14 @@ def read_rel_info(
         data = info.qrels
     elif rel_format == "qrels_prefs":
         # qrels read as prefs: the iter column is the judgment group, one subgroup "0"
-        for n, fields in _lines(raw, path, version, odd):
+        for n, fields in _lines(raw, path, version, odd, "rel"):
             if len(fields) != 4:
                 _wrong_format(path, n, fields, rel_format, "qid iter docno rel", 4)
             qid, jg, docno, rel = fields
             info.prefs.setdefault(qid, []).append((jg, "0", _level(rel, path, n), docno))
         data = info.prefs
     elif rel_format == "prefs":
-        for n, fields in _lines(raw, path, version, odd):
+        for n, fields in _lines(raw, path, version, odd, "rel"):
             if len(fields) != 5:
                 _wrong_format(path, n, fields, rel_format, "qid jg jsg docno rel_level", 5)
             qid, jg, jsg, docno, level = fields
@@ -315,7 +389,7 @@ def read_rel_info(
         data = info.prefs
     elif rel_format == "qrels_jg":
         groups: dict[str, dict[str, dict[str, int]]] = {}
-        for n, fields in _lines(raw, path, version, odd):
+        for n, fields in _lines(raw, path, version, odd, "rel"):
             if len(fields) != 4:
                 _wrong_format(path, n, fields, rel_format, "qid jg docno rel", 4)
             qid, jg, docno, rel = fields
