@@ -559,3 +559,79 @@ def test_interpolation_with_the_first_stage(trained, cli):
     )  # fmt: skip
     assert res.exit_code == 2 and "--span-weight must be" in res.output, res.output
     assert not (root / "runs" / coll.name / "neg.test.trec").exists()
+
+
+def test_device_cuda_without_a_gpu_is_refused_in_one_line(trained, cli):
+    """Where torch sees no GPU, `--device cuda` is one line and exit 2, nothing written."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("torch sees a GPU here: test_device_cuda_trains_and_reranks covers it")
+    root, coll, train = trained
+    model = root / "models" / "rerank-model"
+    if not model.exists():
+        train(model, select="cls")
+    run_in = write_candidates(root, coll, "test", TEST)
+    out_dir = root / "runs" / coll.name
+    before = sorted(p.name for p in out_dir.iterdir())
+    cand = root / "runs" / coll.name / "cand.train.trec"
+    for args in (
+        ("run", "rerank", run_in, "--model", model, "--runs-dir", root / "runs"),
+        ("train", "reader", coll, "--train-split", "train", "-o", root / "m-cuda",
+         "--candidates", cand, "--qrels-dir", root / "qrels"),
+    ):  # fmt: skip
+        res = cli(*args, "--device", "cuda")
+        assert res.exit_code == 2, res.output
+        assert res.output.strip().splitlines() == [
+            "error: --device cuda: no CUDA GPU is visible to torch; use --device cpu"
+        ], res.output
+    assert sorted(p.name for p in out_dir.iterdir()) == before
+    assert not (root / "m-cuda").exists()
+
+
+def test_device_cuda_trains_and_reranks(trained, cli):
+    """Where torch sees a GPU: `train reader` and `run rerank` with `--device cuda`, unchanged
+    otherwise, write a reader and a run that agree with the CPU's (same top units, scores
+    within float tolerance), and a cuda rerun gives the same run."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU here")
+    root, coll, _ = trained
+    cand = root / "runs" / coll.name / "cand.train.trec"
+    run_in = write_candidates(root, coll, "test", TEST)
+    runs = {}
+    for device in ("cpu", "cuda"):
+        model = root / "models" / f"on-{device}"
+        res = cli(
+            "train", "reader", coll, "--train-split", "train", "--dev-split", "test",
+            "--candidates", cand, "--qrels-dir", root / "qrels", "--negatives", "2",
+            "--batch-size", "2", "--max-steps", "2", "--lr", "1e-4", "--select", "coref",
+            "--max-length", SMALL["max_length"], "--query-max-length",
+            SMALL["query_max_length"], "--stride", SMALL["stride"], "--max-span",
+            SMALL["max_span"], "--device", device, "-o", model, "--quiet",
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        meta = json.loads((model / "cmrkit-reader.json").read_text())
+        assert meta["parameters"]["device"] == device
+        for attempt in ("first", "again"):
+            res = cli(
+                "run", "rerank", run_in, "--model", model, "--depth", "4", "--runs-dir",
+                root / "runs", "--device", device,
+                "--name", f"rr-{device}", "--quiet", *(["--force"] if attempt == "again" else []),
+            )  # fmt: skip
+            assert res.exit_code == 0, res.output
+            path = root / "runs" / coll.name / f"rr-{device}.test.trec"
+            if attempt == "first":
+                first = path.read_bytes()
+            else:
+                assert path.read_bytes() == first
+        runs[device] = [line.split() for line in first.decode().splitlines()]
+    for q in TEST:
+        cpu = [r for r in runs["cpu"] if r[0] == q]
+        gpu = [r for r in runs["cuda"] if r[0] == q]
+        assert sorted(r[2] for r in cpu[:4]) == sorted(r[2] for r in gpu[:4])
+        assert [r[2] for r in cpu[4:]] == [r[2] for r in gpu[4:]]  # below the depth: as given
+        for a, b in zip(cpu, gpu, strict=True):
+            if a[2] == b[2]:
+                assert float(a[4]) == pytest.approx(float(b[4]), rel=1e-2, abs=1e-2), (a, b)
