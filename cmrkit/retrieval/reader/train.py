@@ -93,7 +93,7 @@ class ReaderTrainOptions:
     max_steps: int | None = None
     candidates: Path | None = None
     dev_depth: int = 20
-    dev_queries: int = 100
+    dev_queries: int = 50  # as `train reader --dev-queries`
     interpolation: float | None = None  # None: tuned on the dev split, else the default
     span_weight: float | None = None  # None: tuned on the dev split, else the default
 
