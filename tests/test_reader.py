@@ -635,3 +635,25 @@ def test_device_cuda_trains_and_reranks(trained, cli):
         for a, b in zip(cpu, gpu, strict=True):
             if a[2] == b[2]:
                 assert float(a[4]) == pytest.approx(float(b[4]), rel=1e-2, abs=1e-2), (a, b)
+
+
+def test_train_reader_command_defaults_are_the_library_defaults():
+    """`cmrkit train reader` and `ReaderTrainOptions` give the same recipe (one set of
+    defaults, written twice only so the command line does not import torch's side)."""
+    import inspect
+
+    from cmrkit.commands.reader import train_reader_command
+    from cmrkit.retrieval.reader.train import ReaderTrainOptions
+
+    lib = ReaderTrainOptions()
+    names = {"lr": "learning_rate", "head_lr": "head_learning_rate", "select": "select"}
+    checked = 0
+    for name, param in inspect.signature(train_reader_command).parameters.items():
+        field = names.get(name, name)
+        if not hasattr(lib, field) or field in ("train_split", "candidates", "dev_split"):
+            continue
+        default = getattr(param.default, "default", param.default)
+        default = getattr(default, "value", default)  # an enum choice
+        assert default == getattr(lib, field), (name, default, getattr(lib, field))
+        checked += 1
+    assert checked >= 20, checked

@@ -94,9 +94,9 @@ def train_reader_command(
     max_span: int = typer.Option(10, "--max-span", help="Longest valid span (tokens)."),
     max_steps: int | None = MAX_STEPS,
     seed: int = SEED,
-    dev_depth: int = typer.Option(20, "--dev-depth", help="Dev candidates reranked."),
+    dev_depth: int = typer.Option(10, "--dev-depth", help="Dev candidates reranked."),
     dev_queries: int = typer.Option(
-        50, "--dev-queries", help="Dev queries reranked, evenly spread over the split's qids."
+        40, "--dev-queries", help="Dev queries reranked, evenly spread over the split's qids."
     ),
     interpolation: float | None = typer.Option(
         None,
