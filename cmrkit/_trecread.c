@@ -749,5 +749,14 @@ static struct PyModuleDef MODULE = {
 
 PyMODINIT_FUNC PyInit__trecread(void) {
     init_classes();
-    return PyModule_Create(&MODULE);
+    PyObject *module = PyModule_Create(&MODULE);
+#ifdef CMRKIT_TRECREAD_SHA256
+    /* the sha256 of this file when it was built (setup.py): cmrkit.trec checks it */
+    if (module != NULL &&
+        PyModule_AddStringConstant(module, "SOURCE_SHA256", CMRKIT_TRECREAD_SHA256) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+#endif
+    return module;
 }

@@ -338,10 +338,34 @@ def extension():
         try:
             # importlib, not an import statement: the import-cycles check cannot see that a
             # compiled module imports nothing, and would count an import of the package's face
-            _MODULE.append(importlib.import_module("cmrkit._trecread"))
+            module = importlib.import_module("cmrkit._trecread")
         except ImportError:
-            _MODULE.append(None)
+            module = None
+        _MODULE.append(module if module is None or _built_from_source(module) else None)
     return _MODULE[0]
+
+
+def _built_from_source(module) -> bool:
+    """Whether the compiled reader was built from the ``_trecread.c`` beside this file (where
+    there is one: a source checkout). A build from an older source (an editable install after
+    a `git pull`, which does not rebuild it) is not used: a note says how to rebuild it."""
+    import hashlib
+
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_trecread.c")
+    try:
+        with open(source, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    except OSError:  # an installed wheel ships the module without its source
+        return True
+    if getattr(module, "SOURCE_SHA256", None) == digest:
+        return True
+    import logging
+
+    logging.getLogger("cmrkit").warning(
+        f"{module.__file__} was built from another version of {source}: reading with numpy "
+        "instead (the same results, slower); rebuild it with `pip install -e .` in the checkout"
+    )
+    return False
 
 
 def compiled():

@@ -506,3 +506,27 @@ def _numpy_order(cols: trec.RunColumns, version: str) -> list[str]:
     single = cols.scores.astype(np.float32 if version == "9" else np.float64)
     docnos = list(cols.docnos)
     return [docnos[i].decode() for i in order_of(single, np.diff(cols.starts), 1, docnos)]
+
+
+def test_a_build_from_another_source_is_not_used(module, monkeypatch, caplog):
+    """The compiled reader records the sha256 of the `_trecread.c` it was built from; a build
+    older than the source beside it (an editable install after a pull) is left unused, with a
+    note saying how to rebuild it, and the numpy reader serves."""
+    import hashlib
+    from pathlib import Path
+
+    source = Path(trec.__file__).with_name("_trecread.c")
+    assert module.SOURCE_SHA256 == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert trec._built_from_source(module)
+
+    class Stale:
+        SOURCE_SHA256 = "0" * 64
+        __file__ = module.__file__
+
+    with caplog.at_level("WARNING", logger="cmrkit"):
+        assert not trec._built_from_source(Stale())
+    assert "was built from another version of" in caplog.text
+    assert "rebuild it with `pip install -e .`" in caplog.text
+    monkeypatch.setattr(trec, "_MODULE", [])
+    monkeypatch.setattr(trec, "_built_from_source", lambda m: False)
+    assert trec.extension() is None and trec.compiled() is None
