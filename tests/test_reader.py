@@ -333,6 +333,14 @@ def test_groups_never_hold_the_own_unit_or_a_relevant_negative(trained):
 # reranking
 
 
+def _rerank_model(root: Path, train) -> Path:
+    """The cls reader the reranking tests share, trained by the first test that needs it."""
+    model = root / "models" / "rerank-model"
+    if not model.exists():
+        train(model, select="cls")
+    return model
+
+
 def test_rerank_keeps_order_below_depth_drops_own_unit_and_reruns_identically(trained, cli):
     from cmrkit.evaluation.spans import evaluate_spans, read_span_run, span_measures
     from cmrkit.evaluation.units import read_annotated_units
@@ -340,9 +348,7 @@ def test_rerank_keeps_order_below_depth_drops_own_unit_and_reruns_identically(tr
     from cmrkit.trec import read_qrels
 
     root, coll, train = trained
-    model = root / "models" / "rerank-model"
-    if not model.exists():
-        train(model, select="cls")
+    model = _rerank_model(root, train)
     run_in = write_candidates(root, coll, "test", TEST)
 
     def rerank(force: bool = False):
@@ -402,9 +408,7 @@ def test_rerank_keeps_order_below_depth_drops_own_unit_and_reruns_identically(tr
 
 def test_bad_inputs_exit_2_and_write_nothing(trained, cli):
     root, coll, train = trained
-    model = root / "models" / "rerank-model"
-    if not model.exists():
-        train(model, select="cls")
+    model = _rerank_model(root, train)
     run_in = write_candidates(root, coll, "test", TEST)
     out_dir = root / "runs" / coll.name
     before = sorted(p.name for p in out_dir.iterdir())
@@ -467,9 +471,7 @@ def test_interpolation_with_the_first_stage(trained, cli):
     from cmrkit.trec import read_run
 
     root, coll, train = trained
-    model = root / "models" / "rerank-model"
-    if not model.exists():
-        train(model, select="cls")
+    model = _rerank_model(root, train)
     meta = resolve_reader(model).metadata
     recorded, recorded_s = meta["interpolation"], meta["span_weight"]
     assert recorded["how"].startswith("tuned on dev split 'test'")
@@ -568,9 +570,7 @@ def test_device_cuda_without_a_gpu_is_refused_in_one_line(trained, cli):
     if torch.cuda.is_available():
         pytest.skip("torch sees a GPU here: test_device_cuda_trains_and_reranks covers it")
     root, coll, train = trained
-    model = root / "models" / "rerank-model"
-    if not model.exists():
-        train(model, select="cls")
+    model = _rerank_model(root, train)
     run_in = write_candidates(root, coll, "test", TEST)
     out_dir = root / "runs" / coll.name
     before = sorted(p.name for p in out_dir.iterdir())
