@@ -1,7 +1,7 @@
 """Time the reader's reranking against a plain batched transformers forward loop.
 
 Usage: python bench/bench_rerank.py [--queries 16] [--depth 10] [--batch-size 32]
-       [--max-length 192] [--query-max-length 48] [--stride 128] [--select cls]
+       [--max-length 192] [--query-max-length 64] [--stride 128] [--select cls]
        [--repeat 2] [--device cpu]
 
 The pairs are the top ``--depth`` units of BM25's ranking (``runs/sample/bm25.test.trec``; made
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=192)
-    parser.add_argument("--query-max-length", type=int, default=48)
+    parser.add_argument("--query-max-length", type=int, default=64)
     parser.add_argument("--stride", type=int, default=128)
     parser.add_argument("--max-span", type=int, default=10)
     parser.add_argument("--select", default="cls", choices=["cls", "coref"])

