@@ -133,6 +133,8 @@ def _outcome(app: Callable[[], object]) -> int:
         except SystemExit as e:
             code = e.code
         except Exception as e:
+            if (stop := interrupts.behind(e)) is not None:
+                raise stop from None
             if os.environ.get("CMRKIT_TRACEBACK"):
                 raise
             print(

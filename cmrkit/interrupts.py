@@ -105,6 +105,23 @@ def report(error: Interrupted) -> None:
     print(line(error.signum), file=sys.stderr, flush=True)
 
 
+def behind(error: BaseException) -> Interrupted | None:
+    """The interrupt behind an unexpected error, if one is: compiled code that a signal's
+    exception passes through may hand it on wrapped (Ray's ``CoreWorker.wait``: "SystemError:
+    ... returned a result with an exception set"), or lose it once a signal was taken."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        if isinstance(e, Interrupted):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    st = _state
+    if st is not None and st.first is not None:
+        return Interrupted(st.first)
+    return None
+
+
 def _end_now(signum: int) -> None:
     """End the process without unwinding: drop staged work, print the line, exit."""
     st = _state

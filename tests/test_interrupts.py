@@ -219,3 +219,29 @@ def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path):
     )
     out, _ = proc.communicate(timeout=60)
     assert out.strip() == "True"
+
+
+def test_an_interrupt_that_compiled_code_hands_on_wrapped_is_still_one_line(capsys):
+    """Ray's CoreWorker.wait (Cython) hands a signal's exception on as "SystemError: ...
+    returned a result with an exception set" (seen in CI on `index --engine ray`): the command
+    still ends as interrupted (exit 130, the one interrupt line), not as an internal error."""
+    from cmrkit import console, interrupts
+
+    def wrapped() -> None:
+        try:
+            raise interrupts.Interrupted(signal.SIGINT)
+        except interrupts.Interrupted:
+            # implicit chaining, as the compiled code leaves it
+            raise SystemError(  # noqa: B904
+                "<cyfunction CoreWorker.wait> returned a result with an exception set"
+            )
+
+    def unrelated() -> None:
+        raise SystemError("a real internal error")
+
+    assert console._outcome(wrapped) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted by Ctrl-C (SIGINT): ") and "internal error" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert console._outcome(unrelated) == console.INTERNAL_ERROR
+    assert "internal error (SystemError: a real internal error)" in capsys.readouterr().err
