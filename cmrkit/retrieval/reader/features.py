@@ -14,7 +14,7 @@ with multi-byte text maps back exactly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,12 +177,11 @@ def query_windows(
     return out
 
 
-def query_spacy(params: Any) -> str | None:
+def query_spacy(params: Mapping[str, Any]) -> str | None:
     """The spaCy model whose entities extend the reader's query window (None: the window alone),
-    from training options or a reader's recorded parameters (readers from before the option
-    read the window alone)."""
-    get = params.get if isinstance(params, dict) else lambda k, d=None: getattr(params, k, d)
-    return str(get("spacy_model")) if get("query_entities", False) else None
+    from a reader's parameters (``vars`` of its training options, or as recorded: readers from
+    before the option read the window alone)."""
+    return str(params["spacy_model"]) if params.get("query_entities", False) else None
 
 
 def topic_windows(

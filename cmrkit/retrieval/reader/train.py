@@ -327,7 +327,7 @@ def _dev_scores(
     for t in topics:
         ban = {t.unit} | set(own_docs.get(t.qid, frozenset()))
         heads.append([d for d, _ in ranked(run[t.qid]) if d not in ban][: opts.dev_depth])
-    qwin = topic_windows(tokenizer, topics, markers, lay.query_budget, query_spacy(opts))
+    qwin = topic_windows(tokenizer, topics, markers, lay.query_budget, query_spacy(vars(opts)))
     docnos = sorted({d for h in heads for d in h})
     where = {d: i for i, d in enumerate(docnos)}
     ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
@@ -542,7 +542,7 @@ def _train(
     net = ReaderNet(encoder, opts.select, opts.dropout).to(dev)
     lay = layout(tokenizer, opts.max_length, opts.query_max_length)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    qwin = topic_windows(tokenizer, data.topics, markers, lay.query_budget, query_spacy(opts))
+    qwin = topic_windows(tokenizer, data.topics, markers, lay.query_budget, query_spacy(vars(opts)))
     ptok_cache: dict[str, Any] = {}
 
     def ptok(docno: str) -> Any:
