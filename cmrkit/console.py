@@ -135,11 +135,15 @@ def _outcome(app: Callable[[], object]) -> int:
         except Exception as e:
             if (stop := interrupts.behind(e)) is not None:
                 raise stop from None
-            if os.environ.get("CMRKIT_TRACEBACK"):
-                raise
+            shown = bool(os.environ.get("CMRKIT_TRACEBACK"))
+            if shown:  # the details, then the same line and exit code as without them
+                import traceback
+
+                traceback.print_exc(file=sys.stderr)
             print(
                 f"error: internal error ({type(e).__name__}: {str(e)[:200]}); please report it "
-                "with the command that caused it (CMRKIT_TRACEBACK=1 shows the details)",
+                "with the command that caused it"
+                + ("" if shown else " (CMRKIT_TRACEBACK=1 shows the details)"),
                 file=sys.stderr,
             )
             code = INTERNAL_ERROR
