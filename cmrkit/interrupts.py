@@ -122,6 +122,18 @@ def behind(error: BaseException) -> Interrupted | None:
     return None
 
 
+def taken(signum: int) -> None:
+    """Called from a command's own handler for a signal it stops on by itself (a server that
+    finishes the requests in flight): the command then has :data:`DEADLINE` seconds, as for a
+    signal the main thread took, and ends with 128 + ``signum`` by raising
+    ``Interrupted(signum)``; a second signal still ends the process at once."""
+    st = _state
+    if st is not None:
+        if st.first is None:
+            st.first = signum
+        st.taken.set()
+
+
 def _end_now(signum: int) -> None:
     """End the process without unwinding: drop staged work, print the line, exit."""
     st = _state

@@ -31,7 +31,10 @@ from cmrkit.escaping import csv_value, csv_writer
 from cmrkit.fileio import iter_lines, read_text
 from cmrkit.pooling import Pool, natural_key
 from cmrkit.pooling.assessors import (  # noqa: F401 - the kappas are read from here too
+    LABELS,
+    LABELS_TEXT,
     MAX_ASSESSORS,
+    agreement_rows,
     answers,
     binarize,
     check_assessors,
@@ -62,10 +65,10 @@ class Judgment:
 def _label(text: str, path: object, line: int, column: str) -> int:
     # ASCII digits only: int() also reads other scripts' digits ("\u0665" is 5)
     value = int(text.strip()) if text.strip().isascii() and text.strip().isdigit() else 0
-    if not 1 <= value <= 5:
+    if value not in LABELS:
         raise CmrkitError(
-            f"label {text.strip()!r} in column {column} is not one of 1..5 in ASCII digits "
-            "(very unlikely .. very likely)",
+            f"label {text.strip()!r} in column {column} is not one of {LABELS_TEXT} in ASCII "
+            "digits",
             path=path,
             where=f"line {line}",
         )
@@ -420,9 +423,7 @@ def aggregate(
             if k is not None:
                 needs[key] = k
         if len(likert) >= 2:
-            items.setdefault(p.qid, []).append(
-                ([n_non, n_rel], [likert.count(v) for v in range(1, 6)])
-            )
+            items.setdefault(p.qid, []).append(agreement_rows(likert))
 
     def agreement(rows: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
         unanimous = sum(1 for b, _ in rows if min(b) == 0)

@@ -112,6 +112,10 @@ def test_each_pair_goes_to_n_distinct_assessors(tmp_path, cli, db_url):  # noqa:
     d = small_pool(tmp_path, cli)
     app, engine = make_app(db_url, d["pool"], assessors=2)
     people = [logged_in(app, engine, n) for n in ("ann", "bob", "cid")]
+    org = logged_in(app, engine, "olga", "organizer")
+    fresh = org.get("/api/progress").json()["pool"]
+    # a depth pool has no round to come, and is finished only once every pair is judged
+    assert (fresh["finished"], fresh["more_rounds"], fresh["complete"]) == (False, False, 0)
     by_pair: dict[str, list[str]] = {}
     # interleave the three assessors one pair at a time
     active = list(people)
@@ -128,6 +132,7 @@ def test_each_pair_goes_to_n_distinct_assessors(tmp_path, cli, db_url):  # noqa:
     pairs = 3 * 6
     assert len(by_pair) == pairs
     assert all(len(v) == 2 and v[0] is not v[1] for v in by_pair.values())
+    assert org.get("/api/progress").json()["pool"]["finished"] is True
     # an assessor sees their own judgments only
     mine = people[0].get("/api/judgments").json()["judgments"]
     assert {j["pair_id"] for j in mine} == {p for p, v in by_pair.items() if people[0] in v}
@@ -443,12 +448,15 @@ def test_adaptive_rounds_follow_the_strategy(tmp_path, cli, db_url):  # noqa: F8
     app, engine = make_app(db_url, d["pool"], assessors=1, strategy=opts)
     ann = logged_in(app, engine, "ann")
     org = logged_in(app, engine, "olga", "organizer")
-    assert org.get("/api/progress").json()["pool"]["pairs"] == 2  # round 1: one per query
+    first = org.get("/api/progress").json()["pool"]
+    assert first["pairs"] == 2  # round 1: one per query
+    assert first["finished"] is False and first["more_rounds"] is True
     # each judgment that completes a round makes the next one at once
     done, status = judge_all(ann, lambda t: 5 if _relevant(t, d["truth"]) else 1)
     assert status == 204 and len(done) == 2 * 4
     pool = org.get("/api/progress").json()["pool"]
     assert pool["round"] == 4 and pool["finished"] is True and pool["complete"] == 8
+    assert pool["more_rounds"] is False
     out = tmp_path / "mtf.csv"
     assert cli("assess", "export", "--db", db_url, "-o", out).exit_code == 0
     served = {
@@ -623,3 +631,21 @@ def test_sqlite_writers_take_turns_in_order():
     for t in threads:
         t.join(timeout=10)
     assert order == list(range(8))
+
+
+def test_the_scale_is_the_one_the_server_sends(tmp_path, cli):
+    from importlib import resources
+
+    from cmrkit.pooling.assessors import LIKERT
+
+    d = small_pool(tmp_path, cli, queries=1, docs=2)
+    app, engine = make_app(f"sqlite:///{tmp_path / 'a.sqlite'}", d["pool"], assessors=1)
+    ann = logged_in(app, engine, "ann")
+    scale = [list(item) for item in LIKERT]
+    assert ann.get("/api/next").json()["scale"] == scale
+    assert ann.get("/api/judgments").json()["scale"] == scale
+    # the page builds its buttons and keys from what the server sends, and knows no label
+    script = resources.files("cmrkit").joinpath("data/assess/server/static/assess.js")
+    text = script.read_text(encoding="utf-8")
+    assert not any(name in text for _, name in LIKERT)
+    assert "setScale(current.scale)" in text and "setScale(r.data.scale)" in text

@@ -146,7 +146,11 @@ def _check_layout(driver, png) -> None:
     parts = {c: box(c) for c in ("#query", "#candidate", "#scale", "aside.recent")}
     for css, b in parts.items():
         assert inside(b), (css, b)
-    buttons = [b.rect for b in driver.find_elements(By.CSS_SELECTOR, "#scale button")]
+    from cmrkit.pooling.assessors import LIKERT
+
+    shown = driver.find_elements(By.CSS_SELECTOR, "#scale button")
+    assert [b.text for b in shown] == [f"{v} {name}" for v, name in LIKERT]  # the API's scale
+    buttons = [b.rect for b in shown]
     assert len(buttons) == 5 and len({round(b["y"]) for b in buttons}) == 1  # one row
     assert all(b["x"] + b["width"] <= 1280 and b["y"] + b["height"] <= 800 for b in buttons)
     names = list(parts)

@@ -27,14 +27,7 @@ from pathlib import Path
 from cmrkit.assess.display import Shown
 from cmrkit.assess.tasks import Task, Tasks
 from cmrkit.escaping import csv_cell, fill, html_cell
-
-SCALE = [
-    (1, "very unlikely"),
-    (2, "unlikely"),
-    (3, "not sure"),
-    (4, "likely"),
-    (5, "very likely"),
-]
+from cmrkit.pooling.assessors import LIKERT
 
 
 def template(name: str) -> str:
@@ -133,7 +126,7 @@ def write_mturk(tasks: Tasks, csv_path: Path, layout_path: Path) -> None:
     pairs = []
     for i in range(1, slots + 1):
         options = "".join(
-            fill(scale, {"I": str(i), "V": str(v), "NAME": html.escape(name)}) for v, name in SCALE
+            fill(scale, {"I": str(i), "V": str(v), "NAME": html.escape(name)}) for v, name in LIKERT
         )
         pairs.append(fill(block, {"SCALE": options, "I": str(i)}))
     note = _note(tasks, ' (its mention, where known, in <mark class="c">blue</mark>)')
@@ -175,7 +168,7 @@ def page_html(tasks: Tasks, title: str) -> str:
     body = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     page_id = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
     data = json.dumps(
-        {"page_id": page_id, "scale": SCALE, **content},
+        {"page_id": page_id, "scale": [list(x) for x in LIKERT], **content},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

@@ -37,19 +37,34 @@ def register(app: typer.Typer) -> None:
     app.add_typer(assess_app, name="assess")
 
 
-def _engine(url: str):
-    """An engine on a migrated database (the extra's libraries imported here)."""
+# the top-level modules of the `assess` extra that the commands import (psycopg only for
+# PostgreSQL, asked for by db.make_engine)
+EXTRA = ("sqlalchemy", "alembic", "starlette", "jinja2", "itsdangerous", "argon2", "asgi_csrf")
+
+
+def _need_extra() -> None:
+    """Refuse in one line when a library of the ``assess`` extra is missing (before any import
+    of the server's modules)."""
+    import importlib.util
+
     from cmrkit.errors import EnvironmentFault
 
-    try:
-        from cmrkit.assess.server import db
-    except ImportError as e:
-        raise EnvironmentFault(
-            f"the assessment server needs the 'assess' extra ({e.name} is missing): "
-            "pip install 'cmrkit[assess]'"
-        ) from None
-    engine = db.make_engine(url)
-    db.migrate(engine)
+    for name in EXTRA + ("uvicorn",):
+        if importlib.util.find_spec(name) is None:
+            raise EnvironmentFault(
+                f"the assessment server needs the 'assess' extra ({name} is missing): "
+                "pip install 'cmrkit[assess]'"
+            )
+
+
+def _engine(url: str, *, create: bool = False):
+    """An engine on a migrated database (the extra's libraries imported here). Only the commands
+    that set a database up (``create``: serve, users add, migrate) may make a new SQLite file."""
+    _need_extra()
+    from cmrkit.assess.server import db
+
+    engine = db.make_engine(url, create=create)
+    db.migrate(engine, create=create)
     return engine
 
 
@@ -118,7 +133,13 @@ def serve_command(
     Example: cmrkit assess serve pools/sample.pool.jsonl --assessors 3 --gold qrels/sample.test.txt
     --gold-rate 0.1
     """
+    from cmrkit import interrupts
     from cmrkit.errors import CmrkitError
+
+    _need_extra()
+    from cmrkit.assess.server import app as webapp
+    from cmrkit.assess.server import work
+    from cmrkit.assess.server.db import default_db_url
 
     if not 1 <= port <= 65535:
         raise CmrkitError(f"--port must lie in 1..65535, not {port}")
@@ -128,14 +149,6 @@ def serve_command(
         raise CmrkitError(f"--context-chars must be at least 100, not {context_chars}")
     if not pool_file.is_file():
         raise CmrkitError("pool file not found; make one with `cmrkit pool create`", path=pool_file)
-    from cmrkit.assess.server.db import default_db_url
-
-    url = db_url or default_db_url(pool_file)
-    engine = _engine(url)
-    from cmrkit.assess.server import app as webapp
-    from cmrkit.assess.server import work
-    from cmrkit.pooling import StrategyOptions
-
     opts = work.Options(
         assessors=assessors,
         gold_rate=gold_rate,
@@ -143,38 +156,35 @@ def serve_command(
         gold_after=gold_after,
         lease_seconds=lease,
     )
-    strat = None
-    if strategy is not None:
-        strat = StrategyOptions(
-            name=strategy,
-            budget=budget,
-            per_query=per_query,
-            strata=strata,
-            batch=batch,
-            seed=seed,
-        )
-        strat.check()
-    elif budget is not None or per_query or batch is not None or strata is not None:
-        raise CmrkitError("--budget, --per-query, --batch and --strata go with --strategy")
-    with console.status("loading the pool"):
-        info = work.load_pool(
+    opts.check()
+    strat = _strategy(strategy, budget, per_query, batch, strata, seed)
+    # the address first: a server that cannot listen changes nothing in the database
+    sock = webapp.listen(host, port)
+    try:
+        url = db_url or default_db_url(pool_file)
+        engine = _engine(url, create=True)
+        with console.status("loading the pool"):
+            info = work.load_pool(
+                engine,
+                pool_file,
+                collection,
+                opts,
+                strategy=strat,
+                gold_file=gold,
+                seed=seed,
+                context_chars=context_chars,
+            )
+            work.advance(engine)
+        app = webapp.create_app(
             engine,
-            pool_file,
-            collection,
-            opts,
-            strategy=strat,
-            gold_file=gold,
-            seed=seed,
-            context_chars=context_chars,
+            secret=work.secret(engine),
+            session_seconds=session_hours * 3600,
+            secure_cookies=secure_cookies,
+            title=title,
         )
-        work.advance(engine)
-    app = webapp.create_app(
-        engine,
-        secret=work.secret(engine),
-        session_seconds=session_hours * 3600,
-        secure_cookies=secure_cookies,
-        title=title,
-    )
+    except BaseException:
+        sock.close()
+        raise
     where = f"http://{host}:{port}/" if ":" not in host else f"http://[{host}]:{port}/"
     out.print(
         f"serving {info['pairs']} pairs ({info['gold_pairs']} gold) of strategy "
@@ -191,8 +201,45 @@ def serve_command(
             "(docs/assess.md)",
             markup=False,
         )
-    webapp.serve(app, host, port, access_log=access_log)
-    out.print("stopped; every acknowledged judgment is in the database", markup=False)
+    interrupts.watch(SERVED)
+    SERVED.serving = True
+    signum = webapp.serve(app, sock, access_log=access_log, on_signal=interrupts.taken)
+    if signum is not None:  # stopped as every command is: 128 + the signal, one line
+        raise interrupts.Interrupted(signum)
+
+
+class _Served:
+    """What the interrupt line says of a server stopped by a signal."""
+
+    serving = False
+
+    def reset(self) -> None:
+        self.serving = False
+
+    def summary(self) -> str:
+        return "stopped; every acknowledged judgment is in the database" if self.serving else ""
+
+    def emergency(self) -> None:
+        """Nothing to drop: every acknowledged judgment is committed."""
+
+
+SERVED = _Served()
+
+
+def _strategy(strategy, budget, per_query, batch, strata, seed):
+    """serve's --strategy and the options that go with it (None: the pool's sampled pairs)."""
+    from cmrkit.errors import CmrkitError
+    from cmrkit.pooling import StrategyOptions
+
+    if strategy is None:
+        if budget is not None or per_query or batch is not None or strata is not None:
+            raise CmrkitError("--budget, --per-query, --batch and --strata go with --strategy")
+        return None
+    strat = StrategyOptions(
+        name=strategy, budget=budget, per_query=per_query, strata=strata, batch=batch, seed=seed
+    )
+    strat.check()
+    return strat
 
 
 @users_app.command("add")
@@ -212,11 +259,12 @@ def users_add_command(
 
     Example: cmrkit assess users add ann --role assessor --db sqlite:///pools/sample.assess.sqlite
     """
-    from cmrkit.assess.server import auth
-    from cmrkit.assess.server.db import write
     from cmrkit.errors import CmrkitError
 
-    engine = _engine(db_url)
+    engine = _engine(db_url, create=True)
+    from cmrkit.assess.server import auth
+    from cmrkit.assess.server.db import write
+
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
         if not password:
@@ -237,10 +285,10 @@ def users_list_command(db_url: str = DB) -> None:
 
     Example: cmrkit assess users list --db sqlite:///pools/sample.assess.sqlite
     """
+    engine = _engine(db_url)
     from cmrkit.assess.server import auth
     from cmrkit.assess.server.db import read
 
-    engine = _engine(db_url)
     with read(engine) as conn:
         people = auth.list_users(conn)
     if not people:
@@ -251,10 +299,10 @@ def users_list_command(db_url: str = DB) -> None:
 
 
 def _set_state(name: str, db_url: str, what: str) -> None:
+    engine = _engine(db_url)
     from cmrkit.assess.server import auth
     from cmrkit.assess.server.db import write
 
-    engine = _engine(db_url)
     with write(engine) as conn:
         if what == "resume":
             auth.resume(conn, name)
@@ -334,7 +382,6 @@ def export_command(
     Example: cmrkit assess export --db sqlite:///pools/sample.assess.sqlite -o judged.csv
     """
     from cmrkit.assess.key import default_key_path, write_key
-    from cmrkit.assess.server import work
     from cmrkit.errors import CmrkitError
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import write_pool
@@ -342,6 +389,8 @@ def export_command(
     if sample_qrels is not None and qrels is None:
         raise CmrkitError("--sample-qrels needs --qrels (the aggregated judgments)")
     engine = _engine(db_url)
+    from cmrkit.assess.server import work
+
     exp = work.export(engine)
     key = key or Path(default_key_path(output))
     stem = str(output)[: -len(output.suffix)] if output.suffix else str(output)
@@ -402,9 +451,10 @@ def close_command(db_url: str = DB) -> None:
 
     Example: cmrkit assess close --db sqlite:///pools/sample.assess.sqlite
     """
+    engine = _engine(db_url)
     from cmrkit.assess.server import work
 
-    released = work.close(_engine(db_url))
+    released = work.close(engine)
     out.print(f"closed; {released} open pairs released", markup=False)
 
 
@@ -415,7 +465,7 @@ def migrate_command(db_url: str = DB) -> None:
 
     Example: cmrkit assess migrate --db postgresql://cmrkit@127.0.0.1:5432/assess
     """
+    engine = _engine(db_url, create=True)
     from cmrkit.assess.server import db
 
-    engine = _engine(db_url)
     out.print(f"database at revision {db.current_revision(engine)}", markup=False)

@@ -16,6 +16,18 @@ from typing import Any
 from cmrkit.errors import CmrkitError
 from cmrkit.trec import Qrels
 
+# The five-point scale every judgment uses (the offline page, the assessment server, its API and
+# its page, `judgments aggregate`): label and what it says.
+LIKERT: tuple[tuple[int, str], ...] = (
+    (1, "very unlikely"),
+    (2, "unlikely"),
+    (3, "not sure"),
+    (4, "likely"),
+    (5, "very likely"),
+)
+LABELS = tuple(v for v, _ in LIKERT)
+LABELS_TEXT = f"{LABELS[0]}..{LABELS[-1]} ({LIKERT[0][1]} .. {LIKERT[-1][1]})"
+
 
 def binarize(label: int) -> int:
     """Likert 4-5 -> 1 (relevant), 1-3 -> 0."""
@@ -97,6 +109,13 @@ class SimulatedAssessors:
 
 
 # --- agreement between assessors (judgments aggregate, the assessment server) ----------------
+
+
+def agreement_rows(labels: Sequence[int]) -> tuple[list[int], list[int]]:
+    """One pair's rows of the two Fleiss tables: the counts of its labels binarized (not
+    relevant, relevant) and on the Likert scale (one count per label of :data:`LIKERT`)."""
+    relevant = sum(binarize(v) for v in labels)
+    return [len(labels) - relevant, relevant], [list(labels).count(v) for v in LABELS]
 
 
 def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:

@@ -211,9 +211,8 @@ async def put_judgment(request: Request) -> Response:
 @handled
 async def my_judgments(request: Request) -> Response:
     user = await current_user(request)
-    return JSONResponse(
-        {"judgments": await run_in_threadpool(work.recent, request.app.state.engine, user)}
-    )
+    judged = await run_in_threadpool(work.recent, request.app.state.engine, user)
+    return JSONResponse({"judgments": judged, "scale": work.SCALE})
 
 
 @handled

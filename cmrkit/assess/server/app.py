@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -29,6 +32,7 @@ from starlette.staticfiles import StaticFiles
 
 from cmrkit.assess.server import api, auth, work
 from cmrkit.assess.server.work import ApiError
+from cmrkit.errors import CmrkitError
 
 SESSION_COOKIE = "cmrkit_session"
 CSP = (
@@ -190,29 +194,75 @@ def create_app(
     )
 
 
-def serve(app, host: str, port: int, *, access_log: bool = False) -> None:
-    """Run the application with uvicorn until SIGINT or SIGTERM, then stop gracefully (requests
-    in flight finish; every acknowledged judgment is already committed)."""
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (before anything is written: a server that cannot start
+    changes nothing); one line naming the option when the address is wrong or taken."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        why = e.strerror if isinstance(e, socket.gaierror) else str(e)
+        raise CmrkitError(
+            f"--host {host} is not an address of this machine ({why}); give one, e.g. 127.0.0.1"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise CmrkitError(
+                f"--port {port} on {host} is in use (another server?); stop it or give "
+                "another --port"
+            ) from None
+        raise CmrkitError(
+            f"cannot listen on --host {host} --port {port} ({e.strerror or e}); give an "
+            "address of this machine and a free port"
+        ) from None
+    return sock
+
+
+def serve(
+    app,
+    sock: socket.socket,
+    *,
+    access_log: bool = False,
+    on_signal: Callable[[int], None] | None = None,
+) -> int | None:
+    """Run the application with uvicorn on the bound socket until SIGINT, SIGTERM or SIGHUP,
+    then stop gracefully (requests in flight get a second to finish; every acknowledged judgment
+    is already committed). Returns the signal that stopped it (``on_signal`` is told at once)."""
     import contextlib
     import signal
 
     import uvicorn
 
+    host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level="warning",
         access_log=access_log,
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
+    stopped: list[int] = []
+
+    def handle(signum, frame):
+        if not stopped:
+            stopped.append(signum)
+            if on_signal is not None:
+                on_signal(signum)
+        server.handle_exit(signum, frame)
 
     @contextlib.contextmanager
     def stop_on_signals():
-        # uvicorn's own handling re-raises the signal after shutting down, which would end the
-        # command as interrupted; a server stopped by a signal has finished its work
-        old = {s: signal.signal(s, server.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+        # uvicorn's own handling re-raises the signal after shutting down; here the caller
+        # hears which signal stopped the server once it has stopped
+        names = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        old = {s: signal.signal(s, handle) for s in names}
         try:
             yield
         finally:
@@ -220,4 +270,8 @@ def serve(app, host: str, port: int, *, access_log: bool = False) -> None:
                 signal.signal(s, h)
 
     server.capture_signals = stop_on_signals
-    server.run()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return stopped[0] if stopped else None

@@ -13,7 +13,6 @@ import os
 import threading
 import weakref
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +105,10 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, create: bool = True) -> Engine:
     """An engine for ``sqlite:///PATH`` or ``postgresql://...``; SQLite in WAL mode with full
-    sync (an acknowledged judgment survives a crash) and a busy wait, PostgreSQL pooled."""
+    sync (an acknowledged judgment survives a crash) and a busy wait, PostgreSQL pooled. Without
+    ``create`` a missing SQLite file is refused (a command that reads must not make one)."""
     url = _normalise(url)
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1] if "///" in url else ""
@@ -116,6 +116,12 @@ def make_engine(url: str) -> Engine:
             raise CmrkitError("--db sqlite needs a file (sqlite:///PATH); memory is lost on exit")
         if not Path(path).parent.is_dir():
             raise CmrkitError("the folder of the --db file does not exist", path=path)
+        if not create and not Path(path).is_file():
+            raise CmrkitError(
+                "--db: no such database file; check the path (`cmrkit assess serve POOL` "
+                "makes the database beside the pool)",
+                path=path,
+            )
         engine = sa.create_engine(
             url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=20
         )
@@ -218,15 +224,56 @@ def alembic_config(conn: Connection):
     return cfg
 
 
-def migrate(engine: Engine) -> None:
-    """Create the schema or bring it to the newest revision (Alembic ``upgrade head``)."""
+def migrate(engine: Engine, *, create: bool = True) -> None:
+    """Create the schema or bring it to the newest revision (Alembic ``upgrade head``). Refused
+    in one line: a file that is not an SQLite database, a database holding other tables than
+    cmrkit's, a revision this cmrkit does not know (a newer one made it), and without ``create``
+    a database with no cmrkit tables yet (nothing is created then)."""
     from alembic import command
+    from alembic.util.exc import CommandError
 
+    where = _shown(engine)
     try:
         with write(engine) as conn:
+            tables = set(sa.inspect(conn).get_table_names())
+            if "alembic_version" not in tables:
+                if tables:
+                    raise CmrkitError(
+                        f"--db {where} holds tables that are not cmrkit's "
+                        f"({', '.join(sorted(tables)[:5])}); give a new or a cmrkit database"
+                    )
+                if not create:
+                    raise CmrkitError(
+                        f"--db {where} holds no assessment data yet; start `cmrkit assess serve "
+                        "POOL --db ...` first"
+                    )
+            else:
+                _check_revision(conn, where)
             command.upgrade(alembic_config(conn), "head")
     except sa.exc.OperationalError as e:
-        raise EnvironmentFault(f"cannot reach the database: {e.orig}") from None
+        raise EnvironmentFault(f"cannot reach the database {where}: {e.orig}") from None
+    except sa.exc.DatabaseError as e:
+        raise CmrkitError(f"--db {where} is not a database cmrkit can read ({e.orig})") from None
+    except CommandError as e:
+        raise CmrkitError(f"--db {where}: {e}") from None
+
+
+def _check_revision(conn: Connection, where: str) -> None:
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    known = {s.revision for s in ScriptDirectory.from_config(alembic_config(conn)).walk_revisions()}
+    for rev in MigrationContext.configure(conn).get_current_heads():
+        if rev not in known:
+            raise CmrkitError(
+                f"--db {where} is at revision {rev!r}, which this cmrkit does not know (a newer "
+                "cmrkit made it); use that version, or give another --db"
+            )
+
+
+def _shown(engine: Engine) -> str:
+    """The database's URL for messages, without a password."""
+    return engine.url.render_as_string(hide_password=True)
 
 
 def head_revision() -> str:
@@ -255,7 +302,3 @@ def put_setting(conn: Connection, key: str, value: Any) -> None:
     done = conn.execute(settings.update().where(settings.c.key == key).values(value=text))
     if done.rowcount == 0:
         conn.execute(settings.insert().values(key=key, value=text))
-
-
-def migrations_folder() -> Path:
-    return Path(str(resources.files("cmrkit.assess.server").joinpath("migrations")))

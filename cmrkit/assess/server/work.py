@@ -53,10 +53,11 @@ from cmrkit.assess.server.db import (
     write,
 )
 from cmrkit.errors import CmrkitError
+from cmrkit.pooling.assessors import LABELS, LABELS_TEXT, LIKERT, MAX_ASSESSORS
 
 ADAPTIVE = ("mtf", "maxmean")
 CHANGEABLE = 20  # an assessor may change their last this many judgments
-SCALE = (1, 2, 3, 4, 5)
+SCALE = [list(item) for item in LIKERT]  # as the API sends it: [[1, "very unlikely"], ...]
 
 
 class ApiError(Exception):
@@ -78,8 +79,8 @@ class Options:
     lease_seconds: float = 600.0
 
     def check(self) -> None:
-        if not 1 <= self.assessors <= 1000:
-            raise CmrkitError(f"--assessors must lie in 1..1000, not {self.assessors}")
+        if not 1 <= self.assessors <= MAX_ASSESSORS:
+            raise CmrkitError(f"--assessors must lie in 1..{MAX_ASSESSORS}, not {self.assessors}")
         if not 0.0 <= self.gold_rate < 1.0:
             raise CmrkitError(f"--gold-rate must lie in 0..1 (below 1), not {self.gold_rate}")
         if not 0.0 <= self.min_gold_accuracy <= 1.0:
@@ -315,13 +316,7 @@ def _task(row, lease_until: float, opts: Options, stats: dict[str, int]) -> dict
     return {
         "pair_id": row.pair_id,
         "lease_until": lease_until,
-        "scale": [
-            [1, "very unlikely"],
-            [2, "unlikely"],
-            [3, "not sure"],
-            [4, "likely"],
-            [5, "very likely"],
-        ],
+        "scale": SCALE,
         **json.loads(row.display),
         "done": stats,
     }
@@ -485,8 +480,8 @@ def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str,
 
 
 def _label(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in SCALE:
-        raise ApiError(422, f"label {value!r} is not one of 1..5 (very unlikely .. very likely)")
+    if isinstance(value, bool) or not isinstance(value, int) or value not in LABELS:
+        raise ApiError(422, f"label {value!r} is not one of {LABELS_TEXT}")
     return value
 
 
@@ -729,12 +724,10 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
     """Pairs done per query and per assessor, throughput, gold accuracy and agreement (Fleiss'
     kappa as `judgments aggregate` computes it, Cohen's kappa for each pair of assessors)."""
     from cmrkit.pooling import natural_key
-    from cmrkit.pooling.assessors import binarize, cohen_kappa, fleiss_kappa
 
     now = time.time() if now is None else now
     with read(engine) as conn:
         opts = options(conn)
-        n = opts.assessors
         prs = conn.execute(
             sa.select(
                 pairs.c.id,
@@ -754,22 +747,54 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
             )
         ).all()
         people = conn.execute(sa.select(users).order_by(users.c.name)).all()
-        settings_now = {
+        state = {
             "round": get_setting(conn, "round", 1),
             "closed": get_setting(conn, "closed", False),
-            "finished": get_setting(conn, "finished", True),
+            # the setting says that no round is to come (a depth pool has none)
+            "rounds_done": get_setting(conn, "finished", True),
         }
         pool_head = (get_setting(conn, "pool") or "{}").split("\n", 1)[0]
     header = json.loads(pool_head) if pool_head else {}
-    pair_of = {p.id: p for p in prs}
+    n = opts.assessors
     queries: dict[str, dict[str, int]] = {}
     for p in prs:
-        if p.is_gold:
-            continue
-        q = queries.setdefault(p.qid, {"pairs": 0, "complete": 0, "judgments": 0})
-        q["pairs"] += 1
-        q["complete"] += int(p.judged >= n)
-        q["judgments"] += p.judged
+        if not p.is_gold:
+            q = queries.setdefault(p.qid, {"pairs": 0, "complete": 0, "judgments": 0})
+            q["pairs"] += 1
+            q["complete"] += int(p.judged >= n)
+            q["judgments"] += p.judged
+    labels, assessors_out = _per_assessor(prs, rows, people, now, window)
+    recent_all = sum(1 for r in rows if r.judged_at is not None and r.judged_at >= now - window)
+    pool_pairs = [p for p in prs if not p.is_gold]
+    complete = sum(1 for p in pool_pairs if p.judged >= n)
+    rounds_done = state.pop("rounds_done")
+    return {
+        "pool": {
+            "collection": (header.get("collection") or {}).get("name"),
+            "strategy": (header.get("strategy") or {}).get("name", "depth"),
+            **state,
+            "more_rounds": not rounds_done,
+            "finished": rounds_done and complete == len(pool_pairs),
+            "assessors_per_pair": n,
+            "gold_rate": opts.gold_rate,
+            "pairs": len(pool_pairs),
+            "complete": complete,
+            "judgments": sum(p.judged for p in pool_pairs),
+            "gold_judgments": sum(p.judged for p in prs if p.is_gold),
+            "open_leases": sum(1 for r in rows if r.judged_at is None),
+        },
+        "throughput": {"window_seconds": window, "per_hour": recent_all * 3600.0 / window},
+        "queries": [{"qid": q, **queries[q]} for q in sorted(queries, key=natural_key)],
+        "assessors": assessors_out,
+        "agreement": _agreement(labels, {u.id: u.name for u in people}),
+    }
+
+
+def _per_assessor(prs, rows, people, now: float, window: float):
+    """The labels of every pool pair by assessor id, and each assessor's figures."""
+    from cmrkit.pooling.assessors import binarize
+
+    pair_of = {p.id: p for p in prs}
     per_user: dict[int, dict[str, Any]] = {
         u.id: {
             "name": u.name,
@@ -801,23 +826,23 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
             u["gold_right"] += int(binarize(label) == p.gold)
         else:
             labels.setdefault(ref, {})[uid] = label
-    assessors_out = []
+    out = []
     for u in per_user.values():
         if u["role"] != "assessor" and not u["judged"]:
             continue
         u["gold_accuracy"] = u["gold_right"] / u["gold"] if u["gold"] else None
         u["per_hour"] = u.pop("recent") * 3600.0 / window
-        assessors_out.append(u)
+        out.append(u)
+    return labels, out
+
+
+def _agreement(labels: Mapping[int, Mapping[int, int]], names: Mapping[int, str]):
+    """Fleiss' kappa (binary and Likert) over the pairs with two or more judgments, and Cohen's
+    kappa (binary) for each two assessors over the pairs they both judged."""
+    from cmrkit.pooling.assessors import agreement_rows, binarize, cohen_kappa, fleiss_kappa
+
     multi = [v for v in labels.values() if len(v) >= 2]
-    binary = [
-        [
-            sum(1 for x in v.values() if binarize(x) == 0),
-            sum(1 for x in v.values() if binarize(x) == 1),
-        ]
-        for v in multi
-    ]
-    likert = [[list(v.values()).count(c) for c in SCALE] for v in multi]
-    names = {u.id: u.name for u in people}
+    tables = [agreement_rows(list(v.values())) for v in multi]
     # the labels each two assessors gave the pairs they both judged (one pass over the pairs)
     together: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
     for v in multi:
@@ -835,31 +860,12 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
             k = cohen_kappa(la, lb)
             cohen.append({"a": names[a], "b": names[b], "pairs": len(la), "kappa": k})
     defined = [c["kappa"] for c in cohen if c["kappa"] is not None]
-    recent_all = sum(1 for r in rows if r.judged_at is not None and r.judged_at >= now - window)
-    pool_pairs = [p for p in prs if not p.is_gold]
     return {
-        "pool": {
-            "collection": (header.get("collection") or {}).get("name"),
-            "strategy": (header.get("strategy") or {}).get("name", "depth"),
-            **settings_now,
-            "assessors_per_pair": n,
-            "gold_rate": opts.gold_rate,
-            "pairs": len(pool_pairs),
-            "complete": sum(1 for p in pool_pairs if p.judged >= n),
-            "judgments": sum(p.judged for p in pool_pairs),
-            "gold_judgments": sum(p.judged for p in prs if p.is_gold),
-            "open_leases": sum(1 for r in rows if r.judged_at is None),
-        },
-        "throughput": {"window_seconds": window, "per_hour": recent_all * 3600.0 / window},
-        "queries": [{"qid": q, **queries[q]} for q in sorted(queries, key=natural_key)],
-        "assessors": assessors_out,
-        "agreement": {
-            "pairs": len(multi),
-            "fleiss_kappa": fleiss_kappa(binary),
-            "fleiss_kappa_likert": fleiss_kappa(likert),
-            "cohen_kappa_mean": sum(defined) / len(defined) if defined else None,
-            "cohen": cohen,
-        },
+        "pairs": len(multi),
+        "fleiss_kappa": fleiss_kappa([b for b, _ in tables]),
+        "fleiss_kappa_likert": fleiss_kappa([lk for _, lk in tables]),
+        "cohen_kappa_mean": sum(defined) / len(defined) if defined else None,
+        "cohen": cohen,
     }
 
 

@@ -1,5 +1,6 @@
-// The assessor's page: one pair at a time from GET /api/next, judged with 1..5 (saved at once
-// with POST /api/judgments); u goes back through the last judgments to change one (PUT).
+// The assessor's page: one pair at a time from GET /api/next, judged on the scale the server
+// sends (saved at once with POST /api/judgments); u goes back through the last judgments to
+// change one (PUT).
 // Texts arrive as HTML that the server escaped (query, candidate, title, sentences); everything
 // else is set as text.
 (function () {
@@ -9,6 +10,7 @@
   var recent = [];       // the last judgments, newest first
   var back = -1;         // index in recent while changing one, else -1
   var busy = false;
+  var labels = [];       // the scale, as the server sent it
 
   function status(text) { $("status").textContent = text; }
 
@@ -53,7 +55,7 @@
 
   function loadRecent() {
     return cmrkit.call("GET", "/api/judgments").then(function (r) {
-      if (r.status === 200) { recent = r.data.judgments; renderRecent(); }
+      if (r.status === 200) { setScale(r.data.scale); recent = r.data.judgments; renderRecent(); }
     });
   }
 
@@ -71,7 +73,7 @@
 
   function next() {
     return cmrkit.call("GET", "/api/next").then(function (r) {
-      if (r.status === 200) { current = r.data; status(""); }
+      if (r.status === 200) { current = r.data; setScale(current.scale); status(""); }
       else if (r.status === 204) { current = null; $("empty-text").textContent = "No pair is left for you now."; }
       else if (r.status === 401) { window.location = "/login"; return; }
       else { current = null; $("empty-text").textContent = (r.data && r.data.error) || String(r.status); }
@@ -117,19 +119,29 @@
     $("done").textContent = "";
   }
 
-  [[1, "very unlikely"], [2, "unlikely"], [3, "not sure"], [4, "likely"], [5, "very likely"]].forEach(function (item) {
-    var b = document.createElement("button");
-    b.type = "button";
-    b.setAttribute("data-label", String(item[0]));
-    b.textContent = item[0] + " " + item[1];
-    b.addEventListener("click", function () { judge(item[0]); });
-    $("scale").appendChild(b);
-  });
+  // the buttons of the scale the server sends ([[label, "what it says"], ...]) with every pair
+  // and with the last judgments; a label's key is its digit
+  function setScale(scale) {
+    if (!scale || JSON.stringify(scale) === JSON.stringify(labels)) { return; }
+    labels = scale;
+    var box = $("scale");
+    while (box.firstChild) { box.removeChild(box.firstChild); }
+    scale.forEach(function (item) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.setAttribute("data-label", String(item[0]));
+      b.textContent = item[0] + " " + item[1];
+      b.addEventListener("click", function () { judge(item[0]); });
+      box.appendChild(b);
+    });
+  }
+
   $("retry").addEventListener("click", next);
   document.addEventListener("keydown", function (e) {
     var tag = (e.target && e.target.tagName) || "";
     if (tag === "INPUT" || tag === "TEXTAREA" || e.ctrlKey || e.metaKey || e.altKey) { return; }
-    if (e.key >= "1" && e.key <= "5") { judge(Number(e.key)); e.preventDefault(); }
+    var key = labels.filter(function (item) { return String(item[0]) === e.key; })[0];
+    if (key) { judge(key[0]); e.preventDefault(); }
     else if (e.key === "u") { goBack(back + 1); e.preventDefault(); }
     else if (e.key === "Escape") { showCurrent(); e.preventDefault(); }
   });
