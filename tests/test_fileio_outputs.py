@@ -23,6 +23,7 @@ from fault_tools import (
     start,
 )
 
+from cmrkit.errors import CmrkitError
 from cmrkit.fileio import STAGING_PREFIX, StagedOutputs, reading
 
 # === 1. atomic replacement and --force ======================================================
@@ -51,6 +52,115 @@ def test_force_replaces_cmrkit_own_collection_and_leaves_nothing_behind(tmp_path
     after = digest_tree(tmp_path / "collections" / "sample")
     assert after != before and ".cmrkit" in after
     assert leftovers(tmp_path) == []
+
+
+def test_force_replaces_only_an_output_of_the_same_kind(tmp_path, cli):
+    """Issue 33.1: `train reader -o collections/s2 --force` replaced the collection s2 by a
+    reader (exit 0). The mark records each folder's kind; another kind is refused in one line
+    naming what is there, --force or not, and stays byte for byte."""
+    import shutil
+
+    assert cli("build-collection").exit_code == 0
+    shutil.copytree(tmp_path / "collections" / "sample", tmp_path / "collections" / "s2")
+    s2 = digest_tree(tmp_path / "collections" / "s2")
+    qrels = digest_tree(tmp_path / "qrels")
+    for force in (["--force"], []):
+        r = cmrkit("train", "reader", "collections/sample", "--train-split", "dev",
+                   "-o", "collections/s2", "--max-steps", "5", *force, cwd=tmp_path)  # fmt: skip
+        assert "collections/s2: is a collection, not a reader;" in one_error_line(r, 2)
+    r = cli("export", "beir", "collections/sample", "-o", "collections/s2", "--force")
+    assert r.exit_code == 2 and "collections/s2: is a collection, not a BEIR export" in r.output
+    assert cli("export", "beir", "collections/sample", "-o", "out/beir").exit_code == 0
+    r = cli("build-collection", "--name", "beir", "--collections-dir", "out", "--force")
+    assert r.exit_code == 2 and "out/beir: is a BEIR export, not a collection" in r.output
+    # runs: a run replaces a run; nothing replaces a qrels file or a file inside a collection
+    runs = tmp_path / "runs" / "x"
+    runs.mkdir(parents=True)
+    (runs / "a.trec").write_text("q1 Q0 d1 1 1.0 t\n")
+    (runs / "b.trec").write_text("q1 Q0 d2 1 1.0 t\n")
+    fuse = ("run", "fuse", "runs/x/a.trec", "runs/x/b.trec", "-o")
+    r = cli(*fuse, "qrels/sample.test.txt", "--force")
+    assert r.exit_code == 2 and "qrels/sample.test.txt: is not a run cmrkit wrote" in r.output
+    assert not (tmp_path / "qrels" / "sample.test.json").exists()
+    for inside in ("collections/s2/topics.jsonl", "collections/s2/topics.test.tsv"):
+        r = cli(*fuse, inside, "--force")
+        assert r.exit_code == 2, r.output
+        assert f"{inside}: is part of a collection (collections/s2)" in r.output
+    assert cli(*fuse, "runs/x/f.trec").exit_code == 0
+    assert cli(*fuse, "runs/x/f.trec", "--method", "combsum", "--force").exit_code == 0
+    assert "combsum" in (runs / "f.json").read_text()
+    assert digest_tree(tmp_path / "collections" / "s2") == s2
+    assert digest_tree(tmp_path / "qrels") == qrels
+    # the same kind is replaced: a collection by a collection
+    assert cli("build-collection", "--name", "s2", "--queries", "longest", "--force").exit_code == 0
+    assert digest_tree(tmp_path / "collections" / "s2") != s2
+    assert leftovers(tmp_path) == []
+
+
+def test_folders_marked_before_kinds_were_recorded_are_known_by_their_files(tmp_path):
+    """A mark without a kind (cmrkit before this change) or no mark (before marks): the one
+    file each kind has always held says what it is; a folder those files do not tell apart is
+    of unknown kind and is not replaced by anything."""
+    from cmrkit.fileio import KINDS, UNNAMED, output_kind
+    from cmrkit.fileio.outputs import MARKER
+
+    old_mark = '{"version": "0.1.0", "written_by": "cmrkit"}'
+    for kind, spec in KINDS.items():
+        folder = tmp_path / kind
+        folder.mkdir()
+        (folder / MARKER).write_text(old_mark)
+        text = '{"cmrkit_version": "0.1.0"}' if kind == "collection" else "{}"
+        (folder / spec.signature).write_text(text)
+        assert output_kind(folder) == kind
+        unmarked = tmp_path / f"{kind}-unmarked"
+        folder.rename(unmarked)
+        (unmarked / MARKER).unlink()
+        # before marks, only collections, indexes and dense encodings were cmrkit's
+        before = kind in ("collection", "index", "dense-encoding")
+        assert output_kind(unmarked) == (kind if before else None)
+    unknown = tmp_path / "unknown"
+    unknown.mkdir()
+    (unknown / MARKER).write_text(old_mark)
+    assert output_kind(unknown) == ""
+    (unknown / "cmrkit-reader.json").write_text("{}")
+    (unknown / "cmrkit-model.json").write_text("{}")  # two kinds' files: still unknown
+    assert output_kind(unknown) == ""
+    for kind in (*KINDS, None):
+        with pytest.raises(CmrkitError, match="without recording what it is"):
+            StagedOutputs([unknown], force=True, kinds={unknown: kind} if kind else None)
+    assert sorted(p.name for p in unknown.iterdir()) == [
+        MARKER, "cmrkit-model.json", "cmrkit-reader.json"]  # fmt: skip
+    # an old-marked collection is replaced by a collection (and marked with its kind then)
+    old = tmp_path / "collection-unmarked"
+    with StagedOutputs([old], force=True, kinds={old: "collection"}) as staged:
+        staged.path(old).mkdir()
+        (staged.path(old) / "manifest.json").write_text('{"cmrkit_version": "0.2.0"}')
+    assert json.loads((old / MARKER).read_text())["kind"] == "collection"
+    plain = tmp_path / "plain"
+    with StagedOutputs([plain]) as staged:
+        staged.path(plain).mkdir()
+    assert output_kind(plain) == UNNAMED
+    with pytest.raises(CmrkitError, match="is a cmrkit output of no named kind, not a reader"):
+        StagedOutputs([plain], force=True, kinds={plain: "reader"})
+
+
+def test_each_kind_s_signature_is_the_file_its_owner_writes():
+    from cmrkit.collection import layout
+    from cmrkit.exports import beir
+    from cmrkit.fileio import KINDS
+    from cmrkit.retrieval import index
+    from cmrkit.retrieval.dense import models, store
+    from cmrkit.retrieval.reader import model
+
+    owners = {
+        "collection": layout.MANIFEST,
+        "index": index.MANIFEST,
+        "dense-encoding": store.MANIFEST,
+        "dense-model": models.METADATA,
+        "reader": model.READER_METADATA,
+        "beir": beir.QUERIES,
+    }
+    assert {k: v.signature for k, v in KINDS.items()} == owners
 
 
 def test_a_failed_write_keeps_the_old_outputs_whole(tmp_path):
@@ -108,7 +218,7 @@ def test_killed_mid_replacement_is_finished_by_the_next_command(tmp_path, rename
     a, b = out / "a.txt", out / "b"
     a.write_text("old a")
     b.mkdir()
-    (b / ".cmrkit").write_text("{}")
+    (b / ".cmrkit").write_text('{"kind": "output"}')  # a folder of no named kind
     (b / "f").write_text("old b")
     proc = subprocess.run(
         [sys.executable, "-c", _KILL_MID_COMMIT, str(a), str(b), str(renames)],

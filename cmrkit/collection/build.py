@@ -717,7 +717,9 @@ def build_collection(
     what = "distractors: splitting into sentences" if segmenter is not None else "distractors"
     tick = step(what, total)
 
-    with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as staged:
+    with StagedOutputs(
+        targets, force=force, anchor=Path(collections_dir), kinds={out_dir: "collection"}
+    ) as staged:
         cdir = staged.path(out_dir)
         cdir.mkdir()
         corpus_path = cdir / layout.CORPUS

@@ -33,6 +33,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import RepeatableOutputs, iter_jsonl
 from cmrkit.trec import read_qrels
 
+QUERIES = "queries.jsonl"  # its file every BEIR export holds (fileio.KINDS recognises one by it)
 QRELS_HEADER = "query-id\tcorpus-id\tscore"
 
 
@@ -92,7 +93,7 @@ def export_beir(
         qrels_paths[s] = path
     out = Path(out_dir)
     report = BeirExport(out, 0, 0)
-    with RepeatableOutputs([out], force=force) as staged:
+    with RepeatableOutputs([out], force=force, kinds={out: "beir"}) as staged:
         root = staged.path(out)
         (root / "qrels").mkdir(parents=True)
         corpus_path = coll / CORPUS
@@ -126,7 +127,7 @@ def export_beir(
                 path=corpus_path,
             )
         wanted = set(chosen)
-        with open(root / "queries.jsonl", "w", encoding="utf-8", newline="\n") as f:
+        with open(root / QUERIES, "w", encoding="utf-8", newline="\n") as f:
             for t in topics:
                 if t["split"] not in wanted:
                     continue

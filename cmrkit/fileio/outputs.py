@@ -17,7 +17,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import cmrkit.interrupts as interrupts
@@ -305,25 +306,147 @@ def reading(output: str | os.PathLike) -> Iterator[None]:
         yield
 
 
-def is_own_output(folder: Path) -> bool:
-    """Whether a folder was written by cmrkit: it carries the ``.cmrkit`` mark (or, written
-    before the mark, a collection manifest with ``cmrkit_version`` or ``cmrkit-index.json``)."""
-    if any(
-        (folder / name).is_file() for name in (MARKER, "cmrkit-index.json", "cmrkit-dense.json")
-    ):
-        return True
+# --- what kind of output a folder is ------------------------------------------------------
+#
+# A folder cmrkit writes carries the mark ``.cmrkit`` recording its kind, and ``--force`` (or a
+# writer replacing its own output, as an index rebuilt) replaces a folder only with an output of
+# the same kind: never a collection by a reader. A mark written before kinds were recorded (or no
+# mark, for the kinds written before the mark) is read by the one file each kind has always
+# held, its signature below (tests check them against their owners' constants); a folder that
+# signatures do not tell apart is of unknown kind, and nothing replaces it.
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """A kind of folder output: ``what`` it is, in words; ``signature``, the file every folder of
+    this kind has held since before kinds were recorded."""
+
+    what: str
+    signature: str
+
+
+KINDS: dict[str, OutputKind] = {
+    "collection": OutputKind("a collection", "manifest.json"),
+    "index": OutputKind("a Lucene index", "cmrkit-index.json"),
+    "dense-encoding": OutputKind("a dense encoding", "cmrkit-dense.json"),
+    "dense-model": OutputKind("a dense model", "cmrkit-model.json"),
+    "reader": OutputKind("a reader", "cmrkit-reader.json"),
+    "beir": OutputKind("a BEIR export", "queries.jsonl"),
+}
+# a folder a writer naming no kind writes (only another such writer replaces it)
+UNNAMED = "output"
+_UNNAMED = OutputKind("a cmrkit output of no named kind", "")
+# kinds recognised without a mark: those written before the mark existed
+_BEFORE_MARKS = ("collection", "index", "dense-encoding")
+
+
+def _read_json(path: Path) -> object:
     try:
-        with open(folder / "manifest.json", encoding="utf-8") as f:
-            manifest = json.loads(f.read(1 << 20))
+        with open(path, encoding="utf-8") as f:
+            return json.loads(f.read(1 << 20))
     except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(manifest, dict) and "cmrkit_version" in manifest
+        return None
 
 
-def _mark(folder: Path) -> None:
+def _has_signature(folder: Path, kind: str) -> bool:
+    name = KINDS[kind].signature
+    if kind == "collection":  # a manifest.json alone is too common a name
+        manifest = _read_json(folder / name)
+        return isinstance(manifest, dict) and "cmrkit_version" in manifest
+    return (folder / name).is_file()
+
+
+def output_kind(folder: str | os.PathLike) -> str | None:
+    """What output ``folder`` is: the kind its mark records (a key of :data:`KINDS`, or
+    ``UNNAMED``); for one written before kinds were recorded, the one kind whose signature it
+    holds, else ``""`` (cmrkit wrote it, of unknown kind); None when cmrkit did not write it."""
+    folder = Path(folder)
+    marked = (folder / MARKER).is_file()
+    if marked:
+        mark = _read_json(folder / MARKER)
+        kind = mark.get("kind") if isinstance(mark, dict) else None
+        if isinstance(kind, str) and (kind in KINDS or kind == UNNAMED):
+            return kind
+    found = [k for k in (KINDS if marked else _BEFORE_MARKS) if _has_signature(folder, k)]
+    if len(found) == 1:
+        return found[0]
+    return "" if marked or found else None
+
+
+def is_own_output(folder: Path) -> bool:
+    """Whether a folder was written by cmrkit (see :func:`output_kind`)."""
+    return output_kind(folder) is not None
+
+
+def _what(kind: str) -> str:
+    return KINDS[kind].what if kind in KINDS else _UNNAMED.what
+
+
+def _enclosing_output(path: Path) -> tuple[Path, str] | None:
+    """The folder output of cmrkit's (and its kind) that ``path`` lies inside, if any (named as
+    ``path`` names it)."""
+    path = Path(path)
+    folders = list(path.parents)
+    if not path.is_absolute():
+        folders += list(Path.cwd().parents)
+    for folder in folders:
+        kind = output_kind(folder)
+        if kind is not None:
+            return folder, kind
+    return None
+
+
+def check_replaceable(target: Path, kind: str | None) -> None:
+    """Refuse (whatever ``--force`` says) to replace what exists at ``target`` with an output of
+    another kind. ``kind``: the folder output written there (a key of :data:`KINDS`), or None
+    for a file or a folder of no named kind. A folder is replaced only by a folder of its kind
+    that cmrkit wrote, and a file inside a folder output (a collection's topics) not at all."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown output kind {kind!r}")
+    if not os.path.lexists(target) or target.is_symlink():
+        return
+    if not stat.S_ISDIR(target.lstat().st_mode):
+        if kind is not None:
+            raise CmrkitError(f"is a file, not {_what(kind)}; choose another path", path=target)
+        inside = _enclosing_output(target)
+        if inside is not None:
+            folder, found = inside
+            what = _what(found) if found else "an output of cmrkit's"
+            raise CmrkitError(
+                f"is part of {what} ({shown_path(folder)}); --force never replaces a file "
+                "inside another output: choose another path",
+                path=target,
+            )
+        return
+    wanted = _what(kind or UNNAMED)
+    found = output_kind(target)
+    if found is None:
+        raise CmrkitError(
+            "is a folder that cmrkit did not write; --force replaces only cmrkit's own "
+            "outputs: move it away yourself or choose another path",
+            path=target,
+        )
+    if found == "":
+        raise CmrkitError(
+            "is a folder an earlier cmrkit wrote without recording what it is (its files do "
+            f"not say); --force replaces only {wanted}: remove it yourself if you mean to "
+            "replace it, or choose another path",
+            path=target,
+        )
+    if found != (kind or UNNAMED):
+        raise CmrkitError(
+            f"is {_what(found)}, not {wanted}; --force replaces only {wanted}: move it "
+            "away yourself or choose another path",
+            path=target,
+        )
+
+
+def _mark(folder: Path, kind: str) -> None:
     from cmrkit._version import __version__
 
-    text = json.dumps({"written_by": "cmrkit", "version": __version__}, sort_keys=True)
+    text = json.dumps(
+        {"kind": kind, "written_by": "cmrkit", "version": __version__}, sort_keys=True
+    )
     (folder / MARKER).write_text(text + "\n", encoding="utf-8")
 
 
@@ -447,11 +570,23 @@ class StagedOutputs:
     each existing target aside, renames the new one in and only then deletes the old one; on
     error (or an interrupt) the staging folders are removed and the targets stay as they were.
     ``anchor`` names the folder whose staging folder holds the scratch space :attr:`tmp`
-    (default: the first target's folder).
+    (default: the first target's folder). ``kinds`` names the kind (a key of :data:`KINDS`) of
+    each folder output: recorded in its mark, and an existing output of another kind is refused,
+    ``force`` or not (see :func:`check_replaceable`).
     """
 
-    def __init__(self, targets: list[Path], *, force: bool = False, anchor: Path | None = None):
+    def __init__(
+        self,
+        targets: list[Path],
+        *,
+        force: bool = False,
+        anchor: Path | None = None,
+        kinds: Mapping[Path, str] | None = None,
+    ):
         self.targets = [Path(t) for t in targets]
+        self.kinds = {Path(t): k for t, k in (kinds or {}).items()}
+        if not set(self.kinds) <= set(self.targets):
+            raise ValueError("a kind is named for a path that is no output")
         if len({os.path.abspath(t) for t in self.targets}) != len(self.targets):
             raise CmrkitError(
                 "the same path is named for two outputs; name different files",
@@ -505,18 +640,12 @@ class StagedOutputs:
                 "name the real path",
                 path=target,
             )
+        st = target.lstat()
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            raise CmrkitError("is not a regular file; choose another path", path=target)
+        check_replaceable(target, self.kinds.get(target))  # --force does not help there
         if not self.force:
             raise CmrkitError("already exists; pass --force to overwrite it", path=target)
-        st = target.lstat()
-        if stat.S_ISDIR(st.st_mode):
-            if not is_own_output(target):
-                raise CmrkitError(
-                    "is a folder that cmrkit did not write; --force replaces only cmrkit's own "
-                    "outputs: move it away yourself or choose another path",
-                    path=target,
-                )
-        elif not stat.S_ISREG(st.st_mode):
-            raise CmrkitError("is not a regular file; choose another path", path=target)
 
     def _new_stage(self, folder: Path, names: list[str]) -> Path:
         stage = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder))
@@ -564,9 +693,9 @@ class StagedOutputs:
                     "path",
                     path=t,
                 )
-        for _, s in staged:
+        for t, s in staged:
             if s.is_dir() and not s.is_symlink():
-                _mark(s)
+                _mark(s, self.kinds.get(t, UNNAMED))
         folders = sorted({t.parent for t, _ in staged})
         with contextlib.ExitStack() as stack:
             for folder in folders:
@@ -689,11 +818,18 @@ class RepeatableOutputs:
     with other content is refused unless ``force``; nothing is written then either.
     """
 
-    def __init__(self, targets: list[Path], *, force: bool = False, anchor: Path | None = None):
+    def __init__(
+        self,
+        targets: list[Path],
+        *,
+        force: bool = False,
+        anchor: Path | None = None,
+        kinds: Mapping[Path, str] | None = None,
+    ):
         self.targets = [Path(t) for t in targets]
         self.force = force
         self.up_to_date = False
-        self._staged = StagedOutputs(self.targets, force=True, anchor=anchor)
+        self._staged = StagedOutputs(self.targets, force=True, anchor=anchor, kinds=kinds)
 
     def path(self, target: Path) -> Path:
         """The staging path for a target."""

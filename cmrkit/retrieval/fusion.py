@@ -32,6 +32,8 @@ from cmrkit.retrieval.runfile import (
     RunSpec,
     check_name,
     produce_run,
+    read_sidecar,
+    sidecar_of,
 )
 from cmrkit.trec import format_score, ranked, read_run
 
@@ -130,30 +132,6 @@ def parse_weights(text: str | None, n: int) -> list[float]:
     return values
 
 
-def _sidecar(run_path: Path) -> dict[str, Any] | None:
-    """The cmrkit sidecar beside a run (None when there is none); a broken one is refused
-    rather than silently ignored, and a JSON file that is not a sidecar is ignored with a
-    note."""
-    import logging
-
-    from cmrkit.fileio import parse_json, read_text
-
-    path = run_path.with_suffix(".json")
-    if not path.is_file():
-        return None
-    value = parse_json(
-        read_text(path),
-        path=path,
-        what="the run's cmrkit sidecar (fix it, or move it away to fuse the run without it)",
-    )
-    if isinstance(value, dict) and "identity" in value:
-        return value
-    logging.getLogger("cmrkit").warning(
-        f"{path}: not a cmrkit sidecar (no identity); the run is fused without one"
-    )
-    return None
-
-
 def _common(paths: Sequence[Path], sidecars: Sequence[dict[str, Any] | None], key: str) -> Any:
     """The one value of ``key`` the runs' sidecars agree on (None when none says); runs that
     disagree are refused."""
@@ -200,7 +178,7 @@ def run_fuse(
     if len({p.resolve() for p in paths}) != len(paths):
         raise CmrkitError("the same run file is given twice; use --weights to weigh a run")
     weights = _check(method, norm, weights, len(paths), rrf_k, k)
-    sidecars = [_sidecar(p) for p in paths]
+    sidecars = [read_sidecar(p) for p in paths]
     corpus = _common(paths, sidecars, "corpus")
     split = _common(paths, sidecars, "split")
     collection = _common(paths, sidecars, "collection")
@@ -218,7 +196,7 @@ def run_fuse(
             raise CmrkitError(
                 "-o names the run file; its sidecar is written beside it", path=run_path
             )
-    sidecar_path = run_path.with_suffix(".json")
+    sidecar_path = sidecar_of(run_path)
     if run_path.resolve() in {p.resolve() for p in paths}:
         raise CmrkitError("-o would overwrite one of the input runs", path=run_path)
     inputs = [{"run": str(p), "sha256": sha256_file(p)} for p in paths]

@@ -410,7 +410,7 @@ def build_index(
         raise CmrkitError(f"--threads must lie in 1..{MAX_THREADS}, got {threads}")
     started = time.perf_counter()
     corpus_sha = sha256_file(corpus_path(coll))
-    with StagedOutputs([target], force=True, anchor=coll) as staged:
+    with StagedOutputs([target], force=True, anchor=coll, kinds={target: "index"}) as staged:
         staged_index = staged.path(target)
         built = index_corpus(
             coll,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +36,7 @@ import numpy as np
 
 from cmrkit.collection.layout import TOPICS, Topic, iter_corpus
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, safe_name, sha256_file
+from cmrkit.fileio import StagedOutputs, parse_json, read_text, safe_name, sha256_file
 from cmrkit.trec import write_run
 
 RankedRun = dict[str, list[tuple[str, float]]]
@@ -61,7 +62,63 @@ def run_paths(runs_dir: Path, collection: Path, name: str, split: str) -> tuple[
     """(run file, sidecar) of a run of ``collection``."""
     out_dir = Path(runs_dir) / Path(collection).resolve().name
     run_path = out_dir / f"{check_name(name)}.{safe_name(split, 'split name')}.trec"
-    return run_path, run_path.with_suffix(".json")
+    return run_path, sidecar_of(run_path)
+
+
+def sidecar_of(run_path: str | Path) -> Path:
+    """Where a run's sidecar is: ``NAME.json`` beside ``NAME.trec``."""
+    return Path(run_path).with_suffix(".json")
+
+
+def _load_sidecar(path: Path) -> dict[str, Any] | None:
+    """The sidecar at ``path``; None when the JSON there is not one (no ``identity``); one that
+    cannot be read is refused in one line naming it."""
+    value = parse_json(
+        read_text(path),
+        path=path,
+        what="the run's cmrkit sidecar (fix it, or move it away to use the run without it)",
+    )
+    return value if isinstance(value, dict) and "identity" in value else None
+
+
+def read_sidecar(run_path: str | Path) -> dict[str, Any] | None:
+    """The cmrkit sidecar beside a run: None when there is none, or when the JSON file there is
+    not a sidecar (ignored, with a note saying so); a sidecar that cannot be read (malformed,
+    undecodable) is refused in one line naming it, never silently ignored."""
+    path = sidecar_of(run_path)
+    if not path.is_file():
+        return None
+    found = _load_sidecar(path)
+    if found is None:
+        logging.getLogger("cmrkit").warning(
+            f"{path}: not a cmrkit sidecar (no identity); the run is read without one"
+        )
+    return found
+
+
+def check_replaceable_run(run_path: Path, side_path: Path) -> None:
+    """Refuse, ``--force`` or not, to write a run over files that are not a run cmrkit wrote:
+    only a run (a file with a sidecar beside it) replaces a run, never a qrels file, a topics
+    file or another tool's JSON."""
+    if not (run_path.exists() or side_path.exists()):
+        return
+    try:
+        found = _load_sidecar(side_path) if side_path.is_file() else None
+    except CmrkitError:
+        found = None
+    if found is not None:
+        return
+    if side_path.exists():
+        raise CmrkitError(
+            f"is not the sidecar of a cmrkit run, so {run_path.name} cannot be written beside "
+            "it, --force or not: move it away yourself or write the run elsewhere",
+            path=side_path,
+        )
+    raise CmrkitError(
+        f"is not a run cmrkit wrote (no sidecar {side_path.name} beside it); --force replaces "
+        "only a run: move it away yourself or write the run elsewhere",
+        path=run_path,
+    )
 
 
 def claim(run_path: Path, sidecar_path: Path, *more: Path) -> StagedOutputs:
@@ -245,6 +302,7 @@ def produce_run(
     wanted = spec.identity
     # held from the check of what exists to the rename: a second writer fails at once
     with claim(spec.run_path, spec.sidecar_path, *spec.also) as staged:
+        check_replaceable_run(spec.run_path, spec.sidecar_path)
         found = existing(spec.run_path, spec.sidecar_path, wanted, force=force)
         if found is not None and all(p.is_file() for p in spec.also):
             return found  # (a run missing a file written beside it is made again)

@@ -28,7 +28,7 @@ from typing import Any
 
 from cmrkit.collection.layout import corpus_path, qrels_path
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import StagedOutputs, sha256_file, usual_modes
+from cmrkit.fileio import StagedOutputs, check_replaceable, sha256_file, usual_modes
 from cmrkit.retrieval.runfile import topics_sha256
 
 TRAIN_LOG = "cmrkit-train.json"
@@ -279,25 +279,32 @@ def _without(value: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
 class ModelFolder:
     """A trained model's output folder, from the claim to the final rename.
 
-    ``metadata`` is the file (inside the folder) recording what the model was trained from and
-    how; ``files`` are those (relative to the folder) a whole model holds besides it and the
-    training log. Create it before training: a folder that is not a cmrkit model of this kind
-    is refused at once unless ``force``. Then :meth:`kept` with the metadata the new model will
-    have: the same metadata in the folder (but the ``varying`` keys) means up to date."""
+    ``kind`` is the model's kind of output (a key of ``fileio.KINDS``: a folder of another kind
+    is never replaced); ``metadata`` is the file (inside the folder) recording what the model was
+    trained from and how; ``files`` are those (relative to the folder) a whole model holds
+    besides it and the training log. Create it before training: a folder that is not a cmrkit
+    model of this kind is refused at once unless ``force`` (one of another kind even then). Then
+    :meth:`kept` with the metadata the new model will have: the same metadata in the folder (but
+    the ``varying`` keys) means up to date."""
 
-    def __init__(self, path: Path, *, metadata: str, files: Sequence[str] = (), force: bool):
+    def __init__(
+        self, path: Path, *, kind: str, metadata: str, files: Sequence[str] = (), force: bool
+    ):
         self.path = Path(path)
         self.metadata = metadata
         self.files = tuple(files)
         self.force = force
         existing = None
         if not force and os.path.lexists(self.path):
+            check_replaceable(self.path, kind)  # another kind of output: --force would not do
             existing = self._read()
             if existing is None:
                 raise CmrkitError("already exists; pass --force to replace it", path=self.path)
         # a folder of ours is replaced only once :meth:`kept` found it trained otherwise and
         # ``force`` was given; a folder appearing meanwhile is still refused at the rename
-        self.staged = StagedOutputs([self.path], force=force or existing is not None)
+        self.staged = StagedOutputs(
+            [self.path], force=force or existing is not None, kinds={self.path: kind}
+        )
 
     def _read(self) -> dict[str, Any] | None:
         if self.path.is_symlink() or not self.path.is_dir():

@@ -387,7 +387,9 @@ def build_tac_collection(
     clusters_file = Path(qrels_dir) / clusters_name(opts.name, opts.split)
     counts: dict[str, Any] = {"gold_mentions": len(gold), "mentions": len(kept)}
     targets = [out_dir, qrels_file, clusters_file]
-    with StagedOutputs(targets, force=force, anchor=Path(collections_dir)) as st:
+    with StagedOutputs(
+        targets, force=force, anchor=Path(collections_dir), kinds={out_dir: "collection"}
+    ) as st:
         cdir = st.path(out_dir)
         cdir.mkdir()
         corpus = gzip_writer(cdir / CORPUS)

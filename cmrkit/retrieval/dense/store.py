@@ -479,7 +479,8 @@ def _encode_into(
     # the checksums go in last: a manifest is there only when every file it names is complete
     write_file(partial / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     # the finished folder goes in by rename; a previous encoding stays whole until then
-    with StagedOutputs([target], force=True, anchor=target.parent) as staged:
+    kinds = {target: "dense-encoding"}
+    with StagedOutputs([target], force=True, anchor=target.parent, kinds=kinds) as staged:
         os.replace(partial, staged.path(target))
         (staged.path(target) / STATE).unlink()
         staged.commit()

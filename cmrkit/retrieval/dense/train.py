@@ -263,7 +263,9 @@ def train_dense(
     # the output is claimed now, as the run commands do: a second training writing the same
     # folder fails at once naming this one, instead of both training and one model being lost
     encoders = ["modules.json"] + ([] if opts.shared_encoder else [f"{QUERY_ENCODER}/modules.json"])
-    with ModelFolder(out, metadata=METADATA, files=encoders, force=force) as folder:
+    with ModelFolder(
+        out, kind="dense-model", metadata=METADATA, files=encoders, force=force
+    ) as folder:
         folder.check_options(options_record(opts), derived=("dev_split", "scale"))
         return _train(
             coll, out, folder, dense, opts, run_options, qrels_dir, plot, progress, argv, started

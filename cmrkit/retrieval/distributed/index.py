@@ -204,7 +204,7 @@ def build_sharded(
     timings["connect"] = round(time.perf_counter() - started, 3)
     corpus_sha = sha256_file(corpus_path(coll))
     n_slices = max(workers, math.ceil(corpus_size(coll) / SHARD_UNITS))
-    with StagedOutputs([target], force=True, anchor=coll) as staged:
+    with StagedOutputs([target], force=True, anchor=coll, kinds={target: "index"}) as staged:
         t0 = time.perf_counter()
         slices, documents, n_units = split_corpus(
             coll, staged.tmp / "slices", n_slices, progress=progress

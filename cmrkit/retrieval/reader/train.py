@@ -465,7 +465,9 @@ def train_reader(
     # the output is claimed now, as the run commands do: a second training writing the same
     # folder fails at once naming this one, instead of both training and one reader being lost
     files = [HEADS, f"{ENCODER}/config.json"]
-    with ModelFolder(out, metadata=READER_METADATA, files=files, force=force) as folder:
+    with ModelFolder(
+        out, kind="reader", metadata=READER_METADATA, files=files, force=force
+    ) as folder:
         folder.check_options(options_record(opts), derived=("dev_split",))
         return _train(
             coll,
