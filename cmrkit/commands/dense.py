@@ -9,30 +9,23 @@ import typer
 
 from cmrkit.commands.choices import Device, FuseMethod, Norm, plain
 from cmrkit.commands.runs import (
-    AUTO_INDEX,
     COLLECTION_ARG,
     FORCE,
-    MAX_STEPS,
     NAME,
-    PLOT,
-    QRELS_DIR,
     QUIET,
     RUNS,
-    SEED,
-    SPACY,
     SPLIT,
-    THREADS,
-    TRAIN_SPLIT,
-    VERBOSE,
-    WARMUP,
-    WEIGHT_DECAY,
+    TRAINING,
     K,
     report_run,
     report_training,
     rerun_argv,
     run_app,
     run_options,
+    shared_options,
     train_app,
+    training_call,
+    training_recipe,
 )
 from cmrkit.console import out, user_errors
 
@@ -241,12 +234,12 @@ def fuse_command(
 
 @train_app.command("dense")
 @user_errors
+@shared_options(*TRAINING)
 def train_dense_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
     output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained model."),
     model: str = MODEL,
-    train_split: str = TRAIN_SPLIT,
     dev_split: str | None = typer.Option(
         None,
         "--dev-split",
@@ -261,8 +254,6 @@ def train_dense_command(
     epochs: int = typer.Option(1, "--epochs", help="Passes over the training examples."),
     batch_size: int = typer.Option(16, "--batch-size", help="Examples per step."),
     lr: float = typer.Option(2e-5, "--lr", help="AdamW learning rate."),
-    weight_decay: float = WEIGHT_DECAY,
-    warmup: float = WARMUP,
     negatives_depth: int = typer.Option(
         20, "--negatives-depth", help="Hard negatives come from BM25's top N."
     ),
@@ -276,8 +267,6 @@ def train_dense_command(
         "--negatives-run",
         help="A BM25 run of the train split [default: `run bm25` on it, kept in runs/].",
     ),
-    max_steps: int | None = MAX_STEPS,
-    seed: int = SEED,
     query_max_length: int | None = QUERY_LENGTH,
     passage_max_length: int | None = typer.Option(
         128, "--max-length", help="Passage tokens kept during training (and later runs)."
@@ -285,15 +274,7 @@ def train_dense_command(
     markers: str | None = MARKERS,
     device: Device = DEVICE,
     download: bool = DOWNLOAD,
-    qrels_dir: Path | None = QRELS_DIR,
-    plot: bool = PLOT,
-    threads: int = THREADS,
-    spacy_model: str = SPACY,
-    runs_dir: Path = RUNS,
     force: bool = typer.Option(False, "--force", help="Replace an existing model folder."),
-    verbose: bool = VERBOSE,
-    quiet: bool = QUIET,
-    auto_index: bool = AUTO_INDEX,
 ) -> None:
     """Fine-tune a bi-encoder (CoreSearch recipe): marked query vs each positive unit,
     in-batch negatives plus a BM25 hard negative per positive.
@@ -307,18 +288,14 @@ def train_dense_command(
 
     dense = _dense(ctx)
     train = TrainOptions(
-        train_split=train_split,
+        **training_recipe(ctx),
         dev_split=dev_split,
         shared_encoder=shared_encoder,
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=lr,
-        weight_decay=weight_decay,
-        warmup=warmup,
         negatives_depth=negatives_depth,
         pairs_per_query=pairs_per_query or None,
-        seed=seed,
-        max_steps=max_steps,
         negatives_run=negatives_run,
     )
     result = train_dense(
@@ -326,11 +303,7 @@ def train_dense_command(
         output,
         dense=dense,
         train=train,
-        run_options=run_options(ctx, force=False),  # --force replaces the model folder only
-        qrels_dir=qrels_dir,
-        plot=plot,
         force=force,
-        progress=not quiet,
-        argv=rerun_argv(ctx),
+        **training_call(ctx),
     )
     report_training(result)

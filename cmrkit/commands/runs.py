@@ -232,9 +232,49 @@ SHARED: dict[str, tuple[Any, Any]] = {
 }
 LUCENE_RUN = tuple(SHARED)
 
+# the options `train dense` and `train reader` share, after each command's own; the trainers
+# read them with :func:`training_call`
+TRAINING: dict[str, tuple[Any, Any]] = {
+    "train_split": (str, TRAIN_SPLIT),
+    "weight_decay": (float, WEIGHT_DECAY),
+    "warmup": (float, WARMUP),
+    "max_steps": (int | None, MAX_STEPS),
+    "seed": (int, SEED),
+    "qrels_dir": (Path | None, QRELS_DIR),
+    "plot": (bool, PLOT),
+    "threads": (int, THREADS),
+    "spacy_model": (str, SPACY),
+    "runs_dir": (Path, RUNS),
+    "verbose": (bool, VERBOSE),
+    "quiet": (bool, QUIET),
+    "auto_index": (bool, AUTO_INDEX),
+}
+_DECLARED = {**SHARED, **TRAINING}
+
+
+def training_recipe(ctx: typer.Context) -> dict[str, Any]:
+    """The shared options that are part of a training recipe, as the trainers' options take
+    them (``train_split``, ``weight_decay``, ``warmup``, ``max_steps``, ``seed``)."""
+    names = ("train_split", "weight_decay", "warmup", "max_steps", "seed")
+    return {k: ctx.params[k] for k in names}
+
+
+def training_call(ctx: typer.Context) -> dict[str, Any]:
+    """The keyword arguments both trainers take from the shared options: the options of the
+    first-stage run made on the fly, where qrels are, the plot, progress and the command line.
+    The command's own --force replaces the model folder only."""
+    return {
+        "run_options": run_options(ctx, force=False),
+        "qrels_dir": ctx.params["qrels_dir"],
+        "plot": ctx.params["plot"],
+        "progress": not ctx.params["quiet"],
+        "argv": rerun_argv(ctx),
+    }
+
 
 def shared_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Give a command the shared options ``names`` (declared once, in :data:`SHARED`), after
+    """Give a command the shared options ``names`` (declared once, in :data:`SHARED` or
+    :data:`TRAINING`), after
     its own parameters. The command reads them from ``ctx.params`` (as :func:`run_options`
     does); it is called with its own parameters only."""
 
@@ -243,7 +283,10 @@ def shared_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., 
         own = set(signature.parameters)
         added = [
             inspect.Parameter(
-                n, inspect.Parameter.KEYWORD_ONLY, default=SHARED[n][1], annotation=SHARED[n][0]
+                n,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=_DECLARED[n][1],
+                annotation=_DECLARED[n][0],
             )
             for n in names
             if n not in own
