@@ -353,6 +353,55 @@ def aggregate(
     exceeds ``hard_threshold`` go to ``hard``; queries with fewer than ``min_relevant`` relevant
     are dropped. Unsampled and unjudged pool pairs are ``-1``.
     """
+    _check_rules(min_agree, min_unanimous, max_assessors, min_worker_accuracy, hard_threshold)
+    if min_relevant < 0:
+        raise CmrkitError(f"--min-relevant must be 0 or more, not {min_relevant}")
+    gold = gold or {}
+    index = pool.pair_index()
+    judgments = list(judgments)
+    workers = _score_workers(judgments, gold, index, min_worker_accuracy)
+    votes = _Votes.count(judgments, gold, index, workers)
+    labels, needs, items = _label_pairs(
+        pool, votes.by_pair, min_agree, min_unanimous, max_assessors
+    )
+    per_query_agreement = {q: _agreement(items.get(q, [])) for q in pool.queries}
+    overall = _agreement([r for q in pool.queries for r in items.get(q, [])])
+    merged, conflicts = _merge_known(pool, labels, known)
+    split = _split_queries(merged, per_query_agreement, hard_threshold, min_relevant)
+    for key in list(needs):
+        if key[0] not in split.qrels:
+            del needs[key]
+    qrels = split.qrels
+    report = {
+        "judgments": len(judgments),
+        "rejected_assignments": (counts or {}).get("rejected_assignments", 0),
+        "ignored_not_in_pool": len(votes.ignored),
+        "ignored_examples": [f"{j.path}:{j.line}: {j.qid} {j.docno}" for j in votes.ignored[:5]],
+        "duplicate_votes": votes.duplicates,
+        "dropped_worker_judgments": votes.dropped,
+        "known_conflicts": conflicts,
+        "workers": dict(sorted(workers.items())),
+        "agreement": overall,
+        "queries": split.per_query,
+        "hard_queries": split.hard_queries,
+        "dropped_queries": split.dropped_queries,
+        "needs_more": len(needs),
+        "labels": {
+            "relevant": sum(1 for d in qrels.values() for r in d.values() if r > 0),
+            "non_relevant": sum(1 for d in qrels.values() for r in d.values() if r == 0),
+            "unknown": sum(1 for d in qrels.values() for r in d.values() if r < 0),
+        },
+    }
+    return Aggregate(qrels, split.hard, needs, report)
+
+
+def _check_rules(
+    min_agree: int,
+    min_unanimous: int,
+    max_assessors: int,
+    min_worker_accuracy: float,
+    hard_threshold: float | None,
+) -> None:
     if min_agree < 1 or min_unanimous < 1:
         raise CmrkitError("--min-agree and --min-unanimous must be at least 1")
     if not 1 <= max_assessors <= MAX_ASSESSORS:
@@ -361,12 +410,16 @@ def aggregate(
         raise CmrkitError(f"--min-worker-accuracy must lie in 0..1, not {min_worker_accuracy}")
     if hard_threshold is not None and not 0.0 <= hard_threshold <= 1.0:
         raise CmrkitError(f"--hard-threshold must lie in 0..1, not {hard_threshold}")
-    if min_relevant < 0:
-        raise CmrkitError(f"--min-relevant must be 0 or more, not {min_relevant}")
-    gold = gold or {}
-    index = pool.pair_index()
-    judgments = list(judgments)
 
+
+def _score_workers(
+    judgments: list[Judgment],
+    gold: Mapping[tuple[str, str], int],
+    index: Mapping[tuple[str, str], Any],
+    min_worker_accuracy: float,
+) -> dict[str, dict[str, Any]]:
+    """Each worker's judgments, accuracy on the gold pairs outside the pool, and whether that
+    accuracy drops them."""
     gold_seen: dict[str, list[int]] = {}
     for j in judgments:
         if (j.qid, j.docno) in gold and (j.qid, j.docno) not in index:
@@ -382,36 +435,67 @@ def aggregate(
     for worker, hits in gold_seen.items():
         acc = sum(hits) / len(hits)
         workers[worker].update(gold=len(hits), accuracy=acc, dropped=acc < min_worker_accuracy)
+    return workers
 
-    votes: dict[tuple[str, str], dict[str, int]] = {}
-    ignored: list[Judgment] = []
-    duplicates = dropped_judgments = 0
-    for j in judgments:
-        key = (j.qid, j.docno)
-        if key not in index:
-            if key not in gold:
-                ignored.append(j)
-            continue
-        if workers[j.worker]["dropped"]:
-            dropped_judgments += 1
-            continue
-        pair_votes = votes.setdefault(key, {})
-        if j.worker in pair_votes:
-            duplicates += 1
-            continue
-        pair_votes[j.worker] = j.label
 
-    if judgments and len(ignored) == len(judgments):
-        j = judgments[0]
-        raise CmrkitError(
-            f"none of the {len(judgments)} judgments is for a pair of the pool (e.g. {j.qid} "
-            f"{j.docno}); are they for another pool?",
-            path=j.path,
-            where=f"line {j.line}",
-        )
+@dataclass
+class _Votes:
+    """The Likert votes on each pool pair (one per worker), and what was left out."""
+
+    by_pair: dict[tuple[str, str], dict[str, int]]
+    ignored: list[Judgment]
+    duplicates: int
+    dropped: int
+
+    @classmethod
+    def count(
+        cls,
+        judgments: list[Judgment],
+        gold: Mapping[tuple[str, str], int],
+        index: Mapping[tuple[str, str], Any],
+        workers: Mapping[str, Mapping[str, Any]],
+    ) -> _Votes:
+        votes = cls({}, [], 0, 0)
+        for j in judgments:
+            key = (j.qid, j.docno)
+            if key not in index:
+                if key not in gold:
+                    votes.ignored.append(j)
+                continue
+            if workers[j.worker]["dropped"]:
+                votes.dropped += 1
+                continue
+            pair_votes = votes.by_pair.setdefault(key, {})
+            if j.worker in pair_votes:
+                votes.duplicates += 1
+                continue
+            pair_votes[j.worker] = j.label
+        if judgments and len(votes.ignored) == len(judgments):
+            j = judgments[0]
+            raise CmrkitError(
+                f"none of the {len(judgments)} judgments is for a pair of the pool (e.g. {j.qid} "
+                f"{j.docno}); are they for another pool?",
+                path=j.path,
+                where=f"line {j.line}",
+            )
+        return votes
+
+
+_AgreementRows = list[tuple[list[int], list[int]]]
+
+
+def _label_pairs(
+    pool: Pool,
+    votes: Mapping[tuple[str, str], Mapping[str, int]],
+    min_agree: int,
+    min_unanimous: int,
+    max_assessors: int,
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int], dict[str, _AgreementRows]]:
+    """Each pool pair's label, the further assessments an undecided pair needs, and per query
+    the binary and Likert vote counts of the pairs with two votes or more."""
     labels: dict[tuple[str, str], int] = {}
     needs: dict[tuple[str, str], int] = {}
-    items: dict[str, list[tuple[list[int], list[int]]]] = {}
+    items: dict[str, _AgreementRows] = {}
     for p in pool.pairs:
         key = (p.qid, p.docno)
         likert = list(votes.get(key, {}).values())
@@ -424,19 +508,24 @@ def aggregate(
                 needs[key] = k
         if len(likert) >= 2:
             items.setdefault(p.qid, []).append(agreement_rows(likert))
+    return labels, needs, items
 
-    def agreement(rows: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
-        unanimous = sum(1 for b, _ in rows if min(b) == 0)
-        return {
-            "pairs": len(rows),
-            "unanimous": unanimous / len(rows) if rows else None,
-            "kappa": fleiss_kappa([b for b, _ in rows]),
-            "kappa_likert": fleiss_kappa([lk for _, lk in rows]),
-        }
 
-    per_query_agreement = {q: agreement(items.get(q, [])) for q in pool.queries}
-    overall = agreement([r for q in pool.queries for r in items.get(q, [])])
+def _agreement(rows: _AgreementRows) -> dict[str, Any]:
+    unanimous = sum(1 for b, _ in rows if min(b) == 0)
+    return {
+        "pairs": len(rows),
+        "unanimous": unanimous / len(rows) if rows else None,
+        "kappa": fleiss_kappa([b for b, _ in rows]),
+        "kappa_likert": fleiss_kappa([lk for _, lk in rows]),
+    }
 
+
+def _merge_known(
+    pool: Pool, labels: Mapping[tuple[str, str], int], known: Qrels | None
+) -> tuple[dict[str, dict[str, int]], int]:
+    """The labels by query with the known relevance of the pool's queries over them, and how
+    many known labels contradict a decided one."""
     merged: dict[str, dict[str, int]] = {q: {} for q in pool.queries}
     for (qid, docno), label in labels.items():
         merged.setdefault(qid, {})[docno] = label
@@ -448,28 +537,44 @@ def aggregate(
             if docno in merged[qid] and merged[qid][docno] >= 0 and merged[qid][docno] != rel:
                 conflicts += 1
             merged[qid][docno] = rel
+    return merged, conflicts
 
-    hard_queries, dropped_queries = [], []
-    qrels: dict[str, dict[str, int]] = {}
-    hard: dict[str, dict[str, int]] = {}
-    per_query: dict[str, dict[str, Any]] = {}
+
+@dataclass
+class _QuerySplit:
+    qrels: dict[str, dict[str, int]]
+    hard: dict[str, dict[str, int]]
+    per_query: dict[str, dict[str, Any]]
+    hard_queries: list[str]
+    dropped_queries: list[str]
+
+
+def _split_queries(
+    merged: Mapping[str, Mapping[str, int]],
+    agreement: Mapping[str, dict[str, Any]],
+    hard_threshold: float | None,
+    min_relevant: int,
+) -> _QuerySplit:
+    """Each query kept, set aside as hard (too much disagreement) or dropped (too few
+    relevant), in natural order, with its figures for the report."""
+    out = _QuerySplit({}, {}, {}, [], [])
     for qid in sorted(merged, key=natural_key):
         docs = dict(sorted(merged[qid].items()))
         relevant = sum(1 for r in docs.values() if r > 0)
         unknown = sum(1 for r in docs.values() if r < 0)
-        a = per_query_agreement.get(qid, agreement([]))
+        a = agreement.get(qid, _agreement([]))
         disagreement = 1.0 - a["unanimous"] if a["unanimous"] is not None else 0.0
         if hard_threshold is not None and a["pairs"] and disagreement > hard_threshold:
             status = "hard"
-            hard_queries.append(qid)
-            hard[qid] = docs
+            out.hard_queries.append(qid)
+            out.hard[qid] = docs
         elif relevant < min_relevant:
             status = "too few relevant"
-            dropped_queries.append(qid)
+            out.dropped_queries.append(qid)
         else:
             status = "kept"
-            qrels[qid] = docs
-        per_query[qid] = {
+            out.qrels[qid] = docs
+        out.per_query[qid] = {
             "status": status,
             "judged": len(docs),
             "relevant": relevant,
@@ -478,31 +583,7 @@ def aggregate(
             "disagreement": disagreement,
             **{k: a[k] for k in ("pairs", "unanimous", "kappa")},
         }
-    for key in list(needs):
-        if key[0] not in qrels:
-            del needs[key]
-
-    report = {
-        "judgments": len(judgments),
-        "rejected_assignments": (counts or {}).get("rejected_assignments", 0),
-        "ignored_not_in_pool": len(ignored),
-        "ignored_examples": [f"{j.path}:{j.line}: {j.qid} {j.docno}" for j in ignored[:5]],
-        "duplicate_votes": duplicates,
-        "dropped_worker_judgments": dropped_judgments,
-        "known_conflicts": conflicts,
-        "workers": dict(sorted(workers.items())),
-        "agreement": overall,
-        "queries": per_query,
-        "hard_queries": hard_queries,
-        "dropped_queries": dropped_queries,
-        "needs_more": len(needs),
-        "labels": {
-            "relevant": sum(1 for d in qrels.values() for r in d.values() if r > 0),
-            "non_relevant": sum(1 for d in qrels.values() for r in d.values() if r == 0),
-            "unknown": sum(1 for d in qrels.values() for r in d.values() if r < 0),
-        },
-    }
-    return Aggregate(qrels, hard, needs, report)
+    return out
 
 
 # --- simulated assessors -------------------------------------------------------------------

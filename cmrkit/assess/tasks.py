@@ -233,6 +233,78 @@ def read_gold(path: str | os.PathLike) -> dict[tuple[str, str], int]:
     return gold
 
 
+def _shuffled_pairs(pool: Pool, rng: random.Random) -> list[tuple[str, str]]:
+    """The pool's sampled pairs, query by query in natural order, each query's shuffled."""
+    by_query: dict[str, list[str]] = {}
+    for p in pool.pairs:
+        if p.sampled:
+            by_query.setdefault(p.qid, []).append(p.docno)
+    ordered: list[tuple[str, str]] = []
+    for qid in sorted(by_query, key=natural_key):
+        docs = sorted(by_query[qid])
+        rng.shuffle(docs)
+        ordered.extend((qid, d) for d in docs)
+    if not ordered:
+        raise CmrkitError("the pool has no pairs to judge")
+    return ordered
+
+
+def _gold_pairs(
+    pool: Pool,
+    collection: str | os.PathLike,
+    gold: dict[tuple[str, str], int] | None,
+    gold_per_hit: int,
+) -> list[tuple[str, str]]:
+    """The gold pairs that can be shown: outside the pool, of a topic of the collection, not
+    the topic's own unit; none when no gold pair goes in a HIT."""
+    if not gold_per_hit:
+        return []
+    if not gold:
+        raise CmrkitError("--gold-per-hit needs --gold QRELS with pairs of known answer")
+    pooled = {(p.qid, p.docno) for p in pool.pairs}
+    gold_pairs = sorted(
+        (k for k in gold if k not in pooled), key=lambda k: (natural_key(k[0]), k[1])
+    )
+    topics = topics_by_qid(collection)
+    gold_pairs = [k for k in gold_pairs if k[0] in topics and topics[k[0]].get("unit") != k[1]]
+    if len(gold_pairs) < gold_per_hit:
+        raise CmrkitError(
+            f"--gold holds {len(gold_pairs)} usable pairs outside the pool; "
+            f"need at least {gold_per_hit}"
+        )
+    return gold_pairs
+
+
+_Hit = list[tuple[tuple[str, str], int | None]]
+
+
+def _hits(
+    ordered: list[tuple[str, str]],
+    per_hit: int,
+    gold_pairs: list[tuple[str, str]],
+    gold: dict[tuple[str, str], int],
+    gold_per_hit: int,
+    rng: random.Random,
+) -> list[_Hit]:
+    """HITs of ``per_hit`` pairs in order, each with ``gold_per_hit`` gold pairs (with their
+    answer; of the HIT's first query when it has some) at random places; HITs shuffled."""
+    gold_by_query: dict[str, list[tuple[str, str]]] = {}
+    for k in gold_pairs:
+        gold_by_query.setdefault(k[0], []).append(k)
+    hits: list[_Hit] = []
+    for start in range(0, len(ordered), per_hit):
+        chunk: _Hit = [(k, None) for k in ordered[start : start + per_hit]]
+        for _ in range(gold_per_hit):
+            used = {k for k, _ in chunk}
+            local = [k for k in gold_by_query.get(chunk[0][0][0], []) if k not in used]
+            choices = local or [k for k in gold_pairs if k not in used] or gold_pairs
+            g = rng.choice(choices)
+            chunk.insert(rng.randrange(len(chunk) + 1), (g, gold[g]))
+        hits.append(chunk)
+    rng.shuffle(hits)
+    return hits
+
+
 def build_tasks(
     pool: Pool,
     collection: str | os.PathLike,
@@ -255,51 +327,9 @@ def build_tasks(
     if gold_per_hit < 0:
         raise CmrkitError(f"--gold-per-hit must not be negative, not {gold_per_hit}")
     rng = random.Random(seed)
-    by_query: dict[str, list[str]] = {}
-    for p in pool.pairs:
-        if p.sampled:
-            by_query.setdefault(p.qid, []).append(p.docno)
-    ordered: list[tuple[str, str]] = []
-    for qid in sorted(by_query, key=natural_key):
-        docs = sorted(by_query[qid])
-        rng.shuffle(docs)
-        ordered.extend((qid, d) for d in docs)
-    if not ordered:
-        raise CmrkitError("the pool has no pairs to judge")
-
-    pooled = {(p.qid, p.docno) for p in pool.pairs}
-    gold_pairs: list[tuple[str, str]] = []
-    if gold_per_hit:
-        if not gold:
-            raise CmrkitError("--gold-per-hit needs --gold QRELS with pairs of known answer")
-        gold_pairs = sorted(
-            (k for k in gold if k not in pooled), key=lambda k: (natural_key(k[0]), k[1])
-        )
-        topics = topics_by_qid(collection)
-        gold_pairs = [k for k in gold_pairs if k[0] in topics and topics[k[0]].get("unit") != k[1]]
-        if len(gold_pairs) < gold_per_hit:
-            raise CmrkitError(
-                f"--gold holds {len(gold_pairs)} usable pairs outside the pool; "
-                f"need at least {gold_per_hit}"
-            )
-    gold_by_query: dict[str, list[tuple[str, str]]] = {}
-    for k in gold_pairs:
-        gold_by_query.setdefault(k[0], []).append(k)
-
-    hits: list[list[tuple[tuple[str, str], int | None]]] = []
-    for start in range(0, len(ordered), per_hit):
-        chunk: list[tuple[tuple[str, str], int | None]] = [
-            (k, None) for k in ordered[start : start + per_hit]
-        ]
-        for _ in range(gold_per_hit):
-            used = {k for k, _ in chunk}
-            local = [k for k in gold_by_query.get(chunk[0][0][0], []) if k not in used]
-            choices = local or [k for k in gold_pairs if k not in used] or gold_pairs
-            g = rng.choice(choices)
-            chunk.insert(rng.randrange(len(chunk) + 1), (g, gold[g]))  # type: ignore[index]
-        hits.append(chunk)
-    rng.shuffle(hits)
-
+    ordered = _shuffled_pairs(pool, rng)
+    gold_pairs = _gold_pairs(pool, collection, gold, gold_per_hit)
+    hits = _hits(ordered, per_hit, gold_pairs, gold or {}, gold_per_hit, rng)
     described = describe_pairs(
         sorted({k for h in hits for k, _ in h}),
         collection,

@@ -651,17 +651,13 @@ def build_collection(
     collection already there from the same inputs and parameters is kept (up to date).
     """
     opts.check()
+    identity = {
+        "source": source,
+        "inputs": [asdict(i) for i in inputs],
+        "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+    }
     kept = kept_collection(
-        Path(collections_dir) / opts.name,
-        build_identity(
-            {
-                "source": source,
-                "inputs": [asdict(i) for i in inputs],
-                "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
-            }
-        ),
-        Path(qrels_dir),
-        force=force,
+        Path(collections_dir) / opts.name, build_identity(identity), Path(qrels_dir), force=force
     )
     if kept is not None:
         return kept
@@ -673,22 +669,12 @@ def build_collection(
     def step(description: str, total: int | None) -> Callable[[int], None]:
         return progress(description, total) if progress else (lambda n: None)
 
-    segmenter = None
+    segmenter = _segmenter(opts, step)
     split_tick = None
-    if opts.unit == "sentence":
-        from cmrkit.collection.sentences import load_segmenter, sentence_spans
-
-        loaded = step(f"loading spaCy ({opts.sentences})", 1)
-        nlp = load_segmenter(opts.spacy_model, opts.sentences)
-        loaded(1)
-
-        def segmenter(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
-            return sentence_spans(nlp, texts)
-
+    if segmenter is not None:
         split_tick = step(
             "splitting annotated passages into sentences", len({m.context for m in mentions})
         )
-
     units, placed = build_units(mentions, opts, segmenter, split_tick)
     queries, dropped = choose_queries(mentions, placed, opts, query_ids)
     if not queries:
@@ -707,15 +693,7 @@ def build_collection(
     query_clusters = {q.mention.cluster for q in queries}
     flt = DistractorFilter(opts.distractor_filter, queries, mentions)
     seen = {_text_key(u.contents) for u in units}
-    total = None
-    if segmenter is not None and all(d.count for d in distractors):
-        counted = step("counting distractor passages", len(distractors))
-        total = 0
-        for d in distractors:
-            total += d.count()  # type: ignore[misc]
-            counted(1)
-    what = "distractors: splitting into sentences" if segmenter is not None else "distractors"
-    tick = step(what, total)
+    tick = _distractor_progress(distractors, segmenter is not None, step)
 
     with StagedOutputs(
         targets, force=force, anchor=Path(collections_dir), kinds={out_dir: "collection"}
@@ -739,35 +717,17 @@ def build_collection(
             for q in queries:
                 f.write(_json(_topic(q, opts)) + "\n")
         for s in splits:
-            with open(cdir / layout.topics_tsv_name(s), "w", encoding="utf-8", newline="\n") as f:
-                write_topics_tsv(
-                    f,
-                    (
-                        (clean_id(q.mention.mention_id), q.mention.text)
-                        for q in queries
-                        if q.mention.split == s
-                    ),
-                )
-            with open(staged.path(qrels_files[s]), "w", encoding="utf-8", newline="\n") as f:
-                for q in queries:
-                    if q.mention.split == s:
-                        write_qrels(
-                            f, {clean_id(q.mention.mention_id): dict.fromkeys(q.relevant, 1)}
-                        )
-            with open(staged.path(cluster_files[s]), "w", encoding="utf-8", newline="\n") as f:
-                write_clusters_jsonl(f, gold_cluster_records(mentions, s, placed))
+            _write_split(
+                cdir,
+                s,
+                queries,
+                staged.path(qrels_files[s]),
+                staged.path(cluster_files[s]),
+                gold_cluster_records(mentions, s, placed),
+            )
 
         stats = _split_stats(splits, queries, mentions, placed, n_distractors)
-        counts = {
-            "mentions": len(mentions),
-            "clusters": len({m.cluster for m in mentions}),
-            "query_clusters": len(query_clusters),
-            "queries": len(queries),
-            "annotated_units": sum(1 for u in units if u.kind == "annotated"),
-            "context_units": sum(1 for u in units if u.kind == "context"),
-            "distractor_units": n_distractors,
-            "corpus_units": len(units) + n_distractors,
-        }
+        counts = _counts(mentions, len(query_clusters), queries, units, n_distractors)
         manifest = {
             "name": opts.name,
             "cmrkit_version": __version__,
@@ -778,18 +738,99 @@ def build_collection(
             "counts": counts,
             "dropped": dropped,
             "splits": stats,
-            "files": {
-                "corpus": layout.CORPUS,
-                "topics": layout.TOPICS,
-                "topics_tsv": {s: layout.topics_tsv_name(s) for s in splits},
-                "qrels": {s: str(p) for s, p in qrels_files.items()},
-                "clusters": {s: str(p) for s, p in cluster_files.items()},
-            },
+            "files": _manifest_files(splits, qrels_files, cluster_files),
             "corpus_sha256": sha256_file(corpus_path),
         }
         with open(cdir / layout.MANIFEST, "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
+
+
+def _counts(
+    mentions: list[Mention],
+    n_query_clusters: int,
+    queries: list[Query],
+    units: list[Unit],
+    n_distractors: int,
+) -> dict[str, int]:
+    return {
+        "mentions": len(mentions),
+        "clusters": len({m.cluster for m in mentions}),
+        "query_clusters": n_query_clusters,
+        "queries": len(queries),
+        "annotated_units": sum(1 for u in units if u.kind == "annotated"),
+        "context_units": sum(1 for u in units if u.kind == "context"),
+        "distractor_units": n_distractors,
+        "corpus_units": len(units) + n_distractors,
+    }
+
+
+def _manifest_files(
+    splits: list[str], qrels_files: dict[str, Path], cluster_files: dict[str, Path]
+) -> dict[str, Any]:
+    return {
+        "corpus": layout.CORPUS,
+        "topics": layout.TOPICS,
+        "topics_tsv": {s: layout.topics_tsv_name(s) for s in splits},
+        "qrels": {s: str(p) for s, p in qrels_files.items()},
+        "clusters": {s: str(p) for s, p in cluster_files.items()},
+    }
+
+
+def _segmenter(
+    opts: BuildOptions, step: Callable[[str, int | None], Callable[[int], None]]
+) -> Callable[[list[str]], Iterator[list[tuple[int, int]]]] | None:
+    """For sentence units, spaCy's sentence splitter over a batch of texts (loaded here, a
+    progress step of its own); None for passage units."""
+    if opts.unit != "sentence":
+        return None
+    from cmrkit.collection.sentences import load_segmenter, sentence_spans
+
+    loaded = step(f"loading spaCy ({opts.sentences})", 1)
+    nlp = load_segmenter(opts.spacy_model, opts.sentences)
+    loaded(1)
+
+    def segmenter(texts: list[str]) -> Iterator[list[tuple[int, int]]]:
+        return sentence_spans(nlp, texts)
+
+    return segmenter
+
+
+def _distractor_progress(
+    distractors: list[DistractorSource],
+    sentences: bool,
+    step: Callable[[str, int | None], Callable[[int], None]],
+) -> Callable[[int], None]:
+    """The progress step of the distractors; when they are split into sentences (slow) and
+    every source can count its passages, they are counted first for a total."""
+    total = None
+    if sentences and all(d.count for d in distractors):
+        counted = step("counting distractor passages", len(distractors))
+        total = 0
+        for d in distractors:
+            total += d.count()  # type: ignore[misc]
+            counted(1)
+    what = "distractors: splitting into sentences" if sentences else "distractors"
+    return step(what, total)
+
+
+def _write_split(
+    cdir: Path,
+    split: str,
+    queries: list[Query],
+    qrels_path: Path,
+    clusters_path: Path,
+    clusters: Iterable[dict[str, Any]],
+) -> None:
+    """A split's topics TSV in the collection, its qrels and its gold clusters."""
+    mine = [q for q in queries if q.mention.split == split]
+    with open(cdir / layout.topics_tsv_name(split), "w", encoding="utf-8", newline="\n") as f:
+        write_topics_tsv(f, ((clean_id(q.mention.mention_id), q.mention.text) for q in mine))
+    with open(qrels_path, "w", encoding="utf-8", newline="\n") as f:
+        for q in mine:
+            write_qrels(f, {clean_id(q.mention.mention_id): dict.fromkeys(q.relevant, 1)})
+    with open(clusters_path, "w", encoding="utf-8", newline="\n") as f:
+        write_clusters_jsonl(f, clusters)
 
 
 def gold_cluster_records(

@@ -48,22 +48,7 @@ def load_inputs(
     specs = [parse_input_spec(s) for s in inputs]
     from_hub = source == "hf"
     if source == "hf":
-        from cmrkit.sources import hub
-
-        fmt, files = hub.download(
-            hf_dataset,
-            [s.strip() for s in hf_splits.split(",") if s.strip()],
-            revision,
-            hf_cache_dir,
-        )
-        source = fmt
-        specs = [(s, str(p)) for s, p in files]
-        for s, p in files:
-            records.append(
-                InputFile.of(
-                    str(p), "annotated", split=s, format=f"hf:{hf_dataset}@{hub.resolved_commit(p)}"
-                )
-            )
+        source, specs = _from_hub(hf_dataset, hf_splits, revision, hf_cache_dir, records)
     elif not specs:
         raise CmrkitError(f"--source {source} needs at least one --input file")
     elif source != "coresearch":  # coresearch inputs (folders too) are recorded once resolved
@@ -93,37 +78,7 @@ def load_inputs(
         for s, p in specs:
             mentions.extend(read_jsonl(p, s or split_from_name(p)))
     elif source == "coresearch":
-        from cmrkit.sources import coresearch
-
-        resolved = coresearch.resolve(specs)
-        query_ids = set()
-        for files in resolved:
-            for role, path in (
-                ("annotated", files.clusters),
-                ("annotated", files.passages),
-                ("queries", files.queries),
-            ):
-                if path is not None and not from_hub:
-                    records.append(
-                        InputFile.of(
-                            path, role, _display(path, sample), split=files.split, format=source
-                        )
-                    )
-            found, rest, ids = coresearch.read_coresearch(
-                files.clusters, files.passages, files.split, files.queries
-            )
-            mentions.extend(found)
-            streams.append(DistractorSource(name=str(files.passages), passages=rest))
-            # a split without a queries file: every annotated passage is a query
-            query_ids.update(ids if ids is not None else (m.mention_id for m in found))
-        if len(resolved) > 1:
-            notes.append(
-                f"{len(resolved)} CoreSearch splits ({', '.join(f.split for f in resolved)}) "
-                "share one corpus here; CoreSearch searches each split in its own passages: "
-                "for its exact corpora build one collection per split (--input dev=FOLDER)"
-            )
-        if not any(f.queries for f in resolved):
-            query_ids = None
+        query_ids = _read_coresearch(specs, from_hub, sample, records, mentions, streams, notes)
 
     for d in distractors:
         fmt = distractor_format if distractor_format != "auto" else detect_format(d)
@@ -149,3 +104,68 @@ def load_inputs(
         notes=notes,
         query_ids=query_ids,
     )
+
+
+def _from_hub(
+    dataset: str, splits: str, revision: str, cache_dir: str | None, records: list[InputFile]
+) -> tuple[str, list[tuple[str | None, str]]]:
+    """Download the dataset's splits from the Hugging Face hub: their format (the source that
+    reads them) and (split, path) specs; each file is recorded with the commit it came from."""
+    from cmrkit.sources import hub
+
+    fmt, files = hub.download(
+        dataset, [s.strip() for s in splits.split(",") if s.strip()], revision, cache_dir
+    )
+    for s, p in files:
+        records.append(
+            InputFile.of(
+                str(p), "annotated", split=s, format=f"hf:{dataset}@{hub.resolved_commit(p)}"
+            )
+        )
+    return fmt, [(s, str(p)) for s, p in files]
+
+
+def _read_coresearch(
+    specs: list[tuple[str | None, str]],
+    from_hub: bool,
+    sample: bool,
+    records: list[InputFile],
+    mentions: list[Mention],
+    streams: list[DistractorSource],
+    notes: list[str],
+) -> set[str] | None:
+    """Read CoreSearch splits (dataset folders or files) into ``mentions``, their other
+    passages into ``streams`` as distractors; returns the query ids of the splits' query files
+    (None when no split has one: every annotated passage is then a query)."""
+    from cmrkit.sources import coresearch
+
+    resolved = coresearch.resolve(specs)
+    query_ids: set[str] = set()
+    for files in resolved:
+        for role, path in (
+            ("annotated", files.clusters),
+            ("annotated", files.passages),
+            ("queries", files.queries),
+        ):
+            if path is not None and not from_hub:
+                records.append(
+                    InputFile.of(
+                        path, role, _display(path, sample), split=files.split, format="coresearch"
+                    )
+                )
+        found, rest, ids = coresearch.read_coresearch(
+            files.clusters, files.passages, files.split, files.queries
+        )
+        mentions.extend(found)
+        streams.append(DistractorSource(name=str(files.passages), passages=rest))
+        # a split without a queries file: every annotated passage is a query
+        query_ids.update(ids if ids is not None else (m.mention_id for m in found))
+    if len(resolved) > 1:
+        notes.append(
+            f"{len(resolved)} CoreSearch splits ({', '.join(f.split for f in resolved)}) "
+            "share one corpus here; CoreSearch searches each split in its own passages: "
+            "for its exact corpora build one collection per split (--input dev=FOLDER)"
+        )
+    if not any(f.queries for f in resolved):
+        return None
+    return query_ids

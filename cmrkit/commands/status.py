@@ -70,24 +70,7 @@ def status_command(
         return
     infos = [ws.describe_collection(f, qrels_dir) for f in folders]
 
-    table = _table(
-        "collections",
-        [("collection", "left"), ("split", "left"), ("queries", "right"), ("rel/query", "right"),
-         ("qrels", "left"), ("units", "right"), ("index", "left")],
-    )  # fmt: skip
-    for info in infos:
-        for i, s in enumerate(info.splits):
-            first = i == 0
-            table.add_row(
-                info.name if first else "",
-                s.split,
-                f"{s.queries:,}",
-                "" if s.mean_relevant is None else f"{s.mean_relevant:.2f}",
-                "yes" if s.qrels is not None else "missing",
-                f"{info.units:,}" if first and info.units is not None else "",
-                info.index if first else "",
-            )
-    render(table, out)
+    _collections(infos)
 
     qrels_cache: dict[Path, tuple[dict, str]] = {}
     every = {info.name: ws.collection_runs(info.name, runs_dir) for info in infos}
@@ -107,6 +90,47 @@ def status_command(
             )
 
     names = {info.name for info in infos}
+    _pools_and_judgments(pools_dir, names)
+    built = {s.qrels.resolve() for info in infos for s in info.splits if s.qrels is not None}
+    extra = [
+        p
+        for name in sorted(names)
+        for p in ws.other_qrels(name, qrels_dir or "qrels")
+        if p.resolve() not in built
+    ]
+    if extra:
+        out.print("other qrels: " + ", ".join(str(p) for p in extra))
+
+
+def _collections(infos: list) -> None:
+    """The table of the collections: a row per split."""
+    from cmrkit.commands.tables import render
+
+    table = _table(
+        "collections",
+        [("collection", "left"), ("split", "left"), ("queries", "right"), ("rel/query", "right"),
+         ("qrels", "left"), ("units", "right"), ("index", "left")],
+    )  # fmt: skip
+    for info in infos:
+        for i, s in enumerate(info.splits):
+            first = i == 0
+            table.add_row(
+                info.name if first else "",
+                s.split,
+                f"{s.queries:,}",
+                "" if s.mean_relevant is None else f"{s.mean_relevant:.2f}",
+                "yes" if s.qrels is not None else "missing",
+                f"{info.units:,}" if first and info.units is not None else "",
+                info.index if first else "",
+            )
+    render(table, out)
+
+
+def _pools_and_judgments(pools_dir: Path, names: set[str]) -> None:
+    """The tables of the pools of these collections and of the judgment files."""
+    import cmrkit.workspace as ws
+    from cmrkit.commands.tables import render
+
     pools = [p for p in ws.find_pools(pools_dir) if p.collection in names]
     judgments = ws.find_judgments(pools_dir)
     if pools:
@@ -128,15 +152,6 @@ def status_command(
         render(table, out)
     if not pools and not judgments:
         out.print(f"no pools or judgments under {pools_dir}/")
-    built = {s.qrels.resolve() for info in infos for s in info.splits if s.qrels is not None}
-    extra = [
-        p
-        for name in sorted(names)
-        for p in ws.other_qrels(name, qrels_dir or "qrels")
-        if p.resolve() not in built
-    ]
-    if extra:
-        out.print("other qrels: " + ", ".join(str(p) for p in extra))
 
 
 @contextlib.contextmanager

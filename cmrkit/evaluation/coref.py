@@ -285,100 +285,29 @@ class _Arrays:
 def _arrays(
     key: Clustering, response: Clustering, pairs: list[tuple[str, Document, Document | None]]
 ) -> _Arrays:
-    k_doc: list[int] = []
-    k_chain: list[int] = []
-    kc_doc: list[int] = []
-    p_doc: list[int] = []
-    p_chain: list[int] = []
-    p_key: list[int] = []
-    p_twin: list[int] = []
-    pc_doc: list[int] = []
-    starts: list[int] = []  # first position of each document's response
-    kbase = twins = 0
-    for d, (_, kdoc, rdoc) in enumerate(pairs):
-        index: dict[Hashable, int] = {}
-        for i, ident in enumerate(kdoc.ids):
-            if ident in index:
-                j = index[ident] - kbase
-                raise CmrkitError(
-                    f"the key holds this mention twice (also {key.where(kdoc.lines[j])}); "
-                    "a key mention belongs to one chain",
-                    path=key.path,
-                    where=key.where(kdoc.lines[i]),
-                )
-            index[ident] = kbase + i
-        nk = len(kdoc.ids)
-        k_doc.extend([d] * nk)
-        k_chain.extend(c + len(kc_doc) for c in kdoc.chains)
-        kc_doc.extend([d] * len(kdoc.names))
-        kbase += nk
-        starts.append(len(p_key))
-        if rdoc is None:
-            continue
-        twin_ids: dict[Hashable, int] = {}
-        for ident in rdoc.ids:
-            k = index.get(ident, -1)
-            p_key.append(k)
-            if k < 0:
-                t = twin_ids.get(ident)
-                if t is None:
-                    t = twin_ids[ident] = twins
-                    twins += 1
-                p_twin.append(t)
-            else:
-                p_twin.append(-1)
-        p_doc.extend([d] * len(rdoc.ids))
-        p_chain.extend(c + len(pc_doc) for c in rdoc.chains)
-        pc_doc.extend([d] * len(rdoc.names))
+    f = _flatten(key, pairs)
     i64 = np.int64
-    ka = np.asarray(k_chain, dtype=i64)
-    pa = np.asarray(p_chain, dtype=i64)
-    pk = np.asarray(p_key, dtype=i64)
-    kc_size = np.bincount(ka, minlength=len(kc_doc))
-    pc_size = np.bincount(pa, minlength=len(pc_doc))
+    ka = np.asarray(f.k_chain, dtype=i64)
+    pa = np.asarray(f.p_chain, dtype=i64)
+    pk = np.asarray(f.p_key, dtype=i64)
+    kc_size = np.bincount(ka, minlength=len(f.kc_doc))
+    pc_size = np.bincount(pa, minlength=len(f.pc_doc))
     positions = np.arange(len(pa))
-    pc_first = np.full(len(pc_doc), len(pa), dtype=i64)
+    pc_first = np.full(len(f.pc_doc), len(pa), dtype=i64)
     np.minimum.at(pc_first, pa, positions)
-
-    # the reference scorer walks chains in order, mentions in order, keeping the first of a
-    # key mention; repeats of a mention missing from the key go unnoticed and stay
-    keep = np.ones(len(pa), dtype=bool)
-    matched = np.flatnonzero(pk >= 0)
-    order = matched[np.lexsort((matched, pa[matched]))]
-    ks = pk[order]
-    by_key = order[np.argsort(ks, kind="stable")]
-    sorted_keys = pk[by_key]
-    again = np.zeros(len(by_key), dtype=bool)
-    again[1:] = sorted_keys[1:] == sorted_keys[:-1]
-    keep[by_key[again]] = False
-    repeats = int(again.sum())
+    keep, order, repeats = _first_of_each(pa, pk)
     if repeats > MAX_REPEATS:
-        seen: dict[int, int] = {}
-        for p in order.tolist():
-            k = int(pk[p])
-            if k in seen:
-                d = p_doc[p]
-                rdoc = pairs[d][2]
-                assert rdoc is not None
-                first, again_at = seen[k] - starts[d], p - starts[d]
-                raise CmrkitError(
-                    f"the response repeats {repeats} mentions (e.g. "
-                    f"{response.where(rdoc.lines[again_at])} repeats "
-                    f"{response.where(rdoc.lines[first])}); the reference scorer refuses more "
-                    f"than {MAX_REPEATS}: write each mention once",
-                    path=response.path,
-                )
-            seen[k] = p
-    pd = np.asarray(p_doc, dtype=i64)
-    ptw = np.asarray(p_twin, dtype=i64)
+        _refuse_repeats(response, pairs, f, order, pk, repeats)
+    pd = np.asarray(f.p_doc, dtype=i64)
+    ptw = np.asarray(f.p_twin, dtype=i64)
     r_chain_old = pa[keep]
     live, r_chain = np.unique(r_chain_old, return_inverse=True)
-    pcd = np.asarray(pc_doc, dtype=i64)
+    pcd = np.asarray(f.pc_doc, dtype=i64)
     return _Arrays(
         docs=len(pairs),
-        k_doc=np.asarray(k_doc, dtype=i64),
+        k_doc=np.asarray(f.k_doc, dtype=i64),
         k_chain=ka,
-        kc_doc=np.asarray(kc_doc, dtype=i64),
+        kc_doc=np.asarray(f.kc_doc, dtype=i64),
         kc_size=kc_size,
         p_doc=pd,
         p_chain=pa,
@@ -395,6 +324,109 @@ def _arrays(
         rc_size=np.bincount(r_chain, minlength=len(live)),
         repeats=repeats,
     )
+
+
+@dataclass
+class _Flat:
+    """Key and response of all documents as flat lists (see :class:`_Arrays`), and the first
+    response position of each document."""
+
+    k_doc: list[int] = field(default_factory=list)
+    k_chain: list[int] = field(default_factory=list)
+    kc_doc: list[int] = field(default_factory=list)
+    p_doc: list[int] = field(default_factory=list)
+    p_chain: list[int] = field(default_factory=list)
+    p_key: list[int] = field(default_factory=list)
+    p_twin: list[int] = field(default_factory=list)
+    pc_doc: list[int] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+
+
+def _flatten(key: Clustering, pairs: list[tuple[str, Document, Document | None]]) -> _Flat:
+    """Number the chains globally and match each response mention to its key mention (or to
+    an identity number shared by its repeats); a mention twice in the key is refused."""
+    f = _Flat()
+    kbase = twins = 0
+    for d, (_, kdoc, rdoc) in enumerate(pairs):
+        index: dict[Hashable, int] = {}
+        for i, ident in enumerate(kdoc.ids):
+            if ident in index:
+                j = index[ident] - kbase
+                raise CmrkitError(
+                    f"the key holds this mention twice (also {key.where(kdoc.lines[j])}); "
+                    "a key mention belongs to one chain",
+                    path=key.path,
+                    where=key.where(kdoc.lines[i]),
+                )
+            index[ident] = kbase + i
+        nk = len(kdoc.ids)
+        f.k_doc.extend([d] * nk)
+        f.k_chain.extend(c + len(f.kc_doc) for c in kdoc.chains)
+        f.kc_doc.extend([d] * len(kdoc.names))
+        kbase += nk
+        f.starts.append(len(f.p_key))
+        if rdoc is None:
+            continue
+        twin_ids: dict[Hashable, int] = {}
+        for ident in rdoc.ids:
+            k = index.get(ident, -1)
+            f.p_key.append(k)
+            if k < 0:
+                t = twin_ids.get(ident)
+                if t is None:
+                    t = twin_ids[ident] = twins
+                    twins += 1
+                f.p_twin.append(t)
+            else:
+                f.p_twin.append(-1)
+        f.p_doc.extend([d] * len(rdoc.ids))
+        f.p_chain.extend(c + len(f.pc_doc) for c in rdoc.chains)
+        f.pc_doc.extend([d] * len(rdoc.names))
+    return f
+
+
+def _first_of_each(pa: np.ndarray, pk: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Which response positions the reference scorer keeps: it walks chains in order, mentions
+    in order, keeping the first of a key mention; repeats of a mention missing from the key go
+    unnoticed and stay. Also the matched positions in that walk's order, and the repeats."""
+    keep = np.ones(len(pa), dtype=bool)
+    matched = np.flatnonzero(pk >= 0)
+    order = matched[np.lexsort((matched, pa[matched]))]
+    ks = pk[order]
+    by_key = order[np.argsort(ks, kind="stable")]
+    sorted_keys = pk[by_key]
+    again = np.zeros(len(by_key), dtype=bool)
+    again[1:] = sorted_keys[1:] == sorted_keys[:-1]
+    keep[by_key[again]] = False
+    return keep, order, int(again.sum())
+
+
+def _refuse_repeats(
+    response: Clustering,
+    pairs: list[tuple[str, Document, Document | None]],
+    f: _Flat,
+    order: np.ndarray,
+    pk: np.ndarray,
+    repeats: int,
+) -> None:
+    """Refuse a response with more repeated mentions than the reference scorer takes, naming
+    the first repeat and the mention it repeats."""
+    seen: dict[int, int] = {}
+    for p in order.tolist():
+        k = int(pk[p])
+        if k in seen:
+            d = f.p_doc[p]
+            rdoc = pairs[d][2]
+            assert rdoc is not None
+            first, again_at = seen[k] - f.starts[d], p - f.starts[d]
+            raise CmrkitError(
+                f"the response repeats {repeats} mentions (e.g. "
+                f"{response.where(rdoc.lines[again_at])} repeats "
+                f"{response.where(rdoc.lines[first])}); the reference scorer refuses more "
+                f"than {MAX_REPEATS}: write each mention once",
+                path=response.path,
+            )
+        seen[k] = p
 
 
 # ---------------------------------------------------------------------------------------------

@@ -236,18 +236,8 @@ def plan_pool(
 
     truth = read_qrels(qrels)
     read = {str(r): read_run(r) for r in runs}
-    pool = create_pool(runs, collection, depth=options.candidate_depth, preloaded=read)
+    pool, queries = _judged_pool(runs, collection, qrels, truth, read, options)
     names = pool.run_names
-    if len(names) < 2:
-        raise CmrkitError("give at least two runs: the plan compares the rankings of runs")
-    queries = sorted((q for q in truth if q in set(pool.queries)), key=natural_key)
-    if not queries:
-        raise CmrkitError(
-            "the qrels judge none of the runs' queries; are they from another collection?",
-            path=qrels,
-        )
-    keep = set(queries)
-    pool = Pool(dict(pool.header), [p for p in pool.pairs if p.qid in keep])
     assessors = SimulatedAssessors(
         truth, options.assessors, options.noise, options.seed, {"path": str(qrels)}
     )
@@ -257,22 +247,28 @@ def plan_pool(
     scorer = _Scorer(loaded, queries, plain)
     estimator = _Scorer(loaded, queries, MEASURES[plain])
     complete = Judgments(truth)
-    reference = {name: scorer.score(name, complete) for name in names}
-    relevant_total = sum(1 for q in queries for r in truth[q].values() if r > 0)
     relevant = {(q, d) for q in queries for d, r in truth[q].items() if r > 0}
-    findable = sum(1 for p in pool.pairs if (p.qid, p.docno) in relevant)
     subsets = [tuple(names)] + [tuple(n for n in names if n != left) for left in names]
+    sim = _Simulation(
+        names=list(names),
+        subsets=subsets,
+        cands_of={subset: query_candidates(pool, subset) for subset in subsets},
+        labels=labels,
+        relevant=relevant,
+        relevant_total=sum(1 for q in queries for r in truth[q].values() if r > 0),
+        reference={name: scorer.score(name, complete) for name in names},
+    )
+    findable = sum(1 for p in pool.pairs if (p.qid, p.docno) in relevant)
     steps = len(options.strategies) * len(subsets)
     done = 0
-    cands_of = {subset: query_candidates(pool, subset) for subset in subsets}
     arrays_of = {}
     if any(name in ("depth", "rbp", "rrf") for name in options.strategies):
-        arrays_of = {subset: candidate_arrays(cands_of[subset], subset) for subset in subsets}
-    if not options.per_query and min(options.budgets) < len(cands_of[subsets[0]]):
+        arrays_of = {s: candidate_arrays(sim.cands_of[s], s) for s in subsets}
+    if not options.per_query and min(options.budgets) < len(sim.cands_of[subsets[0]]):
         raise CmrkitError(
             f"--budgets {min(options.budgets)} in total is below the number of queries "
-            f"({len(cands_of[subsets[0]])}): every query needs at least one judgment; raise it "
-            "or give --per-query"
+            f"({len(sim.cands_of[subsets[0]])}): every query needs at least one judgment; "
+            "raise it or give --per-query"
         )
     rows = []
     for name in options.strategies:
@@ -280,7 +276,7 @@ def plan_pool(
         for subset in subsets:
             opts = options.strategy(name, options.budgets[0])
             chosen[subset] = select_many(
-                cands_of[subset],
+                sim.cands_of[subset],
                 subset,
                 opts,
                 list(options.budgets),
@@ -291,52 +287,103 @@ def plan_pool(
             if progress is not None:
                 progress(done, steps)
         score = estimator if name == "strata" else scorer
+        measure = MEASURES[plain] if name == "strata" else plain
         for budget in options.budgets:
-            full = tuple(names)
-            sel = chosen[full][budget]
-            judged = Judgments(*_judged(cands_of[full], sel, labels))
-            sim = {run: score.score(run, judged) for run in names}
-            found = sum(
-                1
-                for c, picks in zip(cands_of[full], sel.picks, strict=True)
-                for pick in picks
-                if (c.qid, c.docnos[pick.index]) in relevant
-            )
-            loo = {}
-            for left, subset in zip(names, subsets[1:], strict=True):
-                without = Judgments(*_judged(cands_of[subset], chosen[subset][budget], labels))
-                loo[left] = score.score(left, without) - sim[left]
-            ref = [reference[r] for r in names]
-            got = [sim[r] for r in names]
-            bias = {r: sim[r] - reference[r] for r in names}
-            rows.append(
-                {
-                    "strategy": name,
-                    "budget": budget,
-                    "judged": sel.size,
-                    "found": found / relevant_total if relevant_total else 0.0,
-                    "tau": _kendall_tau(got, ref),
-                    "swap": _largest_swap(got, ref),
-                    "scores": sim,
-                    "bias": bias,
-                    "mean_bias": sum(bias.values()) / len(bias),
-                    "max_abs_bias": max(abs(b) for b in bias.values()),
-                    "loo": loo,
-                    "mean_loo": sum(loo.values()) / len(loo),
-                    "max_abs_loo": max(abs(v) for v in loo.values()),
-                    "measure": MEASURES[plain] if name == "strata" else plain,
-                }
-            )
+            rows.append(sim.row(name, budget, chosen, score, measure))
     return Plan(
         rows,
         names,
-        reference,
+        sim.reference,
         len(queries),
-        relevant_total,
+        sim.relevant_total,
         findable,
         options,
         {"candidates": len(pool.pairs), "assessor_labels": _label_counts(labels)},
     )
+
+
+def _judged_pool(
+    runs: Sequence[str | os.PathLike],
+    collection: str | os.PathLike,
+    qrels: str | os.PathLike,
+    truth: Qrels,
+    read: Mapping[str, Any],
+    options: PlanOptions,
+) -> tuple[Pool, list[str]]:
+    """The candidates of the runs for the queries the qrels judge, and those queries."""
+    pool = create_pool(runs, collection, depth=options.candidate_depth, preloaded=read)
+    if len(pool.run_names) < 2:
+        raise CmrkitError("give at least two runs: the plan compares the rankings of runs")
+    queries = sorted((q for q in truth if q in set(pool.queries)), key=natural_key)
+    if not queries:
+        raise CmrkitError(
+            "the qrels judge none of the runs' queries; are they from another collection?",
+            path=qrels,
+        )
+    keep = set(queries)
+    return Pool(dict(pool.header), [p for p in pool.pairs if p.qid in keep]), queries
+
+
+@dataclass
+class _Simulation:
+    """What every row of a plan compares with: the runs, the run subsets (all, then each run
+    left out), their candidates, the simulated labels, the truth's relevant pairs and the
+    runs' scores with the complete qrels."""
+
+    names: list[str]
+    subsets: list[tuple[str, ...]]
+    cands_of: dict[tuple[str, ...], list[QueryCandidates]]
+    labels: Mapping[tuple[str, str], int]
+    relevant: set[tuple[str, str]]
+    relevant_total: int
+    reference: dict[str, float]
+
+    def row(
+        self,
+        name: str,
+        budget: int,
+        chosen: Mapping[tuple[str, ...], Mapping[int | None, Selection]],
+        score: _Scorer,
+        measure: str,
+    ) -> dict[str, Any]:
+        """One strategy at one budget: the share of relevant found, the rankings' agreement
+        with the reference, each run's bias, and the bias of leaving each run out."""
+        from cmrkit.evaluation.rescore import Judgments
+
+        names, labels, reference = self.names, self.labels, self.reference
+        full = tuple(names)
+        sel = chosen[full][budget]
+        judged = Judgments(*_judged(self.cands_of[full], sel, labels))
+        sim = {run: score.score(run, judged) for run in names}
+        found = sum(
+            1
+            for c, picks in zip(self.cands_of[full], sel.picks, strict=True)
+            for pick in picks
+            if (c.qid, c.docnos[pick.index]) in self.relevant
+        )
+        loo = {}
+        for left, subset in zip(names, self.subsets[1:], strict=True):
+            without = Judgments(*_judged(self.cands_of[subset], chosen[subset][budget], labels))
+            loo[left] = score.score(left, without) - sim[left]
+        ref = [reference[r] for r in names]
+        got = [sim[r] for r in names]
+        bias = {r: sim[r] - reference[r] for r in names}
+        return {
+            "strategy": name,
+            "budget": budget,
+            "judged": sel.size,
+            "found": found / self.relevant_total if self.relevant_total else 0.0,
+            "tau": _kendall_tau(got, ref),
+            "swap": _largest_swap(got, ref),
+            "scores": sim,
+            "bias": bias,
+            "mean_bias": sum(bias.values()) / len(bias),
+            "max_abs_bias": max(abs(b) for b in bias.values()),
+            "loo": loo,
+            "mean_loo": sum(loo.values()) / len(loo),
+            "max_abs_loo": max(abs(v) for v in loo.values()),
+            "measure": measure,
+        }
 
 
 def _label_counts(labels: Mapping[tuple[str, str], int]) -> dict[str, int]:

@@ -30,6 +30,7 @@ import numpy as np
 import cmrkit.retrieval.entities as ner
 from cmrkit.collection.layout import (
     TOPICS,
+    Topic,
     collection_dir,
     qrels_path,
     read_topics,
@@ -448,27 +449,8 @@ def _execute(
     check_formulation(plan.formulation)
     coll = collection_dir(plan.collection)
     split = resolve_split(coll, opts.split)
-    topics = read_topics(coll, split)
-    if plan.formulation == "chain" and not any(t.chain for t in topics):
-        raise CmrkitError(
-            f"no topic of split {split!r} carries a coreference chain (field 'chain'); chain "
-            "queries apply to TAC collections (`cmrkit build-collection --source tac`)",
-            path=coll / TOPICS,
-        )
-    build = None
-    if opts.engine.distributed:
-        from cmrkit.retrieval.distributed.index import build_sharded
-
-        build = functools.partial(build_sharded, engine=opts.engine)
-    info = ensure_index(
-        coll,
-        auto=opts.auto_index,
-        threads=opts.threads,
-        spacy_model=opts.spacy_model,
-        verbose=opts.verbose,
-        progress=opts.progress,
-        build=build,
-    )
+    topics = _topics(coll, split, plan.formulation)
+    info = _index(coll, opts)
     _check_fields_held(info, plan.fields)
     parameters = {
         "query": plan.formulation,
@@ -492,43 +474,21 @@ def _execute(
     )
 
     def compute() -> Computed:
-        from cmrkit.console import progress_bar
-
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         queries = formulate(topics, plan.formulation, opts.spacy_model)
         timings["formulate"] = round(time.perf_counter() - t0, 3)
-        if opts.engine.distributed:
-            from cmrkit.retrieval.distributed.search import DistributedSearcher
-
-            searcher: Any = DistributedSearcher(
-                Searcher, info, k1=plan.k1, b=plan.b, engine=opts.engine, verbose=opts.verbose
-            )
-            engine = searcher.record
-        else:
-            searcher = Searcher(info, k1=plan.k1, b=plan.b, verbose=opts.verbose)
-            engine = {"name": "local"}
+        searcher, engine = _searcher(plan, info, opts)
         extra: dict[str, Any] = {}
+        warnings: list[dict[str, str]] = []
         try:
             if learn is not None:
                 t0 = time.perf_counter()
                 learn(searcher, split, extra)
                 timings["learn"] = round(time.perf_counter() - t0, 3)
             searcher.set_qe(plan.qe)
-            warnings: list[dict[str, str]] = []
             t0 = time.perf_counter()
-            with progress_bar(opts.progress, f"{plan.name} {split}") as bar:
-                task = bar.add_task("queries", total=len(queries))
-                run = searcher.search(
-                    queries,
-                    k=opts.k,
-                    exclude={t.qid: t.unit for t in topics},
-                    exclude_units=own_document_units(info.collection, topics),
-                    fields=plan.fields,
-                    threads=opts.threads,
-                    warnings=warnings,
-                    progress=lambda n: bar.advance(task, n),
-                )
+            run = _search(searcher, plan, opts, info, topics, queries, split, warnings)
             timings["search"] = round(time.perf_counter() - t0, 3)
         finally:
             searcher.close()
@@ -557,6 +517,75 @@ def _execute(
         return Computed(run, _tag(plan), sidecar, timings)
 
     return produce_run(spec, compute, force=opts.force, started=started)
+
+
+def _topics(coll: Path, split: str, formulation: str) -> list[Topic]:
+    topics = read_topics(coll, split)
+    if formulation == "chain" and not any(t.chain for t in topics):
+        raise CmrkitError(
+            f"no topic of split {split!r} carries a coreference chain (field 'chain'); chain "
+            "queries apply to TAC collections (`cmrkit build-collection --source tac`)",
+            path=coll / TOPICS,
+        )
+    return topics
+
+
+def _index(coll: Path, opts: RunOptions) -> IndexInfo:
+    """The collection's index, built (on the run's engine) or rebuilt first when needed."""
+    build = None
+    if opts.engine.distributed:
+        from cmrkit.retrieval.distributed.index import build_sharded
+
+        build = functools.partial(build_sharded, engine=opts.engine)
+    return ensure_index(
+        coll,
+        auto=opts.auto_index,
+        threads=opts.threads,
+        spacy_model=opts.spacy_model,
+        verbose=opts.verbose,
+        progress=opts.progress,
+        build=build,
+    )
+
+
+def _searcher(plan: _Plan, info: IndexInfo, opts: RunOptions) -> tuple[Any, dict[str, Any]]:
+    """A searcher of the index on the run's engine, and the engine's record for the sidecar."""
+    if opts.engine.distributed:
+        from cmrkit.retrieval.distributed.search import DistributedSearcher
+
+        searcher = DistributedSearcher(
+            Searcher, info, k1=plan.k1, b=plan.b, engine=opts.engine, verbose=opts.verbose
+        )
+        return searcher, searcher.record
+    return Searcher(info, k1=plan.k1, b=plan.b, verbose=opts.verbose), {"name": "local"}
+
+
+def _search(
+    searcher: Any,
+    plan: _Plan,
+    opts: RunOptions,
+    info: IndexInfo,
+    topics: list[Topic],
+    queries: Any,
+    split: str,
+    warnings: list[dict[str, str]],
+) -> Any:
+    """Every query searched, each query's own unit (and for TAC its document's units) left
+    out, with a progress bar."""
+    from cmrkit.console import progress_bar
+
+    with progress_bar(opts.progress, f"{plan.name} {split}") as bar:
+        task = bar.add_task("queries", total=len(queries))
+        return searcher.search(
+            queries,
+            k=opts.k,
+            exclude={t.qid: t.unit for t in topics},
+            exclude_units=own_document_units(info.collection, topics),
+            fields=plan.fields,
+            threads=opts.threads,
+            warnings=warnings,
+            progress=lambda n: bar.advance(task, n),
+        )
 
 
 def _check_fields_held(info: IndexInfo, fields: Mapping[str, float] | None) -> None:

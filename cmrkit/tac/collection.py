@@ -266,37 +266,134 @@ def build_tac_collection(
     collection already there from the same inputs and parameters is kept (up to date)."""
     opts.check()
     inputs.check()
-    kept = kept_collection(
-        Path(collections_dir) / opts.name,
-        build_identity(
-            {
-                "source": "tac",
-                "inputs": [asdict(i) for i in inputs.records()],
-                "documents": str(inputs.docs),
-                "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
-            }
-        ),
-        Path(qrels_dir),
-        force=force,
+    identity = {
+        "source": "tac",
+        "inputs": [asdict(i) for i in inputs.records()],
+        "documents": str(inputs.docs),
+        "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+    }
+    up_to_date = kept_collection(
+        Path(collections_dir) / opts.name, build_identity(identity), Path(qrels_dir), force=force
     )
-    if kept is not None:
-        return kept
+    if up_to_date is not None:
+        return up_to_date
     problems = tac.Problems(skip_bad=opts.skip_bad)
     dropped: dict[str, int] = defaultdict(int)
+    gold, published, offsets, expected = _read_gold(inputs, opts, problems)
+    tick = progress or (lambda description, total: lambda n: None)
+    annotated, kept = _usable_mentions(gold, inputs, problems)
+    analyser = tac.Analyser(opts.spacy_model, entities=opts.chains)
+    ann = _analyse_annotated(analyser, annotated, kept, offsets, problems, tick)
+
+    kept = [m for m in kept if m.mention_id in ann.placed]
+    if published is None:
+        queries = _choose_queries(kept, ann.placed, opts, dropped)
+    else:
+        queries = _published_queries(kept, ann.placed, published, expected, problems)
+    if not queries:
+        raise CmrkitError(
+            "no queries: no entity has mentions in two documents with at least "
+            f"--min-relevant {opts.min_relevant} relevant sentences"
+            + ("" if opts.keep_own_doc else " outside the query's document (see --keep-own-doc)")
+        )
+    window = _date_filter(parse_date_range(opts.date_range), {q.mention.doc_id for q in queries})
+    judged_docs = {d.rsplit(":", 2)[0] for q in queries for d in q.judgments}
+    missing = {d for q in queries for d in q.judgments}
+    missing.difference_update(u.id for u in ann.units)
+
+    out_dir = Path(collections_dir) / opts.name
+    qrels_file = Path(qrels_dir) / qrels_name(opts.name, opts.split)
+    clusters_file = Path(qrels_dir) / clusters_name(opts.name, opts.split)
+    counts: dict[str, Any] = {"gold_mentions": len(gold), "mentions": len(kept)}
+    targets = [out_dir, qrels_file, clusters_file]
+    with StagedOutputs(
+        targets, force=force, anchor=Path(collections_dir), kinds={out_dir: "collection"}
+    ) as st:
+        cdir = st.path(out_dir)
+        cdir.mkdir()
+
+        def candidates() -> Iterator[tac.TacDocument]:
+            advance = tick("candidate documents", None)
+            for doc in tac.iter_documents(inputs.docs):
+                advance(1)
+                if doc.doc_id in annotated:
+                    continue
+                day = doc.date
+                if window is not None and doc.doc_id not in judged_docs:
+                    if day is None:
+                        dropped["undated_documents_kept"] += 1
+                    elif not window[0] <= day <= window[1]:
+                        dropped["documents_outside_date_range"] += 1
+                        continue
+                yield doc
+
+        n_candidates = _write_corpus(cdir, ann, analyser, candidates(), offsets, missing, counts)
+        for docno in sorted(missing):
+            problems.report(
+                f"judged sentence {docno} is not a unit of the corpus; check that its document is "
+                f"under {inputs.docs} and the offsets lie inside it",
+                path=inputs.cmr_qrels or qrels_file,
+            )
+        _write_topics(cdir, st.path(qrels_file), queries, ann.placed, ann.doc_chains, opts)
+        with open(st.path(clusters_file), "w", encoding="utf-8", newline="\n") as f:
+            write_clusters_jsonl(f, _gold_clusters(kept, ann.placed))
+        counts.update(_counts(kept, queries, ann.units, n_candidates, len(problems)))
+        counts.setdefault("candidate_documents", 0)
+        stats = _stats(queries, ann.units, n_candidates)
+        manifest = {
+            "name": opts.name,
+            "cmrkit_version": __version__,
+            "source": "tac",
+            "inputs": [asdict(i) for i in inputs.records()],
+            "documents": str(inputs.docs),
+            "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
+            "date_window": [d.isoformat() for d in window] if window else None,
+            "seed": opts.seed,
+            "counts": counts,
+            "dropped": dict(sorted(dropped.items())),
+            "problems": problems.messages,
+            "splits": {opts.split: stats},
+            "files": _manifest_files(opts.split, qrels_file, clusters_file),
+            "corpus_sha256": sha256_file(cdir / CORPUS),
+        }
+        (cdir / MANIFEST).write_text(
+            json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    return BuildReport(
+        opts.name, out_dir, {opts.split: qrels_file}, {opts.split: stats}, counts, dict(dropped)
+    )
+
+
+def _read_gold(
+    inputs: TacInputs, opts: TacOptions, problems: tac.Problems
+) -> tuple[
+    list[tac.TacMention],
+    dict[str, dict[str, int]] | None,
+    dict[str, list[tuple[int, int]]] | None,
+    dict[str, str],
+]:
+    """The gold mentions of the chosen types; with the published CMR files also their
+    judgments and published mention ids (None and {} otherwise); the sentence spans that
+    replace spaCy's (None: spaCy's alone)."""
     offsets = (
         tac.read_sentence_offsets(inputs.sentence_offsets) if inputs.sentence_offsets else None
     )
-    published: dict[str, dict[str, int]] | None = None
     if inputs.mentions is not None:
         gold = tac.read_mention_tab(inputs.mentions, types=opts.types, problems=problems)
-    elif inputs.queries_xml is not None:
+        return gold, None, offsets, {}
+    if inputs.queries_xml is not None:
         gold = tac.read_queries_xml(
             inputs.queries_xml, inputs.links, types=opts.types, problems=problems
         )
-    else:
-        gold, published, offsets, expected = _published(inputs, opts, offsets or {}, problems)
-    tick = progress or (lambda description, total: lambda n: None)
+        return gold, None, offsets, {}
+    return _published(inputs, opts, offsets or {}, problems)
 
+
+def _usable_mentions(
+    gold: list[tac.TacMention], inputs: TacInputs, problems: tac.Problems
+) -> tuple[dict[str, tac.TacDocument], list[tac.TacMention]]:
+    """The documents that hold gold mentions, and the mentions that match their document
+    (each mention id once); the others are reported."""
     by_doc: dict[str, list[tac.TacMention]] = defaultdict(list)
     for m in gold:
         by_doc[m.doc_id].append(m)
@@ -328,16 +425,39 @@ def build_tac_collection(
         seen_ids[m.mention_id] = m
     if not kept:
         raise CmrkitError("no usable gold mentions of the chosen --types in the inputs")
+    return annotated, kept
 
-    analyser = tac.Analyser(opts.spacy_model, entities=opts.chains)
-    units: list[_Unit] = []
-    placed: dict[str, tuple[_Unit, tuple[int, int], str]] = {}
-    chain_lines: list[str] = []
+
+_Placed = dict[str, tuple[_Unit, tuple[int, int], str]]
+
+
+@dataclass
+class _AnnotatedUnits:
+    """The units of the annotated documents, where each gold mention landed (its unit, its span
+    in the unit's text, its CMR mention id), and each document's chains (also as lines)."""
+
+    units: list[_Unit] = field(default_factory=list)
+    placed: _Placed = field(default_factory=dict)
+    doc_chains: dict[str, list[chains.Chain]] = field(default_factory=dict)
+    chain_lines: list[str] = field(default_factory=list)
+
+
+def _analyse_annotated(
+    analyser: tac.Analyser,
+    annotated: dict[str, tac.TacDocument],
+    kept: list[tac.TacMention],
+    offsets: dict[str, list[tuple[int, int]]] | None,
+    problems: tac.Problems,
+    tick: Progress,
+) -> _AnnotatedUnits:
+    """Split the annotated documents into sentence units (a mention's sentences merged), build
+    their chains and place each gold mention in its unit; a mention outside the text is
+    reported."""
+    out = _AnnotatedUnits()
     kept_by_doc: dict[str, list[tac.TacMention]] = defaultdict(list)
     for m in kept:
         kept_by_doc[m.doc_id].append(m)
     advance = tick("annotated documents", len(kept_by_doc))
-    doc_chains_of: dict[str, list[chains.Chain]] = {}
     ordered = (annotated[doc_id] for doc_id in sorted(kept_by_doc))
     for doc, sents, ents in _analysed(analyser, ordered, offsets):
         doc_id = doc.doc_id
@@ -346,7 +466,7 @@ def build_tac_collection(
         doc_chains = chains.build_chains(
             doc_id, [(m.start, m.end + 1, m.text, m.entity, m.type) for m in ms], ents
         )
-        doc_chains_of[doc_id] = doc_chains
+        out.doc_chains[doc_id] = doc_chains
         doc_units = _units_of(doc, spans, doc_chains, "context")
         for m in ms:
             unit = next((u for u in doc_units if u.start <= m.start and m.end < u.end), None)
@@ -361,125 +481,76 @@ def build_tac_collection(
             unit.mentions.append(
                 {"mention_id": mention_id, "cluster": m.entity, "start": span[0], "end": span[1]}
             )
-            placed[m.mention_id] = (unit, span, mention_id)
-        units.extend(doc_units)
-        chain_lines.append(_chain_line(doc_id, doc_chains))
+            out.placed[m.mention_id] = (unit, span, mention_id)
+        out.units.extend(doc_units)
+        out.chain_lines.append(_chain_line(doc_id, doc_chains))
         advance(1)
+    return out
 
-    kept = [m for m in kept if m.mention_id in placed]
-    if published is None:
-        queries = _choose_queries(kept, placed, opts, dropped)
-    else:
-        queries = _published_queries(kept, placed, published, expected, problems)
-    if not queries:
-        raise CmrkitError(
-            "no queries: no entity has mentions in two documents with at least "
-            f"--min-relevant {opts.min_relevant} relevant sentences"
-            + ("" if opts.keep_own_doc else " outside the query's document (see --keep-own-doc)")
-        )
-    window = _date_filter(parse_date_range(opts.date_range), {q.mention.doc_id for q in queries})
-    judged_docs = {d.rsplit(":", 2)[0] for q in queries for d in q.judgments}
-    missing = {d for q in queries for d in q.judgments}
-    missing.difference_update(u.id for u in units)
 
-    out_dir = Path(collections_dir) / opts.name
-    qrels_file = Path(qrels_dir) / qrels_name(opts.name, opts.split)
-    clusters_file = Path(qrels_dir) / clusters_name(opts.name, opts.split)
-    counts: dict[str, Any] = {"gold_mentions": len(gold), "mentions": len(kept)}
-    targets = [out_dir, qrels_file, clusters_file]
-    with StagedOutputs(
-        targets, force=force, anchor=Path(collections_dir), kinds={out_dir: "collection"}
-    ) as st:
-        cdir = st.path(out_dir)
-        cdir.mkdir()
-        corpus = gzip_writer(cdir / CORPUS)
-        chain_out = gzip_writer(cdir / "chains.jsonl.gz")
-        n_candidates = 0
-        try:
-            for u in units:
+def _write_corpus(
+    cdir: Path,
+    ann: _AnnotatedUnits,
+    analyser: tac.Analyser,
+    candidates: Iterable[tac.TacDocument],
+    offsets: dict[str, list[tuple[int, int]]] | None,
+    missing: set[str],
+    counts: dict[str, Any],
+) -> int:
+    """Write the corpus and the chains: the annotated documents' units, then the sentences of
+    the candidate documents; each judged unit written leaves ``missing``. Returns the number of
+    candidate units."""
+    corpus = gzip_writer(cdir / CORPUS)
+    chain_out = gzip_writer(cdir / "chains.jsonl.gz")
+    n_candidates = 0
+    try:
+        for u in ann.units:
+            corpus.write(u.line())
+        for line in ann.chain_lines:
+            chain_out.write(line)
+        for doc, sents, ents in _analysed(analyser, candidates, offsets):
+            doc_chains = chains.build_chains(doc.doc_id, [], ents)
+            for u in _units_of(doc, sents, doc_chains, "distractor"):
                 corpus.write(u.line())
-            for line in chain_lines:
-                chain_out.write(line)
-            advance = tick("candidate documents", None)
+                missing.discard(u.id)
+                n_candidates += 1
+            chain_out.write(_chain_line(doc.doc_id, doc_chains))
+            counts["candidate_documents"] = counts.get("candidate_documents", 0) + 1
+    finally:
+        corpus.close()
+        chain_out.close()
+    return n_candidates
 
-            def candidates() -> Iterator[tac.TacDocument]:
-                for doc in tac.iter_documents(inputs.docs):
-                    advance(1)
-                    if doc.doc_id in annotated:
-                        continue
-                    day = doc.date
-                    if window is not None and doc.doc_id not in judged_docs:
-                        if day is None:
-                            dropped["undated_documents_kept"] += 1
-                        elif not window[0] <= day <= window[1]:
-                            dropped["documents_outside_date_range"] += 1
-                            continue
-                    yield doc
 
-            for doc, sents, ents in _analysed(analyser, candidates(), offsets):
-                doc_chains = chains.build_chains(doc.doc_id, [], ents)
-                for u in _units_of(doc, sents, doc_chains, "distractor"):
-                    corpus.write(u.line())
-                    missing.discard(u.id)
-                    n_candidates += 1
-                chain_out.write(_chain_line(doc.doc_id, doc_chains))
-                counts["candidate_documents"] = counts.get("candidate_documents", 0) + 1
-        finally:
-            corpus.close()
-            chain_out.close()
-        for docno in sorted(missing):
-            problems.report(
-                f"judged sentence {docno} is not a unit of the corpus; check that its document is "
-                f"under {inputs.docs} and the offsets lie inside it",
-                path=inputs.cmr_qrels or qrels_file,
-            )
-        _write_topics(cdir, st.path(qrels_file), queries, placed, doc_chains_of, opts)
-        with open(st.path(clusters_file), "w", encoding="utf-8", newline="\n") as f:
-            write_clusters_jsonl(f, _gold_clusters(kept, placed))
-        counts.update(
-            {
-                "entities": len({m.entity for m in kept}),
-                "query_entities": len({q.mention.entity for q in queries}),
-                "queries": len(queries),
-                "annotated_units": sum(1 for u in units if u.kind == "annotated"),
-                "context_units": sum(1 for u in units if u.kind == "context"),
-                "distractor_units": n_candidates,
-                "corpus_units": len(units) + n_candidates,
-                "skipped_bad_records": len(problems),
-            }
-        )
-        counts.setdefault("candidate_documents", 0)
-        stats = _stats(queries, units, n_candidates)
-        manifest = {
-            "name": opts.name,
-            "cmrkit_version": __version__,
-            "source": "tac",
-            "inputs": [asdict(i) for i in inputs.records()],
-            "documents": str(inputs.docs),
-            "parameters": {k: v for k, v in asdict(opts).items() if k != "name"},
-            "date_window": [d.isoformat() for d in window] if window else None,
-            "seed": opts.seed,
-            "counts": counts,
-            "dropped": dict(sorted(dropped.items())),
-            "problems": problems.messages,
-            "splits": {opts.split: stats},
-            "files": {
-                "corpus": CORPUS,
-                "topics": TOPICS,
-                "topics_tsv": {opts.split: topics_tsv_name(opts.split)},
-                "cmr_queries": {opts.split: f"queries.{opts.split}.txt"},
-                "chains": "chains.jsonl.gz",
-                "qrels": {opts.split: str(qrels_file)},
-                "clusters": {opts.split: str(clusters_file)},
-            },
-            "corpus_sha256": sha256_file(cdir / CORPUS),
-        }
-        (cdir / MANIFEST).write_text(
-            json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-    return BuildReport(
-        opts.name, out_dir, {opts.split: qrels_file}, {opts.split: stats}, counts, dict(dropped)
-    )
+def _counts(
+    kept: list[tac.TacMention],
+    queries: list[_Query],
+    units: list[_Unit],
+    n_candidates: int,
+    n_problems: int,
+) -> dict[str, int]:
+    return {
+        "entities": len({m.entity for m in kept}),
+        "query_entities": len({q.mention.entity for q in queries}),
+        "queries": len(queries),
+        "annotated_units": sum(1 for u in units if u.kind == "annotated"),
+        "context_units": sum(1 for u in units if u.kind == "context"),
+        "distractor_units": n_candidates,
+        "corpus_units": len(units) + n_candidates,
+        "skipped_bad_records": n_problems,
+    }
+
+
+def _manifest_files(split: str, qrels_file: Path, clusters_file: Path) -> dict[str, Any]:
+    return {
+        "corpus": CORPUS,
+        "topics": TOPICS,
+        "topics_tsv": {split: topics_tsv_name(split)},
+        "cmr_queries": {split: f"queries.{split}.txt"},
+        "chains": "chains.jsonl.gz",
+        "qrels": {split: str(qrels_file)},
+        "clusters": {split: str(clusters_file)},
+    }
 
 
 def _gold_clusters(

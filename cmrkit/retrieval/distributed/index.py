@@ -178,6 +178,49 @@ def merge_indexes(parts: Sequence[Path], out: Path, *, verbose: bool) -> int:
     return n
 
 
+def _index_shards(
+    slices: list[tuple[Path, int]],
+    n_units: int,
+    shards_dir: Path,
+    target: Path,
+    *,
+    workers: int,
+    entities: bool,
+    spacy_model: str,
+    documents: bool,
+    docvectors: bool,
+    progress: bool,
+) -> list[tuple[str, Built]]:
+    """Index every slice into a shard on the Ray workers, with a progress bar of the units."""
+    from cmrkit.console import progress_bar
+
+    tasks = [
+        (
+            str(d.resolve()),
+            i,
+            str(shards_dir),
+            entities,
+            spacy_model,
+            documents,
+            str(target),
+            docvectors,
+        )
+        for i, (d, _) in enumerate(slices)
+    ]
+    what = "NER and Lucene" if entities else "Lucene"
+    with progress_bar(
+        progress, f"indexing {len(slices)} shards on Ray ({workers} workers, {what})"
+    ) as bar:
+        task = bar.add_task("units", total=n_units)
+        return run_tasks(
+            index_shard,
+            tasks,
+            workers=workers,
+            what=lambda i: f"shard {i} of {len(slices)}",
+            done=lambda i, _: bar.advance(task, slices[i][1]),
+        )
+
+
 def build_sharded(
     collection: str | Path,
     *,
@@ -191,7 +234,7 @@ def build_sharded(
 ) -> IndexInfo:
     """Index a collection's corpus into ``COLLECTION/index/`` on a Ray cluster; the index
     (equal in content to :func:`cmrkit.retrieval.index.build_index`'s)."""
-    from cmrkit.console import console, progress_bar
+    from cmrkit.console import console
 
     coll, target, kept = existing_index(
         collection, force=force, entities=entities, spacy_model=spacy_model, docvectors=docvectors
@@ -211,32 +254,19 @@ def build_sharded(
         )
         timings["split"] = round(time.perf_counter() - t0, 3)
         shards_dir = (staged.tmp / "shards").resolve()
-        tasks = [
-            (
-                str(d.resolve()),
-                i,
-                str(shards_dir),
-                entities,
-                spacy_model,
-                documents,
-                str(target),
-                docvectors,
-            )
-            for i, (d, _) in enumerate(slices)
-        ]
         t0 = time.perf_counter()
-        what = "NER and Lucene" if entities else "Lucene"
-        with progress_bar(
-            progress, f"indexing {len(slices)} shards on Ray ({workers} workers, {what})"
-        ) as bar:
-            task = bar.add_task("units", total=n_units)
-            results = run_tasks(
-                index_shard,
-                tasks,
-                workers=workers,
-                what=lambda i: f"shard {i} of {len(slices)}",
-                done=lambda i, _: bar.advance(task, slices[i][1]),
-            )
+        results = _index_shards(
+            slices,
+            n_units,
+            shards_dir,
+            target,
+            workers=workers,
+            entities=entities,
+            spacy_model=spacy_model,
+            documents=documents,
+            docvectors=docvectors,
+            progress=progress,
+        )
         timings["shards"] = round(time.perf_counter() - t0, 3)
         for d, _ in slices:
             shutil.rmtree(d, ignore_errors=True)
