@@ -242,12 +242,11 @@ TRAINING: dict[str, tuple[Any, Any]] = {
     "seed": (int, SEED),
     "qrels_dir": (Path | None, QRELS_DIR),
     "plot": (bool, PLOT),
-    "threads": (int, THREADS),
-    "spacy_model": (str, SPACY),
-    "runs_dir": (Path, RUNS),
-    "verbose": (bool, VERBOSE),
-    "quiet": (bool, QUIET),
-    "auto_index": (bool, AUTO_INDEX),
+    # the first-stage run a trainer makes on the fly
+    **{
+        n: SHARED[n]
+        for n in ("threads", "spacy_model", "runs_dir", "verbose", "quiet", "auto_index")
+    },
 }
 _DECLARED = {**SHARED, **TRAINING}
 
