@@ -205,13 +205,21 @@ class OutputLock:
                 os.close(fd)
                 continue
             previous = _holder(fd)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, _me().encode("utf-8", "replace"), 0)  # a full disk fails here
+            except BaseException as e:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)  # ours while we hold it: never left behind
+                os.close(fd)
+                if isinstance(e, OSError) and e.filename is None:
+                    raise OSError(e.errno, e.strerror, os.fspath(self.target)) from None
+                raise
             if previous:
                 log.warning(
                     f"{self.target}: took over the lock left by {previous}, which ended "
                     "without releasing it"
                 )
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, _me().encode("utf-8", "replace"), 0)
             self.fd = fd
             return
 
@@ -623,13 +631,11 @@ class StagedOutputs:
         _active.append(self)
 
     def _make_folder(self, folder: Path) -> None:
-        missing = []
         p = folder
         while not os.path.lexists(p) and p != p.parent:
-            missing.append(p)
+            self._created.append(p)  # before the mkdir: those it made are removed if it fails
             p = p.parent
         folder.mkdir(parents=True, exist_ok=True)
-        self._created.extend(missing)
 
     def _check(self, target: Path) -> None:
         if not os.path.lexists(target):
@@ -649,12 +655,19 @@ class StagedOutputs:
 
     def _new_stage(self, folder: Path, names: list[str]) -> Path:
         stage = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder))
-        fd = os.open(stage / _OWNER, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        self._owners.append(fd)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.pwrite(fd, _me().encode("utf-8", "replace"), 0)
-        (stage / _TARGETS).write_text(json.dumps(names), encoding="utf-8")
-        (stage / "new").mkdir()
+        try:
+            fd = os.open(stage / _OWNER, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._owners.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.pwrite(fd, _me().encode("utf-8", "replace"), 0)
+            (stage / _TARGETS).write_text(json.dumps(names), encoding="utf-8")
+            (stage / "new").mkdir()
+        except BaseException as e:
+            _remove_stage(stage)  # a full disk fails here: the half-made folder goes too
+            if isinstance(e, OSError) and e.filename is None:
+                where = folder / names[0] if names else folder
+                raise OSError(e.errno, e.strerror, os.fspath(where)) from None
+            raise
         return stage
 
     def path(self, target: Path) -> Path:
@@ -842,22 +855,25 @@ class RepeatableOutputs:
         if exc_type is not None:
             self._staged.abort()
             return
-        if not self.force:
-            staged = {t: self._staged.path(t) for t in self.targets}
-            existing = [t for t in self.targets if t.exists()]
-            differ = [t for t in existing if not _same_file(staged[t], t)]
-            if differ:
-                self._staged.abort()
-                raise CmrkitError(
-                    "already exists with other content (made from other inputs or options); "
-                    "pass --force to replace it",
-                    path=differ[0],
-                )
-            if len(existing) == len(self.targets):
-                self.up_to_date = True
-                self._staged.abort()
-                return
-        self._staged.commit()
+        try:
+            if not self.force:
+                staged = {t: self._staged.path(t) for t in self.targets}
+                existing = [t for t in self.targets if t.exists()]
+                differ = [t for t in existing if not _same_file(staged[t], t)]
+                if differ:
+                    raise CmrkitError(
+                        "already exists with other content (made from other inputs or "
+                        "options); pass --force to replace it",
+                        path=differ[0],
+                    )
+                if len(existing) == len(self.targets):
+                    self.up_to_date = True
+                    self._staged.abort()
+                    return
+            self._staged.commit()
+        except BaseException:  # the comparison failing too: nothing staged or locked stays
+            self._staged.abort()
+            raise
 
 
 _active: list[StagedOutputs] = []  # being written by this process
