@@ -313,17 +313,14 @@ def evaluate(
     pd = _pandas()
     if (topics is None) != (by is None):
         raise CmrkitError("by and topics go together: give the topics file and the field")
+    from cmrkit.evaluation.measures import RANKING, TREC_EVAL, resolve
     from cmrkit.evaluation.measures.trec import VERSION_NAMES
 
-    texts = [measures] if isinstance(measures, str) else measures
-    try:
-        ms = evaluation.parse_measures(texts, trec_eval=topics is not None)
-    except CmrkitError:
-        if topics is not None:
-            raise
-        return _evaluate_trec(
-            pd, run, qrels, list(texts or ()), all_queries, depth, dedupe, trec_eval
-        )
+    engine = RANKING if topics is not None else None
+    plan = resolve(measures, trec_eval, engine=engine)
+    if plan.engine == TREC_EVAL:
+        return _evaluate_trec(pd, run, qrels, plan, all_queries, depth, dedupe)
+    ms = list(plan.measures)
     result = evaluation.evaluate(
         _run_dict(run, dedupe=dedupe),
         _qrels_dict(qrels),
@@ -350,13 +347,13 @@ def evaluate(
     return frame
 
 
-def _evaluate_trec(pd, run, qrels, texts, all_queries, depth, dedupe, version):
+def _evaluate_trec(pd, run, qrels, plan, all_queries, depth, dedupe):
     """:func:`evaluate` for trec_eval's own names (``P.5,10``, ``all_trec``, ``set_F.0.5``):
     the trec_eval port, rows named as trec_eval prints them."""
     from cmrkit.evaluation import trec_eval as te
     from cmrkit.evaluation.measures import trec as defs
 
-    request = defs.parse_request(texts, version)
+    version = plan.version
     opts = te.Options(version=version, complete=all_queries)
     if depth is not None:
         opts.max_docs = depth
@@ -371,13 +368,13 @@ def _evaluate_trec(pd, run, qrels, texts, all_queries, depth, dedupe, version):
             singles = array("f", [sc for _, sc in docs]).tolist()
             results.queries[qid] = [(d, sc) for (d, _), sc in zip(docs, singles, strict=True)]
     rel_info = te.RelInfo("qrels", qrels={q: dict(d) for q, d in _qrels_dict(qrels).items()})
-    result = te.evaluate(results, rel_info, request, opts)
+    result = te.evaluate(results, rel_info, plan.columns, opts)
     rows = [
         (qid, name, value)
         for qid in result.queries
         for name, value in zip(result.names, result.per_query[qid], strict=True)
     ]
-    for name, value, col in zip(result.names, result.summary, te._flat(result), strict=True):
+    for name, value, col in zip(result.names, result.summary, result.value_columns, strict=True):
         if col.family.summary != defs.NO_SUMMARY:
             rows.append(("all", name, value))
     frame = pd.DataFrame(rows, columns=["qid", "measure", "value"])

@@ -41,22 +41,108 @@ class RunRow:
     tag: str
 
 
-_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
+# --- fields and numbers as trec_eval's C reads them -------------------------------------------
+
+LONG_MAX = (1 << 63) - 1  # trec_eval reads grades and cutoffs with atol into a C long
+# str.split() splits on these as well; C's isspace() (trec_eval 9.0.8 and 10.0 set no locale:
+# the "C" locale) only on space, \t, \n, \v, \f and \r, so a U+00A0 inside a docno is part of it
+_NOT_C_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_C_FIELD = re.compile("[^ \t\n\v\f\r]+")
+
+
+def c_fields(line: str) -> list[str]:
+    """The fields of a line as trec_eval splits them (C ``isspace`` in the "C" locale, the same
+    in both versions' get_trec_results.c and get_qrels.c)."""
+    if _NOT_C_SPACE.search(line) is None:
+        return line.split()
+    return _C_FIELD.findall(line)
+
+
+# strtod's syntax in the "C" locale (ASCII digits only), after its leading white space
+_STRTOD = re.compile(
+    r"""[+-]?(?:
+        0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?
+      | (?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?
+      | inf(?:inity)? | nan(?:\([0-9a-z_]*\))?
+    )""",
+    re.X | re.I | re.ASCII,
+)
+
+
+def c_strtod(text: str) -> tuple[float, int]:
+    """C's ``strtod`` (and ``atof``) on ``text``: (the value, how many characters it read); (0.0,
+    0) when it reads none: Arabic-Indic or fullwidth digits, ``1_0`` read as 1, ``high`` as 0."""
+    m = _STRTOD.match(text)
+    if m is None:
+        return 0.0, 0
+    body = m.group(0)
+    digits = body.lstrip("+-")
+    try:
+        if digits[:2].lower() == "0x":
+            value = float.fromhex(body)
+        else:
+            value = float(body.split("(")[0])
+    except OverflowError:  # a hexadecimal beyond the doubles: strtod gives HUGE_VAL
+        value = math.copysign(math.inf, -1.0 if body[:1] == "-" else 1.0)
+    return value, m.end()
+
+
+def parse_score(
+    text: str, path: object, line: int, what: str = "score", *, finite: bool = True
+) -> float:
+    """A score (or another real trec_eval reads with ``atof``) as C reads it: the whole field
+    must be a number to C's ``strtod`` (hexadecimal ``0x1p3`` included; ``finite``: not inf or
+    nan); anything that C reads otherwise than written is refused, saying what trec_eval would
+    read."""
+    value, used = c_strtod(text)
+    if used != len(text):
+        read = f"{value:g}" if used else "0"
+        raise CmrkitError(
+            f"{what} {text!r} is not a number as C reads it (trec_eval's atof reads {read} "
+            f"from it): write it with ASCII digits, e.g. 1.5 or -2e-3",
+            path=path,
+            where=f"line {line}",
+        )
+    if finite and not math.isfinite(value):
+        raise CmrkitError(f"{what} {text!r} is not finite", path=path, where=f"line {line}")
+    return value
+
+
+_ATOL = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+", re.ASCII)
+
+
+def c_atol(text: str) -> int:
+    """C's ``atol``: the leading whole number (ASCII digits, after white space), 0 when there
+    is none, saturated at the bounds of a C long as ``strtol`` does."""
+    m = _ATOL.match(text)
+    if m is None:
+        return 0
+    return max(-LONG_MAX - 1, min(LONG_MAX, int(m.group(0))))
+
+
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.0*)?", re.ASCII)
 
 
 def parse_relevance(text: str, path: object, line: int) -> int:
     """A relevance value written as an int or a whole float (``1``, ``1.0``, ``-1.0``) -> int.
 
     trec_eval reads the relevance with C ``atol``, which silently truncates ``0.5`` to 0 and
-    ``1e2`` to 1; such values are refused here instead of being scored differently than meant.
+    ``1e2`` to 1, and saturates beyond a C long; such values are refused here instead of being
+    scored differently than meant.
     """
     if _WHOLE_NUMBER.fullmatch(text):
-        return int(float(text))
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value):
+        value = int(text.partition(".")[0])
+        if -LONG_MAX <= value <= LONG_MAX:
+            return value
+        bound = LONG_MAX if value > 0 else -LONG_MAX - 1
+        raise CmrkitError(
+            f"relevance {text!r} is beyond a C long (trec_eval reads {bound} and fails); "
+            "use small integer grades (e.g. 0, 1, 2, -1)",
+            path=path,
+            where=f"line {line}",
+        )
+    value, used = c_strtod(text)
+    if used != len(text) or not math.isfinite(value):
         raise CmrkitError(
             f"relevance {text!r} is not a number; "
             "the 4th column must be an integer like 1, 0 or -1",
@@ -117,7 +203,7 @@ def read_qrels(path: str | os.PathLike, *, columns: bool = False) -> Qrels:
 def _first_fields(path: str | os.PathLike) -> int:
     """Number of fields on the first non-blank line (0 for an empty file)."""
     for _, line in iter_lines(path):
-        fields = line.split()
+        fields = c_fields(line)
         if fields:
             return len(fields)
     return 0
@@ -142,7 +228,7 @@ def _read_qrels_lines(path: str | os.PathLike, *, stratified: bool) -> tuple[Qre
     seen_line: dict[tuple[str, str], int] = {}
     duplicates = 0
     for n, line in iter_lines(path):
-        fields = line.split()
+        fields = c_fields(line)
         if not fields:
             continue
         if stratified and len(fields) != 5:
@@ -203,7 +289,7 @@ def write_sampled_qrels(
 def read_run_rows(path: str | os.PathLike) -> Iterable[tuple[int, RunRow]]:
     """(line number, row) for every line of a run file, validated."""
     for n, line in iter_lines(path):
-        fields = line.split()
+        fields = c_fields(line)
         if not fields:
             continue
         if len(fields) != 6:
@@ -213,16 +299,7 @@ def read_run_rows(path: str | os.PathLike) -> Iterable[tuple[int, RunRow]]:
                 where=f"line {n}",
             )
         qid, _, docno, rank_text, score_text, tag = fields
-        try:
-            if "_" in score_text:
-                raise ValueError(score_text)
-            score = float(score_text)
-        except ValueError:
-            raise CmrkitError(
-                f"score {score_text!r} is not a number", path=path, where=f"line {n}"
-            ) from None
-        if not math.isfinite(score):
-            raise CmrkitError(f"score {score_text!r} is not finite", path=path, where=f"line {n}")
+        score = parse_score(score_text, path, n)
         try:
             rank = int(rank_text)
         except ValueError:

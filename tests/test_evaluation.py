@@ -399,8 +399,8 @@ def test_trec_eval_cutoff_lists_become_one_measure_per_cutoff():
     from cmrkit.errors import CmrkitError
     from cmrkit.evaluation.measures import parse_measures
 
-    got = parse_measures(["P.1,2", "ndcg_cut.5,10,AP"], trec_eval=True)
-    want = parse_measures(["P.1", "P.2", "ndcg_cut.5", "ndcg_cut.10", "AP"], trec_eval=True)
+    got = parse_measures(["P.1,2", "ndcg_cut.5,10,AP"])
+    want = parse_measures(["P.1", "P.2", "ndcg_cut.5", "ndcg_cut.10", "AP"])
     assert got == want and len(got) == 5
     with pytest.raises(CmrkitError, match="unknown measure '2'"):
-        parse_measures(["AP,2"], trec_eval=True)
+        parse_measures(["AP,2"])

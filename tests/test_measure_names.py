@@ -96,3 +96,107 @@ def test_api_takes_trec_eval_names_and_the_version(tmp_path):
     rows = [line.split(",") for line in out.stdout.splitlines()[1:]]
     got = [[q, m, repr(float(v)), t] for q, m, v, t in df.itertuples(index=False)]
     assert got == rows
+
+
+def _ir_text(fam) -> str:
+    from cmrkit.evaluation.measures import trec as defs
+
+    if fam.params == defs.CUT_LONG:
+        return f"{fam.ir_name}@5"
+    if fam.params == defs.CUT_DOUBLE:
+        return f"{fam.ir_name}@0.5"
+    return fam.ir_name
+
+
+def test_every_ir_measures_name_round_trips_through_both_engines():
+    """The mapping is written once (each family's ir_name): an ir_measures name reads as that
+    family in trec_eval's engine, as a measure printing the same name in the ranking engine,
+    and the trec_eval name it prints reads back as the same measure."""
+    from cmrkit.evaluation.measures import RANKING, TREC_EVAL, parse_measure, resolve
+    from cmrkit.evaluation.measures import trec as defs
+
+    named = [f for f in defs.FAMILIES if f.ir_name is not None]
+    assert len(named) >= 20
+    for fam in named:
+        text, version = _ir_text(fam), fam.versions[-1]
+        trec = resolve([text], version, engine=TREC_EVAL).columns
+        assert [c.family.name for c in trec] == [fam.name], text
+        (printed,) = trec[0].names
+        ranking = resolve([text], version, engine=RANKING).measures
+        if not fam.per_query:  # num_q: one value per query in the ranking engine too
+            assert [m.name for m in ranking] == ["NumQ"]
+            continue
+        (m,) = ranking
+        assert m.trec_name == printed, text
+        back = parse_measure(m.spec or m.trec_name, version)
+        assert back == m, (text, m, back)
+    # the aliases read as the names they stand for (in trec_eval's engine a name without a
+    # cutoff is trec_eval's own family: recall is recall at its nine cutoffs there)
+    for alias, name in defs.IR_ALIASES.items():
+        cases = [(RANKING, ""), (RANKING, "@10"), (TREC_EVAL, "@10")]
+        for engine, suffix in cases:
+            assert _outcome(alias + suffix, engine) == _outcome(name + suffix, engine), alias
+
+
+def _outcome(text: str, engine: str):
+    from cmrkit.evaluation.measures import resolve
+
+    try:
+        return resolve([text], engine=engine)
+    except CmrkitError:
+        return "refused"
+
+
+def test_every_kind_with_a_trec_eval_family_reads_back_from_its_trec_eval_name():
+    from cmrkit.evaluation.measures import _KINDS, Measure, parse_measure
+
+    for kind in _KINDS:
+        if kind.trec:
+            assert parse_measure(kind.trec) == Measure(kind.name), kind
+        if kind.trec_cut:
+            assert parse_measure(f"{kind.trec_cut}_7") == Measure(kind.name, 7), kind
+            assert Measure(kind.name, 7).trec_name == f"{kind.trec_cut}_7"
+
+
+@pytest.mark.parametrize("text", ["", ",", " , "])
+def test_no_measure_named_is_one_line(tmp_path, text):
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    for fmt in ("table", "trec"):
+        out = CliRunner().invoke(
+            app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", text,
+                  "-f", fmt],
+        )  # fmt: skip
+        assert out.exit_code == 2, out.output
+        assert out.stderr.count("\n") == 1 and "names no measure" in out.stderr, out.stderr
+
+
+def test_a_trec_eval_cutoff_list_after_another_measure_is_its_parameters(tmp_path):
+    """`-m map,P.5,10` (trip 7): map and P at 5 and 10, as `-m map -m P.5,10`."""
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    args = ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-f", "trec"]
+    joined = CliRunner().invoke(app, [*args, "-m", "map,P.5,10"])
+    apart = CliRunner().invoke(app, [*args, "-m", "map", "-m", "P.5,10"])
+    assert joined.exit_code == 0, joined.stderr
+    assert joined.stdout == apart.stdout
+    names = [line.split()[0] for line in joined.stdout.splitlines()]
+    assert names == ["map", "P_5", "P_10"]
+    # and a name after the numbers starts the next measure
+    after = CliRunner().invoke(app, [*args, "-m", "P.5,10,map"])
+    assert after.stdout == joined.stdout
+
+
+def test_measures_only_cmrkit_has_and_only_trec_eval_has_are_asked_apart(tmp_path):
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    out = CliRunner().invoke(
+        app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", "RR@10",
+              "-m", "all_trec"],
+    )  # fmt: skip
+    assert out.exit_code == 2 and "two calls" in out.stderr, out.output
+    # RR@10 with a trec_eval option: said why
+    out = CliRunner().invoke(
+        app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", "RR@10", "-J"]
+    )
+    assert out.exit_code == 2 and "cmrkit's own" in out.stderr, out.output

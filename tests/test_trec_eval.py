@@ -8,6 +8,7 @@ relevant documents, queries missing on either side) compared with the C program'
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shlex
@@ -621,3 +622,104 @@ def test_relevance_levels_at_or_below_zero_equal_the_c_program(trec_eval, tmp_pa
         result = CliRunner().invoke(app, cli)
         assert result.exit_code == 0, result.stderr
         assert result.stdout == expected, extra
+
+
+# --- fields and numbers exactly as the C programs read them (issue 33, items 13, 14, 11, 7)
+
+# C's isspace() in the "C" locale splits on " \t\n\v\f\r" only (get_trec_results.c and
+# get_qrels.c of both versions): U+00A0, U+2003, U+3000 and \x1c-\x1f are part of a docno
+SPACED_QRELS = (
+    "q1 0 d\u00a01 1\nq1 0 d1 0\nq1 0 e\u20032 1\nq1 0 e 0\nq1 0 f\x1c3 1\n"
+    "q1 0 g\u30004 1\nq2 0 h 1\nq2\v0 i\f1\n"
+)
+SPACED_RUN = (
+    "q1 Q0 d\u00a01 1 4.5 t\nq1 Q0 d1 2 4.0 t\nq1 Q0 e\u20032 3 3.5 t\nq1 Q0 e 4 3.0 t\n"
+    "q1 Q0 f\x1c3 5 2.5 t\nq1 Q0 g\u30004 6 2.0 t\nq2\tQ0 i 1 1.0\vt\nq2 Q0 h 2 0.5 t\r\n"
+)
+
+
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_docnos_split_on_the_c_programs_spaces_only(trec_eval, tmp_path, version):
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_bytes(SPACED_QRELS.encode())
+    run.write_bytes(SPACED_RUN.encode())
+    binary = trec_eval[version] / "trec_eval"
+    expected = subprocess.run(
+        [str(binary), "-q", "-m", "all_trec", str(qrels), str(run)],
+        capture_output=True, check=True,
+    ).stdout.decode()  # fmt: skip
+    cli = ["eval", str(run), str(qrels), "-q", "-m", "all_trec", "--trec-eval", version, "-f",
+           "trec"]  # fmt: skip
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert "P_5                   \tq1\t0.6000" in expected  # d\u00a01 is one relevant docno
+    # the ranking engine reads them alike (trec.py's line readers)
+    c_all = subprocess.run(
+        [str(binary), "-m", "P.1,5", "-m", "map", str(qrels), str(run)],
+        capture_output=True, check=True,
+    ).stdout.decode()  # fmt: skip
+    c = {line.split()[0]: line.split()[2] for line in c_all.splitlines()}
+    got = CliRunner().invoke(
+        app, ["eval", str(run), str(qrels), "-m", "P@1,P@5,AP,RR@10", "--trec-eval", version,
+              "-f", "json"],
+    )  # fmt: skip
+    assert got.exit_code == 0, got.stderr
+    measures = json.loads(got.stdout)["measures"]
+    assert [f"{measures[m]:.4f}" for m in ("P@1", "P@5", "AP")] == [c["P_1"], c["P_5"], c["map"]]
+
+
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_scores_are_read_as_c_strtod_reads_them(trec_eval, tmp_path, version):
+    """Hexadecimal and other forms strtod reads whole give trec_eval's numbers; a score C
+    reads otherwise than written (Arabic-Indic or fullwidth digits, which its atof reads as 0;
+    1_0 as 1) is refused in one line saying so, by both engines."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 1\nq1 0 d 0\n")
+    scores = {"a": "0x1p-3", "b": "0X1.8P1", "c": "+.5e-1", "d": "1E0"}
+    run.write_text("".join(f"q1 Q0 {d} {i} {s} t\n" for i, (d, s) in enumerate(scores.items())))
+    binary = trec_eval[version] / "trec_eval"
+    expected = subprocess.run(
+        [str(binary), "-q", "-m", "all_trec", str(qrels), str(run)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    cli = ["eval", str(run), str(qrels), "-q", "-m", "all_trec", "--trec-eval", version, "-f",
+           "trec"]  # fmt: skip
+    result = CliRunner().invoke(app, cli)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert "relstring             \tq1\t'0011'" in expected  # b (3.0) d (1.0) a (.125) c (.05)
+    for odd, reads in (("\u0661\u0662", "0"), ("\uff11", "0"), ("1_0", "1"), ("12abc", "12")):
+        run.write_text(f"q1 Q0 a 1 {odd} t\nq1 Q0 b 2 0.5 t\n")
+        with_c = subprocess.run(
+            [str(binary), "-m", "map", str(qrels), str(run)], capture_output=True, text=True
+        )
+        assert with_c.returncode == 0  # trec_eval reads it, as `reads`
+        for extra in (["-f", "trec", "-m", "map"], ["-m", "AP"]):
+            cli = ["eval", str(run), str(qrels), "--trec-eval", version, *extra]
+            result = CliRunner().invoke(app, cli)
+            assert result.exit_code == 2, result.output
+            assert result.stderr.count("\n") == 1, result.stderr
+            assert f"line 1: score {odd!r} is not a number as C reads it" in result.stderr
+            assert f"atof reads {reads} from it" in result.stderr
+
+
+def test_grades_beyond_what_trec_eval_can_count_are_refused_in_one_line(trec_eval, tmp_path):
+    """A grade beyond a C long (trec_eval reads LONG_MAX and fails): one line, exit 2; a grade
+    trec_eval would keep a counter per level for up to (2147483648: it fails or crashes): one
+    line, exit 2, before any per-grade table is made (the measures that need none go on)."""
+    run = tmp_path / "run"
+    run.write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t\n")
+    qrels = tmp_path / "qrels"
+    for grade, words in (("99999999999999999999", "beyond a C long"),
+                         ("2147483648", "counter per grade")):  # fmt: skip
+        qrels.write_text(f"q1 0 d1 {grade}\nq1 0 d2 0\n")
+        for measure in (["-m", "ndcg"], ["-m", "map", "-f", "trec"], ["-m", "nDCG"]):
+            result = CliRunner().invoke(app, ["eval", str(run), str(qrels), *measure])
+            assert result.exit_code == 2, (grade, measure, result.output)
+            assert result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
+    # AP and nDCG@k need no per-grade counts: the ranking engine scores the huge grade
+    result = CliRunner().invoke(app, ["eval", str(run), str(qrels), "-m", "AP,nDCG@1000000000",
+                                      "-f", "json"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["measures"] == {"AP": 1.0, "nDCG@1000000000": 1.0}

@@ -124,40 +124,6 @@ def _check_order(run: Path, qrels: Path) -> None:
         )
 
 
-def _trec_eval_needed(
-    fmt, measures: list[str] | None, run: Path, version: str, options: list[bool]
-) -> bool:
-    """Whether `eval` goes through the trec_eval port (every trec_eval measure and option,
-    trec_eval's exact output) rather than the ir_measures path (cmrkit's own measures such as
-    RR@k, Judged@k and xinfAP, groups with --by)."""
-    from cmrkit.evaluation.measures import parse_measures
-    from cmrkit.evaluation.measures.trec import parse_request
-
-    try:
-        parse_measures(measures)
-        legacy = None
-    except CmrkitError as e:
-        legacy = e
-    try:
-        parse_request(list(measures) if measures else ["official"], version)
-        trec = None
-    except CmrkitError as e:
-        trec = e
-    if legacy is not None and trec is not None:
-        if " only, not in " in str(trec):  # a trec_eval measure of the other version
-            raise trec
-        # neither: name both vocabularies
-        raise CmrkitError(f"{legacy}; or trec_eval's names (map_cut.10, P.5,10, "
-                          f"all_trec; see docs/evaluation.md)") from None  # fmt: skip
-    if legacy is not None:
-        return True
-    if trec is not None:
-        if any(options) or str(run) == "-":
-            raise trec
-        return False  # cmrkit's own measures: printed by the ir_measures path, -f trec too
-    return fmt is Format.trec or str(run) == "-" or any(options)
-
-
 # options `eval` and `compare` declare alike
 MEASURE = typer.Option(None, "--measure", "-m", help=MEASURE_HELP)
 DEPTH = typer.Option(
@@ -261,52 +227,68 @@ def eval_command(
     -m RR@10
     """
     _single_blas()
-    from cmrkit import evaluation
-    from cmrkit.trec import read_qrels_with_strata, read_run_columns
-
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
-    _check_order(run, qrels)
+    _check_inputs(run, qrels)
     if convention is Convention.coresearch:
         if measure or by is not None:
             raise CmrkitError("--convention coresearch prints its own columns; drop -m and --by")
         _eval_coresearch(run, qrels, fmt, dedupe)
         return
     version = trec_version.value
-    trec_options = [
-        level is not None,
-        num_docs is not None,
-        no_summary,
-        judged_only,
-        rel_format is not None,
-        zscores is not None,
-    ]
-    grouped = by is not None and fmt is not Format.trec and str(run) != "-"
-    if grouped and not any(trec_options):
-        # groups: trec_eval's own measures (set_F, utility.1,-1,0,0) go the ir_measures way
-        measures = evaluation.parse_measures(measure, trec_eval=True)
-    elif _trec_eval_needed(fmt, measure, run, version, trec_options):
-        if by is not None:
-            raise CmrkitError("--by works with the ir_measures path only (not with -f trec, "
-                              "-l, -N, -n, -J, -R, -Z or a run from stdin)")  # fmt: skip
-        _eval_trec(
-            run, qrels, measure, fmt, version, per_query, all_queries, depth, level, num_docs,
-            no_summary, judged_only, rel_format, zscores, dedupe,
-        )  # fmt: skip
+    trec_only = {"-l": level is not None, "-N": num_docs is not None, "-n": no_summary,
+                 "-J": judged_only, "-R": rel_format is not None, "-Z": zscores is not None,
+                 "a run from stdin": str(run) == "-"}  # fmt: skip
+    from cmrkit.evaluation.measures import TREC_EVAL
+
+    plan = _eval_plan(measure, version, fmt, by, [k for k, v in trec_only.items() if v])
+    if plan.engine == TREC_EVAL:
+        opts = _trec_options(version, per_query, all_queries, depth, level, num_docs,
+                             no_summary, judged_only, rel_format)  # fmt: skip
+        _eval_trec(run, qrels, plan, opts, fmt, zscores, dedupe)
         return
-    else:
-        measures = evaluation.parse_measures(measure)
+    _eval_ranking(run, qrels, plan, fmt, per_query, all_queries, depth, dedupe, topics, by)
+
+
+def _check_inputs(run: Path, qrels: Path) -> None:
+    """Both from stdin, or swapped: say so before any other error."""
+    if str(run) == "-" and str(qrels) == "-":
+        raise CmrkitError(f"the run and the qrels cannot both come from stdin (-): give one "
+                          f"as a file; {USAGE}")  # fmt: skip
+    _check_order(run, qrels)
+
+
+def _eval_plan(measure, version: str, fmt: Format, by: str | None, trec_only: list[str]):
+    """What `eval` computes and with which engine (``measures.resolve``): trec_eval's options
+    and a run from stdin need trec_eval's engine, groups (--by) the ranking engine."""
+    from cmrkit.evaluation.measures import RANKING, TREC_EVAL, resolve
+
+    if by is not None:
+        if trec_only:
+            raise CmrkitError(f"--by works with the ranking engine only, not with "
+                              f"{', '.join(trec_only)}")  # fmt: skip
+        return resolve(measure, version, engine=RANKING)
+    engine = TREC_EVAL if trec_only else None
+    return resolve(measure, version, engine=engine, trec_output=fmt is Format.trec)
+
+
+def _eval_ranking(run, qrels, plan, fmt, per_query, all_queries, depth, dedupe, topics, by):
+    """`eval` through the ranking engine (evaluation/ranking.py): a value per query and
+    measure, groups with --by."""
+    from cmrkit import evaluation
+    from cmrkit.trec import read_qrels_with_strata, read_run_columns
+
     qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels, columns=True))
     run_data = read_run_columns(run, dedupe=dedupe)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
         run_data,
         qrels_data,
-        measures,
+        list(plan.measures),
         all_queries=all_queries,
         depth=depth,
         strata=strata,
-        version=version,
+        version=plan.version,
     )
     groups = evaluation.by_group(result, groups_map) if groups_map is not None else None
     if fmt is Format.table:
@@ -325,17 +307,12 @@ def eval_command(
     console.print(coverage(result), markup=False, soft_wrap=True)
 
 
-def _eval_trec(
-    run, qrels, measure, fmt, version, per_query, all_queries, depth, level, num_docs,
-    no_summary, judged_only, rel_format, zscores, dedupe,
-) -> None:  # fmt: skip
-    """`eval` through the trec_eval port (evaluation/trec_eval.py)."""
+def _trec_options(version, per_query, all_queries, depth, level, num_docs, no_summary,
+                  judged_only, rel_format):  # fmt: skip
+    """trec_eval's options from `eval`'s."""
     from cmrkit.evaluation import trec_eval as te
-    from cmrkit.evaluation.measures import trec as defs
 
-    texts = list(measure) if measure else ["official"]
-    request = defs.parse_request(texts, version)
-    opts = te.Options(
+    return te.Options(
         version=version,
         query=per_query,
         complete=all_queries,
@@ -346,12 +323,18 @@ def _eval_trec(
         judged_only=judged_only,
         rel_format=rel_format.value if rel_format is not None else "qrels",
     )
-    rel_info = te.read_rel_info(qrels, opts.rel_format, version)
-    results = te.read_results(run, version)
+
+
+def _eval_trec(run, qrels, plan, opts, fmt, zscores, dedupe) -> None:
+    """`eval` through the trec_eval port (evaluation/trec_eval.py)."""
+    from cmrkit.evaluation import trec_eval as te
+
+    rel_info = te.read_rel_info(qrels, opts.rel_format, opts.version)
+    results = te.read_results(run, opts.version)
     if dedupe:
         results.queries = te.dedupe(results.queries)
     table = te.read_zscores(zscores) if zscores is not None else None
-    result = te.evaluate(results, rel_info, request, opts, table, run_path=run)
+    result = te.evaluate(results, rel_info, plan.columns, opts, table, run_path=run)
     if fmt is Format.trec:
         emit(result.to_trec())
     elif fmt is Format.json:
@@ -419,15 +402,11 @@ def _trec_table(result, title: str) -> None:
     table = Table(title, ["measure", "all"], keys=1, caption=f"trec_eval {version}")
     if any(c.family.name == "runid" for c in result.columns):
         table.add_row("runid", result.runid)
-    for name, v, col in zip(result.names, result.summary, _cols(result), strict=True):
+    for name, v, col in zip(result.names, result.summary, result.value_columns, strict=True):
         if col.family.name == "relstring":
             continue
         table.add_row(name, str(int(v)) if col.family.integer else f"{v:.4f}")
     render(table, out)
-
-
-def _cols(result):
-    return [c for c in result.columns for _ in c.names]
 
 
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
@@ -530,8 +509,8 @@ def compare_command(
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
-    measures = parse_measures(measure, trec_eval=True)
-    plot_m = parse_measure(plot_measure, trec_eval=True) if plot_measure else measures[0]
+    measures = parse_measures(measure, trec_version.value)
+    plot_m = parse_measure(plot_measure, trec_version.value) if plot_measure else measures[0]
     if plot_measure and plot_m not in measures:
         measures.append(plot_m)
     if plot is not None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
-from cmrkit.evaluation.measures import SAMPLED_KINDS, Measure, parse_measures
+from cmrkit.evaluation.measures import SAMPLED_KINDS, TREC_EVAL_KIND, Measure, parse_measures
 from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSIONS
 from cmrkit.evaluation.order import MISSING as _MISSING
 from cmrkit.evaluation.order import rank_all as _ranking
@@ -68,18 +68,20 @@ class Result:
         return [self.per_query[q][name] for q in queries]
 
 
-def _measures(measures: Sequence[Measure | str] | None) -> list[Measure]:
-    if measures and all(isinstance(m, Measure) for m in measures):
-        return list(measures)  # type: ignore[arg-type]
-    texts = [m.spec or m.name if isinstance(m, Measure) else str(m) for m in measures or ()]
-    return parse_measures(texts or None, trec_eval=True)
-
-
 def aggregate(measure: Measure, values: Sequence[float]) -> float:
-    """trec_eval's summary of per-query values: the sum for counts, else the mean (0 if none)."""
+    """trec_eval's summary of per-query values: the sum for counts, else the mean (0 if none);
+    a trec_eval measure without an ir_measures name (``set_F``) sums the values one by one, as
+    trec_eval's ``all`` line does (`eval` prints those through trec_eval's engine)."""
     if measure.summed:
         return float(sum(values))
-    return math.fsum(values) / len(values) if values else 0.0
+    if not values:
+        return 0.0
+    if measure.kind == TREC_EVAL_KIND.name:
+        total = 0.0
+        for v in values:
+            total += v
+        return total / len(values)
+    return math.fsum(values) / len(values)
 
 
 _NATIVE = frozenset(
@@ -244,7 +246,8 @@ def _judged(c: _Ranked, k):
 def _ndcg_cut(c: _Ranked, k):
     import numpy as np
 
-    log2 = np.asarray([math.log2(i + 2) for i in range(k)])  # rank i + 1
+    deepest = min(k, int(c.lens.max(initial=0)))  # a cutoff past every ranking costs nothing
+    log2 = np.asarray([math.log2(i + 2) for i in range(deepest)])  # rank i + 1
     gain = (c.rel > 0) & (c.pos < k)
     at = np.flatnonzero(gain)
     terms = c.rel[at].astype(np.float64) / log2[c.pos[at]]
@@ -356,7 +359,7 @@ def evaluate(
     """
     if version not in VERSIONS:
         raise CmrkitError(f"trec_eval version {version!r}: choose 9 (9.0.8) or 10 (10.0)")
-    ms = _measures(measures)
+    ms = parse_measures(measures, version)
     if depth is not None and depth < 1:
         raise CmrkitError(f"depth {depth} must be a positive number of documents")
     cols = run if isinstance(run, RunColumns) else run_columns(run)
@@ -392,13 +395,11 @@ def evaluate(
     computed: dict[str, dict[str, float]] = {}
     if others:
         import cmrkit.evaluation.trec_eval as te
-        from cmrkit.evaluation.measures import trec as defs
+        from cmrkit.evaluation.trec_bulk import check_grades
+
+        check_grades(qrels)
 
         opts = te.Options(version=version)
-        params = {}  # trec_eval measures: their parameters, as trec_eval sets them up
-        for m in others:
-            if m.spec is not None:
-                params[m.trec_name] = te._setup(m.family, defs.parse_request([m.spec], version))
         for k, qid in enumerate(qids):
             at = order[int(starts[k]) : int(starts[k + 1])].tolist()
             names = [docnos[i] for i in at]
@@ -406,9 +407,7 @@ def evaluate(
                 names = [d.decode() for d in names]
             rr = te.form_res_rels(names, qrels[qid], opts)
             computed[qid] = {
-                m.trec_name: te.QRELS_MEASURES[m.family or m.trec_name](
-                    rr, params[m.trec_name].params if m.spec else None, opts
-                )[0]
+                m.trec_name: te.QRELS_MEASURES[m.family or m.trec_name](rr, m.params, opts)[0]
                 for m in others
             }
     for qid in scored:
@@ -441,7 +440,7 @@ def evaluate_files(
 ) -> Result:
     """:func:`evaluate` on a run file and a qrels file (four columns, or sample_eval's five
     with the stratum of each document)."""
-    ms = _measures(measures)
+    ms = parse_measures(measures, version)
     qrels, strata = read_qrels_with_strata(qrels_path, columns=True)
     run = read_run_columns(run_path, dedupe=dedupe)
     return evaluate(

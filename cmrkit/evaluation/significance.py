@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
-from cmrkit.evaluation.measures import Measure
-from cmrkit.evaluation.ranking import Result, _measures, aggregate, evaluate
+from cmrkit.evaluation.measures import Measure, parse_measures
+from cmrkit.evaluation.ranking import Result, aggregate, evaluate
 from cmrkit.trec import Qrels, Run, Strata
 
 TESTS = ("t", "permutation")
@@ -186,7 +186,7 @@ def compare(
     base = baseline if baseline is not None else names[0]
     if base not in runs:
         raise CmrkitError(f"baseline {base!r} is not one of the runs ({', '.join(names)})")
-    ms = _measures(measures)
+    ms = parse_measures(measures, version)
     results = {
         name: evaluate(
             runs[name],

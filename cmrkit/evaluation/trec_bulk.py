@@ -28,6 +28,9 @@ INFAP_EPSILON = 0.00001
 PAD = -(1 << 40)  # below every grade and -l level: the cells past a ranking's end
 NEG_NAN = -math.nan  # C's 0.0 / 0.0 on x86 (printed -nan)
 _SPARSE = 4  # the padded matrix may hold at most this many cells per ranked document (+ 1M)
+# form_res_rels.c keeps a counter per grade from 0 to the highest, for every query: a grade of
+# 2147483648 makes trec_eval fail (or crash) and would take tens of GB here
+MAX_GRADE = 1_000_000
 
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -49,6 +52,36 @@ def c_log(x: float) -> float:
     if x == 0:
         return -math.inf
     return x if math.isnan(x) else NEG_NAN
+
+
+def check_grades(qrels, path: object = None) -> None:
+    """Refuse qrels with a grade above :data:`MAX_GRADE` (one line naming the query and the
+    document), before any per-grade table is made. ``qrels``: {qid: {docno: grade}}, or the
+    compiled reader's columns."""
+    grades = getattr(qrels, "grades", None)
+    if grades is not None:
+        if not len(grades) or int(grades.max()) <= MAX_GRADE:
+            return
+        import numpy as np
+
+        i = int(np.argmax(grades))
+        qid = qrels.qids[int(np.searchsorted(qrels.starts, i, side="right")) - 1]
+        top = int(grades[i])
+    else:
+        top, qid = max(
+            ((max(docs.values(), default=0), q) for q, docs in qrels.items()), default=(0, "")
+        )
+        if top <= MAX_GRADE:
+            return
+    docno = next(d for d, g in qrels[qid].items() if g == top)
+    docno = docno.decode() if isinstance(docno, bytes) else docno
+    raise CmrkitError(
+        f"query {qid} document {docno}: grade {top:,} is more than trec_eval can count (it keeps "
+        f"a counter per grade from 0 up for every query: {top + 1:,} here; trec_eval fails); "
+        f"grades up to {MAX_GRADE:,} are taken (AP, P, R, RR, nDCG@k and the counts of "
+        "`eval`'s default path take any)",
+        path=path,
+    )
 
 
 def levels(judged: dict[str, int], level: int, state: dict) -> tuple[list[int], int, int]:

@@ -25,10 +25,9 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
@@ -38,8 +37,8 @@ from cmrkit.evaluation.trec_bulk import (
     MIN_GEO_MEAN,
     NONPOOL,
     UNJUDGED,
+    check_grades,
 )
-from cmrkit.evaluation.trec_bulk import atol as _atol
 from cmrkit.evaluation.trec_bulk import block as _block
 from cmrkit.evaluation.trec_bulk import c_div as _div
 from cmrkit.evaluation.trec_bulk import c_log as _log
@@ -51,6 +50,13 @@ from cmrkit.evaluation.trec_bulk import levels as _levels
 from cmrkit.evaluation.trec_bulk import log2_discounts as _l2
 from cmrkit.evaluation.trec_bulk import rbp_persistence as _rbp_p
 from cmrkit.evaluation.trec_bulk import values as _bulk_rows
+from cmrkit.trec import (
+    c_fields,
+    parse_relevance,
+    parse_score,
+    qrels_from_bytes,
+    run_columns_from_bytes,
+)
 
 MISSING_ZSCORE = -1000000.0
 BOGUS_DOCNO = "ceci_nest_pas_un_docno"
@@ -176,7 +182,7 @@ def _lines(
     odd.version = version
     after_comment = False
     for n, line in enumerate(lines, 1):
-        fields = line.split()
+        fields = c_fields(line)
         odd.hint = None
         if not fields:
             if n < last:
@@ -227,11 +233,6 @@ def _hinted(odd: Odd) -> Iterator[None]:
         raise CmrkitError(f"{e}; {odd.hint}") from None
 
 
-_FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|infinity|nan)",
-                    re.I)  # fmt: skip
-_LONG = re.compile(r"\s*[+-]?\d+")
-
-
 def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -> Results:
     """A run file (``-`` for stdin): qid Q0 docno rank score tag [ignored...]."""
     odd = Odd()
@@ -240,8 +241,6 @@ def read_results(path: str | os.PathLike, version: str = defs.DEFAULT_VERSION) -
 
 
 def _read_results(path: str | os.PathLike, version: str, odd: Odd) -> Results:
-    from cmrkit.trec import run_columns_from_bytes
-
     raw = _read_bytes(path)
     cols = run_columns_from_bytes(raw) if raw else None
     if cols is not None:  # the common regular file, in bulk
@@ -259,12 +258,7 @@ def _read_results(path: str | os.PathLike, version: str, odd: Odd) -> Results:
             )
         if len(fields) > 6:
             odd.extra_columns += 1
-        try:
-            score = float(fields[4])
-        except ValueError:
-            raise CmrkitError(f"line {n}: score {fields[4]!r} is not a number", path=path) from None
-        if not math.isfinite(score):
-            raise CmrkitError(f"line {n}: score {fields[4]!r} is not finite", path=path)
+        score = parse_score(fields[4], path, n)
         queries.setdefault(fields[0], []).append((fields[2], score))
         runid = fields[5]
         lines += 1
@@ -313,19 +307,11 @@ def _cbytes(s: str) -> bytes:
 
 def _rel(text: str, path, n: int) -> int:
     """A grade as cmrkit reads them everywhere: whole numbers, also written ``1.0``."""
-    from cmrkit.trec import parse_relevance
-
     return parse_relevance(text, path, n)
 
 
 def _level(text: str, path, n: int) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise CmrkitError(f"line {n}: rel_level {text!r} is not a number", path=path) from None
-    if not math.isfinite(value):
-        raise CmrkitError(f"line {n}: rel_level {text!r} is not finite", path=path)
-    return value
+    return parse_score(text, path, n, "rel_level")
 
 
 def _add_judgment(table: dict[str, int], docno: str, rel: int, path, n: int, odd: Odd,
@@ -358,12 +344,11 @@ def _read_rel_info(path: str | os.PathLike, rel_format: str, version: str, odd: 
     info = RelInfo(rel_format, odd=odd)
     seen: dict[tuple, dict] = {}
     if rel_format == "qrels":
-        from cmrkit.trec import qrels_from_bytes
-
         fast = qrels_from_bytes(raw, byte_docnos=True, columns=True)
         if fast is not None:
             info.qrels = fast
             info.byte_docnos = True
+            check_grades(fast, path)
             return info
         for n, fields in _lines(raw, path, version, odd, "rel"):
             if len(fields) != 4:
@@ -405,6 +390,12 @@ def _read_rel_info(path: str | os.PathLike, rel_format: str, version: str, odd: 
         )
     if not data:
         raise CmrkitError("no judgments in the file", path=path)
+    if rel_format == "qrels":
+        check_grades(info.qrels, path)
+    elif rel_format == "qrels_jg":
+        for qid, groups in info.jg.items():
+            for group in groups:
+                check_grades({qid: group}, path)
     return info
 
 
@@ -432,10 +423,8 @@ def read_zscores(path: str | os.PathLike) -> dict[str, dict[str, tuple[float, fl
                 f"line {n}: expected 4 fields (qid measure mean stddev), found {len(fields)}",
                 path=path,
             )
-        try:
-            mean, std = float(fields[2]), float(fields[3])
-        except ValueError:
-            raise CmrkitError(f"line {n}: mean and stddev must be numbers", path=path) from None
+        mean = parse_score(fields[2], path, n, "mean", finite=False)
+        std = parse_score(fields[3], path, n, "stddev", finite=False)
         out.setdefault(fields[0], {})[fields[1]] = (mean, std)
     return out
 
@@ -1118,84 +1107,12 @@ JG_MEASURES = {
 
 
 @dataclass
-class Column:
-    """One family as set up for this evaluation: its parameters and printed value names."""
-
-    family: defs.Family
-    params: object
-    names: list[str]
-
-
-def _atof(text: str, measure: str) -> float:
-    m = _FLOAT.match(text.strip())
-    if not m or not text.strip():
-        raise CmrkitError(f"measure {measure}: parameter {text!r} is not a number")
-    return float(m.group(0))
-
-
-def _setup(name: str, req: defs.Request) -> Column:
-    """te_init_meas_*: parameters from the first ``-m NAME.PARAMS`` (else the ir_measures
-    cutoffs, else the defaults) and the printed names."""
-    fam = defs.BY_NAME[name]
-    text = req.params.get(name)
-    kind = fam.params
-    if kind == defs.NONE:
-        return Column(fam, None, [] if name == "runid" else [name])
-    if kind == defs.CUT_LONG:
-        if text is not None:
-            items = text.split(",")
-            if any(not _LONG.match(t) for t in items):
-                raise CmrkitError(
-                    f"measure {name}.{text}: cutoffs are whole numbers, e.g. {name}.5,10"
-                )
-            cut = sorted(_atol(t) for t in items)
-        else:
-            cut = sorted(int(c) for c in req.cutoffs.get(name, fam.default))
-        if cut[0] <= 0 or cut[-1] > defs.MAX_CUTOFF:
-            raise CmrkitError(
-                f"measure {name}: the cutoff must be an integer from 1 to {defs.MAX_CUTOFF:,}"
-            )
-        if len(set(cut)) != len(cut):
-            raise CmrkitError(f"measure {name}: a cutoff is given twice")
-        return Column(fam, cut, [f"{name}_{c}" for c in cut])
-    if kind == defs.CUT_DOUBLE:
-        if text is not None:
-            dcut = sorted(_atof(t, f"{name}.{text}") for t in text.split(","))
-        else:
-            dcut = sorted(float(c) for c in req.cutoffs.get(name, fam.default))
-        if len(set(dcut)) != len(dcut):
-            raise CmrkitError(f"measure {name}: a cutoff is given twice")
-        width = len(name) + 9  # append_double's buffer
-        return Column(fam, dcut, [f"{name}_{c:3.2f}"[:width] for c in dcut])
-    if kind == defs.P_DOUBLE:
-        values = (
-            [_atof(t, f"{name}.{text}") for t in text.split(",")]
-            if text is not None
-            else list(fam.default)
-        )
-        return Column(fam, values, [f"{name}_{text}" if text is not None else name])
-    # P_PAIR: name=value,name=value
-    pairs = None
-    if text is not None:
-        pairs = []
-        for item in text.split(","):
-            key, eq, value = item.partition("=")
-            if not eq or not key or "=" in value:
-                raise CmrkitError(
-                    f"measure {name}.{text}: parameters are name=value pairs, e.g. "
-                    f"{name}.1=3,2=9 or rbp.p=0.8"
-                )
-            pairs.append((key, _atof(value, f"{name}.{text}")))
-    return Column(fam, pairs, [f"{name}_{text}" if text is not None else name])
-
-
-@dataclass
 class TrecResult:
     """What trec_eval computes: per-query values and the summary, with its printed names."""
 
     version: str
     options: Options
-    columns: list[Column]
+    columns: list[defs.Column]
     runid: str
     queries: list[str]  # evaluated, in trec_eval's order
     per_query: dict[str, list[float | str]]  # qid -> one value per printed name
@@ -1209,6 +1126,11 @@ class TrecResult:
     @property
     def names(self) -> list[str]:
         return [n for c in self.columns for n in c.names]
+
+    @property
+    def value_columns(self) -> list[defs.Column]:
+        """The column of each printed name (in ``names``' order)."""
+        return [c for c in self.columns for _ in c.names]
 
     def aggregate(self) -> dict[str, float | str]:
         return dict(zip(self.names, self.summary, strict=True))
@@ -1286,7 +1208,7 @@ def _zscore(values: list, names: list[str], table: dict | None) -> list:
 def evaluate(
     results: Results,
     rel_info: RelInfo,
-    request: defs.Request,
+    columns: Sequence[defs.Column],
     opts: Options,
     zscores: dict[str, dict[str, tuple[float, float]]] | None = None,
     run_path: object = None,
@@ -1295,9 +1217,8 @@ def evaluate(
     with judgments), the measures in trec_eval's order, then the summary."""
     version = opts.version
     fmt = "prefs" if rel_info.format in ("prefs", "qrels_prefs") else rel_info.format
-    order = [f.name for f in defs.families(version)]
-    marked = [n for n in order if n in request.marked]
-    for n in marked:
+    columns = list(columns)
+    for n in (c.family.name for c in columns):
         need = defs.BY_NAME[n].rel_format
         if need != fmt and n not in ("runid", "num_q"):
             hint = {"prefs": "-R prefs or -R qrels_prefs", "qrels_jg": "-R qrels_jg"}.get(
@@ -1307,7 +1228,6 @@ def evaluate(
                 f"measure {n} needs {need} judgments ({hint}); the judgments were read as "
                 f"{rel_info.format}"
             )
-    columns = [_setup(n, request) for n in marked]
     names = [n for c in columns for n in c.names]
     rel_qids = rel_info.qids
     run_qids = set(results.qids)
@@ -1642,7 +1562,7 @@ def result_to_json(result: TrecResult, extra: dict | None = None) -> str:
     }
     obj["runid"] = result.runid
     summary = {
-        n: v for n, v, c in zip(result.names, result.summary, _flat(result), strict=True)
+        n: v for n, v, c in zip(result.names, result.summary, result.value_columns, strict=True)
         if c.family.summary != defs.NO_SUMMARY
     }  # fmt: skip
     obj["measures"] = summary
@@ -1651,10 +1571,6 @@ def result_to_json(result: TrecResult, extra: dict | None = None) -> str:
     obj["missing_from_qrels"] = result.missing_from_qrels
     obj["per_query"] = result.by_query()
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-
-
-def _flat(result: TrecResult) -> list[Column]:
-    return [c for c in result.columns for _ in c.names]
 
 
 def result_to_csv(result: TrecResult) -> str:
@@ -1670,7 +1586,7 @@ def result_to_csv(result: TrecResult) -> str:
     for qid in result.queries:
         for name, v in zip(result.names, result.per_query[qid], strict=True):
             w.writerow([qid, name, v if isinstance(v, str) else repr(v), version])
-    for name, v, col in zip(result.names, result.summary, _flat(result), strict=True):
+    for name, v, col in zip(result.names, result.summary, result.value_columns, strict=True):
         if col.family.summary != defs.NO_SUMMARY:
             w.writerow(["all", name, repr(v), version])
     return buf.getvalue()

@@ -1,11 +1,16 @@
-"""Measures as definitions, apart from their computation (issue 22).
+"""Measures as definitions, apart from their computation, and the one front door to them.
 
 Two registries: ``measures/trec.py`` holds trec_eval's families (9.0.8 and 10.0: names,
-parameters and their defaults, summaries, versions), computed by ``evaluation/trec_eval.py``;
-this module holds the families named as users write them (ir_measures syntax: ``AP@10``,
-``RR@10``), each registered with :func:`register` and computed by ``evaluation/ranking.py``.
+parameters and their defaults, summaries, versions, and each family's ir_measures name, the one
+place that mapping is written); this module holds the families named as users write them
+(ir_measures syntax: ``AP@10``, ``RR@10``), each registered with :func:`register`.
 
-Each measure maps to the trec_eval measure it equals (``AP@10`` is ``map_cut_10``), or,
+:func:`resolve` reads what a user asked for (``-m`` texts: ir_measures names, trec_eval's own,
+comma-separated) once, and says which engine computes it: ``ranking`` (``evaluation/ranking.py``:
+one value per query and measure, for groups, comparisons and cmrkit's own measures) or
+``trec_eval`` (``evaluation/trec_eval.py``: every trec_eval measure, option and output byte).
+
+Each ir_measures name maps to the trec_eval measure it equals (``AP@10`` is ``map_cut_10``), or,
 for the two trec_eval lacks, to a definition computed on trec_eval's ranking: ``RR@k`` is
 ``recip_rank`` on the top k, ``Judged@k`` the fraction of the top k (or of the whole ranking
 when shorter) that appears in the qrels with any grade, as in ir_measures. ``xinfAP`` and
@@ -15,24 +20,40 @@ when shorter) that appears in the qrels with any grade, as in ir_measures. ``xin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
+from cmrkit.evaluation.measures import trec as defs
 from cmrkit.evaluation.measures.trec import MAX_CUTOFF
+
+RANKING = "ranking"  # evaluation/ranking.py
+TREC_EVAL = "trec_eval"  # evaluation/trec_eval.py
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One measure family of the ir_measures-named path: its name, how a cutoff applies, and
-    the trec_eval family it equals (``measures/trec.py``), if any."""
+    """One measure family of the ir_measures names: its name and how a cutoff applies (the
+    trec_eval families it equals come from ``measures/trec.py``'s ``ir_name``)."""
 
     name: str
     help: str
-    trec: str | None = None  # trec_eval name without cutoff; None when cmrkit computes it
-    trec_cut: str | None = None  # trec_eval name with a cutoff (``map_cut``)
     cutoff: str = "none"  # "none", "optional" or "required"
-    summed: bool = False  # trec_eval's "all" line sums it over queries instead of averaging
-    integer: bool = False  # trec_eval prints it as an integer
+
+    @property
+    def trec(self) -> str | None:
+        """The trec_eval family it equals without a cutoff (``map``); None: cmrkit's own."""
+        return defs.IR_NAMES.get(self.name.lower(), (None, None))[0]
+
+    @property
+    def trec_cut(self) -> str | None:
+        """The trec_eval family it equals with a cutoff (``map_cut``)."""
+        return defs.IR_NAMES.get(self.name.lower(), (None, None))[1]
+
+    @property
+    def family(self) -> defs.Family | None:
+        name = self.trec or self.trec_cut
+        return defs.BY_NAME[name] if name else None
 
 
 _KINDS: list[Kind] = []
@@ -48,39 +69,34 @@ def register(*kinds: Kind) -> None:
 
 
 register(
-    Kind("AP", "average precision (AP@k: map_cut_k, divides by all relevant)",
-         trec="map", trec_cut="map_cut", cutoff="optional"),
-    Kind("infAP", "inferred AP (Yilmaz & Aslam 2006): negative grades are pooled but unjudged",
-         trec="infAP"),
+    Kind("AP", "average precision (AP@k: map_cut_k, divides by all relevant)", "optional"),
+    Kind("infAP", "inferred AP (Yilmaz & Aslam 2006): negative grades are pooled but unjudged"),
     Kind("RR", "reciprocal rank of the first relevant document (RR@k: 0 below rank k)",
-         trec="recip_rank", cutoff="optional"),
-    Kind("R", "recall at k (recall_k)", trec_cut="recall", cutoff="required"),
-    Kind("P", "precision at k (P_k)", trec_cut="P", cutoff="required"),
-    Kind("nDCG", "normalized DCG with the grades as gains (nDCG@k: ndcg_cut_k)",
-         trec="ndcg", trec_cut="ndcg_cut", cutoff="optional"),
-    Kind("Bpref", "binary preference (bpref)", trec="bpref"),
-    Kind("Rprec", "precision at rank R (Rprec)", trec="Rprec"),
-    Kind("Success", "1 if a relevant document is in the top k (success_k)",
-         trec_cut="success", cutoff="required"),
+         "optional"),
+    Kind("R", "recall at k (recall_k)", "required"),
+    Kind("P", "precision at k (P_k)", "required"),
+    Kind("nDCG", "normalized DCG with the grades as gains (nDCG@k: ndcg_cut_k)", "optional"),
+    Kind("Bpref", "binary preference (bpref)"),
+    Kind("Rprec", "precision at rank R (Rprec)"),
+    Kind("Success", "1 if a relevant document is in the top k (success_k)", "required"),
     Kind("Judged", "fraction of the top k present in the qrels, any grade (ir_measures Judged@k)",
-         cutoff="required"),
+         "required"),
     Kind("xinfAP", "extended inferred AP from stratified samples (sample_eval.pl's infAP; "
          "Yilmaz et al. 2008)"),
     Kind("infNDCG", "inferred nDCG from stratified samples (sample_eval.pl's infNDCG)"),
-    Kind("NumRel", "number of relevant documents", trec="num_rel", summed=True, integer=True),
-    Kind("NumRet", "number of retrieved documents", trec="num_ret", summed=True, integer=True),
-    Kind("NumRelRet", "number of relevant documents retrieved", trec="num_rel_ret", summed=True,
-         integer=True),
-    Kind("NumQ", "number of queries evaluated", trec="num_q", summed=True, integer=True),
+    Kind("NumRel", "number of relevant documents"),
+    Kind("NumRet", "number of retrieved documents"),
+    Kind("NumRelRet", "number of relevant documents retrieved"),
+    Kind("NumQ", "number of queries evaluated"),
 )  # fmt: skip
 _BY_NAME = {k.name.lower(): k for k in _KINDS}
-_ALIASES = {"map": "AP", "mrr": "RR", "recall": "R", "ndcg": "nDCG", "prec": "P"}
 # trec_eval's own names, accepted as a convenience: `P_10`, `map_cut_10`, `recip_rank`.
 _TREC_NAMES = {k.trec.lower(): k for k in _KINDS if k.trec}
 _TREC_CUT_NAMES = {k.trec_cut.lower(): k for k in _KINDS if k.trec_cut}
 
 _SYNTAX = re.compile(r"([A-Za-z_]+?)(?:@(\S+))?")
-_TREC_SYNTAX = re.compile(r"([A-Za-z_]+?)[_.]([0-9]+)")
+_TREC_SYNTAX = re.compile(r"([A-Za-z_]+?)[_.]([0-9]+)", re.ASCII)
+_NAME = re.compile(r"([A-Za-z0-9_]+)(?=[.@(]|$)")
 
 # Estimated from stratified samples (evaluation/sampled.py): the qrels' strata matter.
 SAMPLED_KINDS = frozenset({"xinfAP", "infNDCG"})
@@ -99,23 +115,24 @@ DEFAULT_MEASURES = (
     "nDCG@10",
     "Judged@10",
 )
-
+DEFAULT_TREC = ("official",)  # trec_eval's own default set
 
 # a trec_eval measure that has no ir_measures name (``set_F``, ``utility``, ``binG``), asked for
-# where measures are grouped or compared (see :func:`parse_measure`'s ``trec_eval``)
+# where measures are grouped or compared: one value per query
 TREC_EVAL_KIND = Kind("trec_eval", "a trec_eval measure with one value per query")
 
 
 @dataclass(frozen=True)
 class Measure:
     """One measure, e.g. ``Measure("AP", 10)`` for ``AP@10``; kind ``trec_eval``: a trec_eval
-    measure without an ir_measures name, ``spec`` as written (``set_F.0.5``) and ``label`` as
-    trec_eval prints its name (``set_F_0.5``)."""
+    measure without an ir_measures name, ``spec`` as written (``set_F.0.5``), ``label`` as
+    trec_eval prints its name (``set_F_0.5``) and ``params`` its parameters as set up."""
 
     kind: str
     cutoff: int | None = None
     spec: str | None = None
     label: str | None = None
+    params: object = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def _kind(self) -> Kind:
@@ -160,21 +177,21 @@ class Measure:
         return None
 
     @property
+    def _family(self) -> defs.Family | None:
+        if self.spec is not None:
+            return defs.BY_NAME[self.family]
+        return self._kind.family
+
+    @property
     def summed(self) -> bool:
         """trec_eval's aggregate is the sum over queries (counts), not the mean."""
-        if self.spec is not None:
-            from cmrkit.evaluation.measures.trec import BY_NAME, SUM
-
-            return BY_NAME[self.family].summary == SUM
-        return self._kind.summed
+        fam = self._family
+        return fam is not None and fam.summary in (defs.SUM, defs.NUM_REL, defs.NUM_Q)
 
     @property
     def integer(self) -> bool:
-        if self.spec is not None:
-            from cmrkit.evaluation.measures.trec import BY_NAME
-
-            return BY_NAME[self.family].integer
-        return self._kind.integer
+        fam = self._family
+        return fam is not None and fam.integer
 
     def format(self, value: float) -> str:
         """The value as trec_eval prints it (``%6.4f`` or an integer)."""
@@ -182,6 +199,218 @@ class Measure:
 
     def __str__(self) -> str:
         return self.name
+
+
+# ----------------------------------------------------------------------------- the front door
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`resolve` found: the engine and what it computes. ``ranking``: ``measures``
+    (one value per query each); ``trec_eval``: ``columns`` (trec_eval's families in its order,
+    with their parameters and printed names)."""
+
+    engine: str
+    version: str
+    measures: tuple[Measure, ...] = ()
+    columns: tuple[defs.Column, ...] = ()
+
+
+class _Unknown(CmrkitError):
+    """A name neither vocabulary has (as opposed to a known name written wrongly)."""
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One measure as asked for, and how each engine reads it (an error where it cannot)."""
+
+    text: str
+    measures: tuple[Measure, ...] | CmrkitError
+    native: bool  # an ir_measures name: the ranking engine's own vocabulary
+    marks: tuple[tuple[str, str | None, object], ...] | CmrkitError  # (family, params, cutoff)
+    values: tuple[str, ...] = ()  # the trec_eval reading's printed names
+
+
+def resolve(
+    texts: str | Sequence[str] | None,
+    version: str = defs.DEFAULT_VERSION,
+    *,
+    engine: str | None = None,
+    trec_output: bool = False,
+) -> Plan:
+    """Read the measures asked for once, and choose the engine that computes them.
+
+    ``texts``: ``-m`` values (each may hold several comma-separated measures: ``AP,P@10``;
+    a part that names no measure continues the parameters of the trec_eval measure before it,
+    so ``map,P.5,10`` is map and P at 5 and 10, as a trec_eval user means it); None or empty:
+    the default set (the ranking engine's, or trec_eval's ``official``). ``engine``: the engine
+    the caller needs (``ranking`` for groups, comparisons and per-query scorers, ``trec_eval``
+    for trec_eval's options); None: ``ranking`` where every name is an ir_measures name, else
+    ``trec_eval`` where trec_eval has every one, else ``ranking`` where each has one value per
+    query; ``trec_output`` (``-f trec``) tries ``trec_eval`` first.
+    Raises CmrkitError (one line) naming the measure no engine reads, and why.
+    """
+    if version not in defs.VERSIONS:
+        raise CmrkitError(f"--trec-eval {version!r}: choose 9 (9.0.8) or 10 (10.0)")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not texts:
+        use = engine or (TREC_EVAL if trec_output else RANKING)
+        defaults = DEFAULT_TREC if use == TREC_EVAL else DEFAULT_MEASURES
+        return _plan(use, [_item(t, version) for t in defaults], version)
+    items = [_item(t, version) for t in _split(texts)]
+    if not items:
+        raise CmrkitError(
+            f"-m {', '.join(map(repr, texts))} names no measure; e.g. -m AP or -m map,P.5,10"
+        )
+    if engine is not None:
+        return _plan(engine, items, version)
+    readers = {
+        "native": all(i.native for i in items),
+        TREC_EVAL: all(not isinstance(i.marks, CmrkitError) for i in items),
+        RANKING: all(not isinstance(i.measures, CmrkitError) for i in items),
+    }
+    order = [TREC_EVAL, "native", RANKING] if trec_output else ["native", TREC_EVAL, RANKING]
+    for choice in order:
+        if readers[choice]:
+            return _plan(TREC_EVAL if choice == TREC_EVAL else RANKING, items, version)
+    raise _neither(items, trec_output)
+
+
+def _plan(engine: str, items: list[_Item], version: str) -> Plan:
+    if engine == RANKING:
+        out: list[Measure] = []
+        for item in items:
+            if isinstance(item.measures, CmrkitError):
+                raise _ranking_error(item)
+            out.extend(m for m in item.measures if m not in out)
+        return Plan(RANKING, version, tuple(out))
+    if engine != TREC_EVAL:
+        raise ValueError(f"no engine {engine!r}")
+    req = defs.Request()
+    for item in items:
+        if isinstance(item.marks, CmrkitError):
+            raise _trec_error(item)
+        for name, params, cutoff in item.marks:
+            req.mark(name)
+            if params is not None and name not in req.params:
+                req.params[name] = params
+            if cutoff is not None:
+                values = req.cutoffs.setdefault(name, [])
+                if cutoff not in values:
+                    values.append(cutoff)
+    return Plan(TREC_EVAL, version, columns=tuple(defs.columns(req, version)))
+
+
+def _ranking_error(item: _Item) -> CmrkitError:
+    """Why the ranking engine cannot compute an item (one value per query and measure)."""
+    error = item.measures
+    assert isinstance(error, CmrkitError)
+    if len(item.values) <= 1:
+        return error
+    shown = ", ".join(item.values[:4]) + (", ..." if len(item.values) > 4 else "")
+    count = len(item.values)
+    if isinstance(error, _Unknown):
+        return CmrkitError(
+            f"measure {item.text!r} gives {count} values ({shown}); name one, e.g. P.10 or P@10"
+        )
+    return CmrkitError(f"{error} (trec_eval's {item.text} gives {count} values: {shown})")
+
+
+def _trec_error(item: _Item) -> CmrkitError:
+    """Why trec_eval's engine cannot compute an item."""
+    assert isinstance(item.marks, CmrkitError)
+    if isinstance(item.marks, _Unknown) and item.native:
+        return CmrkitError(
+            f"measure {item.text!r} is cmrkit's own, not trec_eval's: it goes with neither "
+            "trec_eval's options (-l, -N, -n, -J, -R, -Z) nor a run read from stdin"
+        )
+    return item.marks
+
+
+def _neither(items: list[_Item], trec_output: bool) -> CmrkitError:
+    """No engine reads every item: the first item no engine reads, else the two that part."""
+    for item in items:
+        rank, trec = item.measures, item.marks
+        if isinstance(rank, CmrkitError) and isinstance(trec, CmrkitError):
+            known = [e for e in ((trec, rank) if trec_output else (rank, trec))
+                     if not isinstance(e, _Unknown)]  # fmt: skip
+            if known:
+                return known[0]
+            return CmrkitError(
+                f"{rank}; or trec_eval's names (map_cut.10, P.5,10, all_trec; see "
+                "docs/evaluation.md)"
+            )
+    only_rank = next(i for i in items if isinstance(i.marks, CmrkitError))
+    only_trec = next(i for i in items if isinstance(i.measures, CmrkitError))
+    return CmrkitError(
+        f"measure {only_rank.text!r} is cmrkit's own and {only_trec.text!r} only trec_eval's "
+        "(not one value per query): ask for them in two calls"
+    )
+
+
+def _split(texts: Sequence[str]) -> list[str]:
+    """The measures in ``-m`` texts: separated by commas, a part that names no measure
+    continuing the parameters of the dotted trec_eval measure before it (``P.5,10``,
+    ``utility.1,-1,0,0``, ``ndcg.1=3,2=9``, ``iprec_at_recall..10,.20``)."""
+    items: list[str] = []
+    for text in texts:
+        open_item = None
+        for part in text.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if open_item is not None and not _names_a_measure(part):
+                items[open_item] += "," + part
+                continue
+            items.append(part)
+            name = part.partition(".")[0]
+            dotted = "." in part and (
+                name in defs.BY_NAME
+                or name.lower() in _TREC_CUT_NAMES
+                or any(name in n for n in defs.NICKNAMES.values())
+            )
+            open_item = len(items) - 1 if dotted else None
+    return items
+
+
+def _names_a_measure(part: str) -> bool:
+    m = _NAME.match(part)
+    if m is None:
+        return False
+    name = m.group(1)
+    low = name.lower()
+    if low in _BY_NAME or low in defs.IR_NAMES or name in defs.BY_NAME:
+        return True
+    if any(name in n for n in defs.NICKNAMES.values()):
+        return True
+    t = _TREC_SYNTAX.fullmatch(name)
+    return bool(t and t.group(1).lower() in _TREC_CUT_NAMES)
+
+
+def _item(text: str, version: str) -> _Item:
+    values: tuple[str, ...] = ()
+    try:
+        marks: tuple | CmrkitError = _trec_marks(text, version)
+        req = defs.Request()
+        for name, params, cutoff in marks:
+            req.mark(name)
+            if params is not None:
+                req.params.setdefault(name, params)
+            if cutoff is not None:
+                req.cutoffs.setdefault(name, []).append(cutoff)
+        cols = defs.columns(req, version)
+        values = tuple(n for c in cols if c.family.name not in ("runid", "num_q") for n in c.names)
+    except CmrkitError as e:
+        marks = e
+    try:
+        measures, native = _ranking_measures(text, version)
+    except CmrkitError as e:
+        measures, native = e, False
+    return _Item(text, measures, native, marks, values)
+
+
+# ----------------------------------------------------------------------------- ranking reading
 
 
 def _valid_list() -> str:
@@ -203,7 +432,8 @@ def _make(kind: Kind, cutoff_text: str | None, text: str) -> Measure:
         return Measure(kind.name)
     if kind.cutoff == "none":
         raise CmrkitError(f"measure {kind.name} takes no cutoff; write {kind.name!r}")
-    if not cutoff_text.isdigit() or not 1 <= int(cutoff_text) <= MAX_CUTOFF:
+    whole = cutoff_text.isascii() and cutoff_text.isdigit()
+    if not whole or not 1 <= int(cutoff_text) <= MAX_CUTOFF:
         raise CmrkitError(
             f"measure {text!r}: the cutoff must be an integer from 1 to {MAX_CUTOFF:,}, "
             f"e.g. {kind.name}@10"
@@ -211,15 +441,36 @@ def _make(kind: Kind, cutoff_text: str | None, text: str) -> Measure:
     return Measure(kind.name, int(cutoff_text))
 
 
-def _trec_eval_measure(text: str) -> Measure | None:
-    """A trec_eval measure without an ir_measures name, as one value per query (None when
-    ``text`` names no such trec_eval family)."""
-    from cmrkit.evaluation.measures import trec as defs
+def _ranking_measures(text: str, version: str) -> tuple[tuple[Measure, ...], bool]:
+    """The ranking engine's reading: (measures, whether ``text`` is an ir_measures name)."""
+    if "(" in text:
+        raise CmrkitError(
+            f"measure {text!r}: parameters such as (rel=2) are not supported; "
+            f"valid measures: {_valid_list()}"
+        )
+    m = _SYNTAX.fullmatch(text)
+    if m:
+        base = m.group(1).lower()
+        base = defs.IR_ALIASES.get(base, base).lower()
+        if base in _BY_NAME:
+            return (_make(_BY_NAME[base], m.group(2), text),), True
+        if base in _TREC_NAMES and m.group(2) is None:
+            return (_make(_TREC_NAMES[base], None, text),), True
+    t = _TREC_SYNTAX.fullmatch(text)
+    if t and t.group(1).lower() in _TREC_CUT_NAMES:
+        return (_make(_TREC_CUT_NAMES[t.group(1).lower()], t.group(2), text),), True
+    return _trec_family_measures(text, version), False
 
-    name, dot, params = text.partition(".")
+
+def _trec_family_measures(text: str, version: str) -> tuple[Measure, ...]:
+    """A trec_eval family as measures with one value per query: one per cutoff of a family
+    with cutoffs (``P.5,10`` is P@5 and P@10), else one (``set_F.0.5``, ``SetF``)."""
+    spec = _ir_spec(text) or text
+    name, dot, params = spec.partition(".")
     fam = defs.BY_NAME.get(name)
     if fam is None:
-        return None
+        raise _Unknown(f"unknown measure {text!r}; valid measures: {_valid_list()}")
+    defs.check_version(name, version)
     if (
         fam.rel_format != "qrels"
         or not fam.per_query
@@ -229,100 +480,90 @@ def _trec_eval_measure(text: str) -> Measure | None:
             f"measure {text!r} has no value per query to group or compare; "
             f"valid measures: {_valid_list()}, or trec_eval's per-query ones (set_F, utility, ...)"
         )
-    label = f"{name}_{params}" if dot else name
-    if fam.params in (defs.CUT_LONG, defs.CUT_DOUBLE):
-        cuts = params.split(",") if dot else []
-        if len(cuts) != 1 or not cuts[0].strip():
-            raise CmrkitError(
-                f"measure {text!r} gives a value per cutoff; name one, e.g. {name}.10"
-                if fam.params == defs.CUT_LONG
-                else f"measure {text!r} gives a value per cutoff; name one, e.g. {name}..5"
-            )
-        try:
-            cut = float(cuts[0])
-        except ValueError:
-            raise CmrkitError(f"measure {text!r}: the cutoff is not a number") from None
-        if fam.params == defs.CUT_LONG:
-            label = f"{name}_{int(cut)}" if cut == int(cut) else label
-        else:
-            label = f"{name}_{cut:3.2f}"[: len(name) + 9]
-    return Measure(TREC_EVAL_KIND.name, spec=text, label=label)
+    req = defs.Request()
+    req.mark(name)
+    if dot:
+        if not params:
+            raise CmrkitError(f"measure {text!r}: nothing after the '.'; e.g. P.5,10")
+        req.params[name] = params
+    elif fam.params in (defs.CUT_LONG, defs.CUT_DOUBLE):
+        example = f"{name}.10" if fam.params == defs.CUT_LONG else f"{name}..5"
+        raise CmrkitError(f"measure {text!r} gives a value per cutoff; name one, e.g. {example}")
+    col = defs.column(name, req)
+    if fam.params not in (defs.CUT_LONG, defs.CUT_DOUBLE):
+        return (Measure(TREC_EVAL_KIND.name, spec=spec, label=col.names[0], params=col.params),)
+    kind = _TREC_CUT_NAMES.get(name.lower())
+    return tuple(
+        Measure(kind.name, int(c))
+        if kind is not None
+        else Measure(TREC_EVAL_KIND.name, spec=f"{name}.{c}", label=label, params=[c])
+        for c, label in zip(col.params, col.names, strict=True)
+    )
 
 
-def parse_measure(text: str, *, trec_eval: bool = False) -> Measure:
-    """``"AP@10"`` -> Measure; also accepts trec_eval names (``map_cut_10``, ``P.10``), and
-    with ``trec_eval`` the trec_eval measures without an ir_measures name that give one value
-    per query (``set_F``, ``utility.1,-1,0,0``, ``binG``, ``relative_P.5``)."""
-    spec = text.strip()
-    if "(" in spec:
-        raise CmrkitError(
-            f"measure {text!r}: parameters such as (rel=2) are not supported; "
-            f"valid measures: {_valid_list()}"
-        )
-    m = _SYNTAX.fullmatch(spec)
-    if m:
-        base = m.group(1).lower()
-        base = _ALIASES.get(base, base).lower()
-        if base in _BY_NAME:
-            return _make(_BY_NAME[base], m.group(2), text)
-        if base in _TREC_NAMES and m.group(2) is None:
-            return _make(_TREC_NAMES[base], None, text)
-    t = _TREC_SYNTAX.fullmatch(spec)
-    if t and t.group(1).lower() in _TREC_CUT_NAMES:
-        return _make(_TREC_CUT_NAMES[t.group(1).lower()], t.group(2), text)
-    if trec_eval:
-        measure = _trec_eval_measure(spec)
-        if measure is not None:
-            return measure
-    raise CmrkitError(f"unknown measure {text!r}; valid measures: {_valid_list()}")
+def _ir_spec(text: str) -> str | None:
+    """An ir_measures name of a trec_eval family cmrkit registers no kind for (``SetF``,
+    ``IPrec@0.2``) as trec_eval's ``NAME.PARAMS``; None for any other text."""
+    m = defs.IR.fullmatch(text)
+    if not m or m.group(1).lower() not in defs.IR_NAMES:
+        return None
+    plain, cut = defs.IR_NAMES[m.group(1).lower()]
+    if m.group(2) is None:
+        if plain is None:
+            raise CmrkitError(f"measure {text!r} needs a cutoff, e.g. {m.group(1)}@10")
+        return plain
+    if cut is None:
+        raise CmrkitError(f"measure {m.group(1)} takes no cutoff; write {m.group(1)!r}")
+    return f"{cut}.{m.group(2)}"
 
 
-def _cutoff_lists(parts: list[str]) -> list[str]:
-    """trec_eval's cutoff lists as one measure per cutoff: ``P.5,10,AP`` is P.5, P.10 and AP
-    (a number after a dotted measure is another cutoff of it)."""
-    out: list[str] = []
-    family = None
-    for part in parts:
-        item = part.strip()
-        try:
-            float(item)
-            numeric = True
-        except ValueError:
-            numeric = False
-        if numeric and family is not None:
-            out.append(f"{family}.{item}")
-            continue
-        out.append(part)
-        name, dot, _ = item.partition(".")
-        family = name if dot else None
-    return out
+# ----------------------------------------------------------------------------- trec_eval reading
+
+
+def _trec_marks(text: str, version: str) -> tuple[tuple[str, str | None, object], ...]:
+    """trec_eval's reading of one measure: the families it marks, with the parameters
+    written (``P.5,10``) or the cutoff of an ir_measures name (``P@5``)."""
+    name, dot, params = text.partition(".")
+    nick = defs.NICKNAMES[version].get(name)
+    if nick is not None or name in defs.BY_NAME:
+        if dot and not params:
+            raise CmrkitError(f"measure {text!r}: nothing after the '.'; e.g. P.5,10")
+        if nick is not None:
+            return tuple((n, None, None) for n in nick)
+        defs.check_version(name, version)
+        return ((name, params if dot else None, None),)
+    if not dot or "@" in text:
+        mark = defs.ir_mark(text, version)
+        if mark is not None:
+            return (mark,)
+    raise _Unknown(
+        f"unknown trec_eval measure {text!r}; trec_eval {defs.VERSION_NAMES[version]} has "
+        f"{', '.join(f.name for f in defs.families(version))} and the sets "
+        f"{', '.join(defs.NICKNAMES[version])}"
+    )
+
+
+# ----------------------------------------------------------------------------- for other commands
 
 
 def parse_measures(
-    texts: list[str] | tuple[str, ...] | None, *, trec_eval: bool = False
+    texts: str | Sequence[str | Measure] | None, version: str = defs.DEFAULT_VERSION
 ) -> list[Measure]:
-    """Measures in the order given, duplicates dropped; the default set when none given.
+    """The measures the ranking engine computes for ``texts`` (see :func:`resolve`), in the
+    order given, duplicates dropped; the default set when none given. Measures already read
+    are kept as they are."""
+    if texts and not isinstance(texts, str) and all(isinstance(m, Measure) for m in texts):
+        return list(texts)  # type: ignore[arg-type]
+    if texts and not isinstance(texts, str):
+        texts = [m.spec or m.name if isinstance(m, Measure) else m for m in texts]
+    return list(resolve(texts, version, engine=RANKING).measures)
 
-    Each text may hold several comma-separated names (``-m AP,P@10``); ``trec_eval``: see
-    :func:`parse_measure` (a trec_eval measure's own commas, ``utility.1,-1,0,0``, stay
-    with it when the whole text is one).
-    """
-    if not texts:
-        texts = DEFAULT_MEASURES
-    out: list[Measure] = []
-    for text in texts:
-        parts = text.split(",")
-        if trec_eval and "." in text:
-            try:
-                parts = [text] if _trec_eval_measure(text.strip()) is not None else parts
-            except CmrkitError:
-                parts = _cutoff_lists(parts)
-        for part in parts:
-            if not part.strip():
-                continue
-            measure = parse_measure(part, trec_eval=trec_eval)
-            if measure not in out:
-                out.append(measure)
-    if not out:
-        raise CmrkitError(f"no measure given; valid measures: {_valid_list()}")
-    return out
+
+def parse_measure(text: str, version: str = defs.DEFAULT_VERSION) -> Measure:
+    """One measure with one value per query (``AP@10``, ``map_cut_10``, ``P.10``, ``set_F``);
+    raises CmrkitError for several (``AP,P@10``, ``P.5,10``) or none."""
+    measures = parse_measures([text], version)
+    if len(measures) != 1:
+        names = ", ".join(m.name for m in measures)
+        raise CmrkitError(f"measure {text!r} gives {len(measures)} values ({names}); name one")
+    return measures[0]

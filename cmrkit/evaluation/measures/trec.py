@@ -3,10 +3,10 @@
 A :class:`Family` says what a measure is, not how it is computed (that is
 ``evaluation/trec_eval.py``): its trec_eval name, the kind of parameters it takes and their
 defaults, how per-query values are summarised, how they are printed, which trec_eval versions
-have it and which input format it needs. :func:`parse_request` reads trec_eval's ``-m``
-syntax (``P.5,7,3``, ``ndcg.1=3,2=9``, ``iprec_at_recall..10,.20``, nicknames such as
-``all_trec``) and the ir_measures names that have a trec_eval counterpart (``P@5``,
-``nDCG@10``, ``SetF``, ``NumNonRelJudgedRet``).
+have it and which input format it needs, and its ir_measures name (``ir_name``: the one place
+the two vocabularies meet). :func:`column` sets up a family's parameters as trec_eval's
+te_init_meas_* do (``P.5,7,3``, ``ndcg.1=3,2=9``, ``iprec_at_recall..10,.20``) and names the
+values it prints; reading ``-m`` texts is ``measures.resolve``'s.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
+from cmrkit.trec import c_atol, c_strtod
 
 VERSIONS = ("9", "10")
 MAX_CUTOFF = 1_000_000_000  # trec_eval reads cutoffs as C longs; no ranking is this deep
@@ -188,37 +189,30 @@ class Request:
             self.marked.append(name)
 
 
-_IR = re.compile(r"([A-Za-z_]+)(?:@(\S+))?")
+IR = re.compile(r"([A-Za-z_]+)(?:@(\S+))?")
+# other names users write for measures with an ir_measures name (lower case -> that name)
+IR_ALIASES = {"map": "AP", "mrr": "RR", "recall": "R", "ndcg": "nDCG", "prec": "P"}
+
+
+def _ir_names() -> dict[str, tuple[str | None, str | None]]:
+    """ir_measures names (lower case, and their aliases) -> (the family without a cutoff, the
+    family with one), from each family's ``ir_name``: the one place the mapping is written."""
+    out: dict[str, list[str | None]] = {}
+    for f in FAMILIES:
+        if f.ir_name is not None:
+            pair = out.setdefault(f.ir_name.lower(), [None, None])
+            pair[1 if f.params in (CUT_LONG, CUT_DOUBLE) else 0] = f.name
+    names = {k: (v[0], v[1]) for k, v in out.items()}
+    names.update({alias: names[name.lower()] for alias, name in IR_ALIASES.items()})
+    return names
+
+
 # ir_measures names (and cmrkit's aliases) of trec_eval families: name -> (family, family@k)
-IR_NAMES = {
-    "ap": ("map", "map_cut"),
-    "map": ("map", "map_cut"),
-    "p": (None, "P"),
-    "prec": (None, "P"),
-    "r": (None, "recall"),
-    "recall": (None, "recall"),
-    "ndcg": ("ndcg", "ndcg_cut"),
-    "rr": ("recip_rank", None),
-    "mrr": ("recip_rank", None),
-    "rprec": ("Rprec", None),
-    "bpref": ("bpref", None),
-    "infap": ("infAP", None),
-    "success": (None, "success"),
-    "setp": ("set_P", None),
-    "setr": ("set_recall", None),
-    "setf": ("set_F", None),
-    "setap": ("set_map", None),
-    "numq": ("num_q", None),
-    "numret": ("num_ret", None),
-    "numrel": ("num_rel", None),
-    "numrelret": ("num_rel_ret", None),
-    "numnonreljudgedret": ("num_nonrel_judged_ret", None),
-    "iprec": (None, "iprec_at_recall"),
-    "rbp": ("rbp", None),
-}
+IR_NAMES = _ir_names()
 
 
-def _check_version(name: str, version: str) -> None:
+def check_version(name: str, version: str) -> None:
+    """Refuse a family that ``version`` lacks, naming the version that has it."""
     family = BY_NAME[name]
     if version not in family.versions:
         have = " and ".join(VERSION_NAMES[v] for v in family.versions)
@@ -228,28 +222,30 @@ def _check_version(name: str, version: str) -> None:
         )
 
 
-def _ir_request(text: str, req: Request, version: str) -> bool:
-    """An ir_measures name of a trec_eval measure: mark it; False if it is none."""
-    m = _IR.fullmatch(text.strip())
+def ir_mark(text: str, version: str) -> tuple[str, None, object] | None:
+    """An ir_measures name of a trec_eval family as trec_eval's request: (family, None, its
+    cutoff or None); None when ``text`` is no such name (``RR@10`` is cmrkit's own)."""
+    m = IR.fullmatch(text.strip())
     if not m:
-        return False
+        return None
     names = IR_NAMES.get(m.group(1).lower())
     if names is None:
-        return False
+        return None
     plain, cut = names
     if m.group(2) is None:
         if plain is None:
             raise CmrkitError(f"measure {text!r} needs a cutoff, e.g. {m.group(1)}@10")
-        _check_version(plain, version)
-        req.mark(plain)
-        return True
+        check_version(plain, version)
+        return (plain, None, None)
     if cut is None:
         if plain == "recip_rank":
-            return False  # RR@k: cmrkit's own measure, not trec_eval's
+            return None  # RR@k: cmrkit's own measure, not trec_eval's
         raise CmrkitError(f"measure {m.group(1)} takes no cutoff; write {m.group(1)!r}")
     family = BY_NAME[cut]
     value: float | int
     try:
+        if not m.group(2).isascii():
+            raise ValueError(m.group(2))
         value = float(m.group(2)) if family.params == CUT_DOUBLE else int(m.group(2))
     except ValueError:
         raise CmrkitError(
@@ -260,65 +256,96 @@ def _ir_request(text: str, req: Request, version: str) -> bool:
         raise CmrkitError(
             f"measure {text!r}: the cutoff must be an integer from 1 to {MAX_CUTOFF:,}"
         )
-    _check_version(cut, version)
-    req.mark(cut)
-    values = req.cutoffs.setdefault(cut, [])
-    if value not in values:
-        values.append(value)
-    return True
+    check_version(cut, version)
+    return (cut, None, value)
 
 
-def parse_request(texts: list[str] | tuple[str, ...], version: str = DEFAULT_VERSION) -> Request:
-    """trec_eval's ``-m`` arguments (and ir_measures names of its measures) -> a Request.
-
-    Raises CmrkitError (one line) for a name that is neither, naming the version that has it.
-    """
-    if version not in VERSIONS:
-        raise CmrkitError(f"--trec-eval {version!r}: choose 9 (9.0.8) or 10 (10.0)")
-    req = Request()
-    for text in texts:
-        for part in _split(text):
-            _mark(part, req, version)
-    return req
+# ----------------------------------------------------------------------------- parameters
 
 
-def _split(text: str) -> list[str]:
-    """``-m`` text -> measure requests: trec_eval's ``NAME.PARAMS`` whole, ir_measures names
-    separated by commas (``AP,P@10``)."""
-    name = text.split(".", 1)[0]
-    if "." in text and (name in BY_NAME or any(name in n for n in NICKNAMES.values())):
-        return [text]
-    return [p for p in text.split(",") if p.strip()]
+@dataclass
+class Column:
+    """One family as set up for an evaluation (te_init_meas_*): its parameters and the names
+    its values print under."""
+
+    family: Family
+    params: object
+    names: list[str]
 
 
-def _mark(text: str, req: Request, version: str) -> None:
-    name, dot, params = text.partition(".")
-    nick = NICKNAMES[version].get(name)
-    if nick is not None or name in BY_NAME:
-        if dot and not params:
-            raise CmrkitError(f"measure {text!r}: nothing after the '.'; e.g. P.5,10")
-        if dot and name not in req.params:
-            req.params[name] = params
-        if nick is not None:
-            for n in nick:
-                req.mark(n)
-            return
-        _check_version(name, version)
-        req.mark(name)
-        return
-    if not dot and _ir_request(text, req, version):
-        return
-    raise CmrkitError(
-        f"unknown trec_eval measure {text!r}; trec_eval {VERSION_NAMES[version]} has "
-        f"{', '.join(f.name for f in families(version))} and the sets "
-        f"{', '.join(NICKNAMES[version])}"
-    )
+_CUTOFF = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]", re.ASCII)
+_C_SPACE = " \t\n\v\f\r"
 
 
-def is_trec_request(text: str, version: str = DEFAULT_VERSION) -> bool:
-    """Whether every measure in ``text`` is a trec_eval measure (by either name)."""
-    try:
-        parse_request([text], version)
-    except CmrkitError:
-        return False
-    return True
+def _atof(text: str, measure: str) -> float:
+    """A parameter as trec_eval's atof reads it; refused where it reads no number at all."""
+    value, used = c_strtod(text.lstrip(_C_SPACE))
+    if not used:
+        raise CmrkitError(f"measure {measure}: parameter {text!r} is not a number")
+    return value
+
+
+def column(name: str, req: Request) -> Column:
+    """te_init_meas_*: the family's parameters from the first ``-m NAME.PARAMS`` (else the
+    ir_measures cutoffs, else the defaults) and its printed names."""
+    fam = BY_NAME[name]
+    text = req.params.get(name)
+    kind = fam.params
+    if kind == NONE:
+        return Column(fam, None, [] if name == "runid" else [name])
+    if kind == CUT_LONG:
+        return _cut_long(fam, text, req)
+    if kind == CUT_DOUBLE:
+        if text is not None:
+            dcut = sorted(_atof(t, f"{name}.{text}") for t in text.split(","))
+        else:
+            dcut = sorted(float(c) for c in req.cutoffs.get(name, fam.default))
+        if len(set(dcut)) != len(dcut):
+            raise CmrkitError(f"measure {name}: a cutoff is given twice")
+        width = len(name) + 9  # append_double's buffer
+        return Column(fam, dcut, [f"{name}_{c:3.2f}"[:width] for c in dcut])
+    if kind == P_DOUBLE:
+        values = (
+            [_atof(t, f"{name}.{text}") for t in text.split(",")]
+            if text is not None
+            else list(fam.default)
+        )
+        return Column(fam, values, [f"{name}_{text}" if text is not None else name])
+    return Column(fam, _pairs(name, text), [f"{name}_{text}" if text is not None else name])
+
+
+def _cut_long(fam: Family, text: str | None, req: Request) -> Column:
+    name = fam.name
+    if text is not None:
+        items = text.split(",")
+        if any(not _CUTOFF.match(t) for t in items):
+            raise CmrkitError(f"measure {name}.{text}: cutoffs are whole numbers, e.g. {name}.5,10")
+        cut = sorted(c_atol(t) for t in items)
+    else:
+        cut = sorted(int(c) for c in req.cutoffs.get(name, fam.default))
+    if cut[0] <= 0 or cut[-1] > MAX_CUTOFF:
+        raise CmrkitError(f"measure {name}: the cutoff must be an integer from 1 to {MAX_CUTOFF:,}")
+    if len(set(cut)) != len(cut):
+        raise CmrkitError(f"measure {name}: a cutoff is given twice")
+    return Column(fam, cut, [f"{name}_{c}" for c in cut])
+
+
+def _pairs(name: str, text: str | None) -> list[tuple[str, float]] | None:
+    """P_PAIR parameters: name=value,name=value (None: the defaults)."""
+    if text is None:
+        return None
+    pairs = []
+    for item in text.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key or "=" in value:
+            raise CmrkitError(
+                f"measure {name}.{text}: parameters are name=value pairs, e.g. "
+                f"{name}.1=3,2=9 or rbp.p=0.8"
+            )
+        pairs.append((key, _atof(value, f"{name}.{text}")))
+    return pairs
+
+
+def columns(req: Request, version: str) -> list[Column]:
+    """The families a request marks, in trec_eval's order for ``version``, set up."""
+    return [column(f.name, req) for f in families(version) if f.name in req.marked]
