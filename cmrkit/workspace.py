@@ -10,6 +10,7 @@ expensive step is hashing a corpus to tell whether its index is current (the che
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,7 +19,7 @@ from typing import Any
 
 from cmrkit.collection.layout import qrels_file, read_manifest, split_order, topic_records
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio import regular_files
+from cmrkit.fileio import describe_os_error, regular_files
 from cmrkit.trec import Qrels
 
 
@@ -97,15 +98,16 @@ def collection_runs(name: str, runs_dir: str | os.PathLike = "runs") -> list[Run
     folder = Path(runs_dir) / name
     if not folder.is_dir():
         return []
+    from cmrkit.retrieval.runfile import read_sidecar  # loads retrieval/: only where runs are
+
     found = []
     for path in regular_files(folder.glob("*.trec")):  # never a FIFO: it would block
-        sidecar: dict[str, Any] = {}
         try:
-            side = path.with_suffix(".json")
-            obj = json.loads(side.read_text(encoding="utf-8")) if side.is_file() else {}
-            sidecar = obj if isinstance(obj, dict) else {}
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            pass
+            sidecar = read_sidecar(path) or {}
+        except (CmrkitError, OSError) as e:  # one broken sidecar does not hide the others
+            text = str(e) if isinstance(e, CmrkitError) else describe_os_error(e)[0]
+            logging.getLogger("cmrkit").warning(f"{text}; the run is listed without it")
+            sidecar = {}
         stem, _, split = path.stem.rpartition(".")
         found.append(
             RunInfo(
@@ -203,8 +205,9 @@ def _keep_headline(run: RunInfo, qrels_sha256: str, stamp: list[int], h: Headlin
     """Add ``h`` to the run's sidecar (staged and renamed; skipped when the run has no
     sidecar of cmrkit's, or it cannot be written now)."""
     from cmrkit.fileio import StagedOutputs
+    from cmrkit.retrieval.runfile import sidecar_of
 
-    sidecar_path = run.path.with_suffix(".json")
+    sidecar_path = sidecar_of(run.path)
     if "identity" not in run.sidecar or not sidecar_path.is_file():
         return
     kept = run.sidecar.get(HEADLINE)

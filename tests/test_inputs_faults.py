@@ -58,7 +58,7 @@ def test_fuse_refuses_a_broken_sidecar_and_names_it(tmp_path, cli):
     (tmp_path / "a.json").write_text('{"notes": "mine"}', encoding="utf-8")
     r = cli("run", "fuse", a, b, "-o", "g.trec")
     assert r.exit_code == 0, r.output
-    assert "note: a.json: not a cmrkit sidecar (no identity)" in r.stderr
+    assert "note: a.json: not a cmrkit sidecar (none of identity" in r.stderr
 
 
 # --- 3 and 18. judgments CSV ---------------------------------------------------------------

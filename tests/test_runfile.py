@@ -85,3 +85,74 @@ def test_files_beside_the_run_are_written_with_it_and_needed_to_keep_it(tmp_path
     assert produce_run(base, compute).up_to_date and len(calls) == 1
     spans.unlink()  # a run without its spans file is made again
     assert not produce_run(base, compute).up_to_date and spans.is_file() and len(calls) == 2
+
+
+# --- reading sidecars and checking what a run belongs to ------------------------------------
+
+
+def test_read_sidecar_refuses_a_broken_one_and_notes_a_foreign_json(tmp_path, coll, caplog):
+    from cmrkit.retrieval.runfile import read_sidecar
+
+    s = spec(tmp_path, coll)
+    produce_run(s, lambda: Computed(RUN, "toy"))
+    sidecar = read_sidecar(s.run_path)
+    assert sidecar["collection"] == str(coll) and sidecar["split"] == "test"
+    assert read_sidecar(tmp_path / "elsewhere.trec") is None  # none beside it
+    s.sidecar_path.write_text('{"collection": ', encoding="utf-8")
+    with pytest.raises(CmrkitError, match=r"toy\.test\.json: malformed JSON .* sidecar"):
+        read_sidecar(s.run_path)
+    s.sidecar_path.write_bytes(b'{"identity": "\xff"}')
+    with pytest.raises(CmrkitError, match=r"toy\.test\.json"):
+        read_sidecar(s.run_path)
+    s.sidecar_path.write_text('{"notes": "mine"}', encoding="utf-8")
+    with caplog.at_level("WARNING", logger="cmrkit"):
+        assert read_sidecar(s.run_path) is None
+    assert "toy.test.json: not a cmrkit sidecar (none of identity" in caplog.text
+
+
+def test_a_run_of_another_collection_or_split_is_refused_by_its_users(tmp_path, coll):
+    """The check every user of a first-stage run makes (rerank, train reader's candidates):
+    the sidecar's collection and split against those asked for; what it does not record
+    passes."""
+    from cmrkit.retrieval.options import RunOptions
+    from cmrkit.retrieval.reader.train import candidates_run
+    from cmrkit.retrieval.runfile import check_run_of, read_sidecar
+
+    s = spec(tmp_path, coll)
+    produce_run(s, lambda: Computed(RUN, "toy"))
+    other = write_collection(tmp_path / "other", ["q1"], ["d1"])
+    side = read_sidecar(s.run_path)
+    check_run_of(s.run_path, side, collection=coll, split="test")
+    check_run_of(s.run_path, {}, collection=other, split="dev")  # nothing recorded
+    with pytest.raises(CmrkitError, match=r"made on collection .* not on .*other.*; give a run"):
+        check_run_of(s.run_path, side, collection=other)
+    with pytest.raises(CmrkitError, match=r"split 'test' \(its sidecar says so\), not 'dev'"):
+        check_run_of(s.run_path, side, split="dev")
+    with pytest.raises(CmrkitError, match=r"not 'dev' \(--candidates\)"):
+        candidates_run(coll, "dev", s.run_path, RunOptions(), "--candidates")
+    with pytest.raises(CmrkitError, match=r"made on collection"):
+        candidates_run(other, "test", s.run_path, RunOptions(), "--candidates")
+    assert candidates_run(coll, "test", s.run_path, RunOptions(), "--candidates") == s.run_path
+    s.sidecar_path.write_text("{", encoding="utf-8")  # broken: refused, not taken as "none"
+    with pytest.raises(CmrkitError, match="malformed JSON"):
+        candidates_run(coll, "dev", s.run_path, RunOptions(), "--candidates")
+
+
+def test_only_a_run_replaces_a_run(tmp_path, coll):
+    """--force or not, a run is never written over a file that is not a cmrkit run (no sidecar
+    beside it) nor beside a JSON file that is not a run's sidecar."""
+    s = spec(tmp_path, coll)
+    s.run_path.parent.mkdir(parents=True)
+    s.run_path.write_text("q1 0 d1 1\n")  # a qrels file where the run goes
+    for force in (False, True):
+        with pytest.raises(CmrkitError, match="is not a run cmrkit wrote"):
+            produce_run(s, lambda: Computed(RUN, "toy"), force=force)
+    assert s.run_path.read_text() == "q1 0 d1 1\n" and not s.sidecar_path.exists()
+    s.run_path.unlink()
+    s.sidecar_path.write_text('{"mine": 1}')
+    with pytest.raises(CmrkitError, match="is not the sidecar of a cmrkit run"):
+        produce_run(s, lambda: Computed(RUN, "toy"), force=True)
+    s.sidecar_path.unlink()
+    produce_run(s, lambda: Computed(RUN, "toy"))
+    again = produce_run(s, lambda: Computed({"q1": [("d1", 1.0)]}, "toy"), force=True)
+    assert not again.up_to_date and read_run(s.run_path) == {"q1": {"d1": 1.0}}

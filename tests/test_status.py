@@ -193,3 +193,17 @@ def test_status_shows_progress_while_scoring_runs(workdir, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "scoring runs" in done.stderr and "runs/w/bm25-b.test.trec" in done.stderr
     assert "bm25-b" in done.stdout
+
+
+def test_a_broken_sidecar_is_named_and_the_other_runs_listed(workdir, tmp_path):
+    """Sidecars are read by runfile.read_sidecar, as every other command reads them: one that
+    cannot be read is named in a note (it was passed over silently), its run listed without
+    what it would say, and the other runs as usual."""
+    root = _copy(workdir, tmp_path / "w")
+    (root / "runs/w/bm25-b.test.json").write_text('{"identity": ', encoding="utf-8")
+    r = _cli(root, "status", "w")
+    assert r.exit_code == 0, r.output
+    assert "note: runs/w/bm25-b.test.json: malformed JSON" in r.stderr
+    assert "the run is listed without it" in r.stderr
+    rows = _runs_rows(r.stdout)
+    assert rows["bm25"][1] == "bm25" and rows["bm25-b"][1] == "?"

@@ -341,17 +341,14 @@ def _spans_table(result, per_query: bool, title: str) -> None:
 def _spans_collection(spans: Path) -> Path:
     """The collection the run beside a spans file was made on (its sidecar's ``collection``),
     else the sample."""
-    import json
+    from cmrkit.retrieval.runfile import read_sidecar, recorded
 
     suffix = ".spans.jsonl"
     if spans.name.endswith(suffix):
-        sidecar = spans.with_name(spans.name[: -len(suffix)] + ".json")
-        try:
-            found = json.loads(sidecar.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            found = None
-        if isinstance(found, dict) and isinstance(found.get("collection"), str):
-            return Path(found["collection"])
+        run = spans.with_name(spans.name[: -len(suffix)] + ".trec")  # the run beside it
+        made_on = recorded(read_sidecar(run), "collection")
+        if made_on is not None:
+            return Path(made_on)
     return Path("collections/sample")
 
 

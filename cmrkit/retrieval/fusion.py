@@ -33,6 +33,7 @@ from cmrkit.retrieval.runfile import (
     check_name,
     produce_run,
     read_sidecar,
+    recorded,
     sidecar_of,
 )
 from cmrkit.trec import format_score, ranked, read_run
@@ -139,7 +140,9 @@ def _common(paths: Sequence[Path], sidecars: Sequence[dict[str, Any] | None], ke
     for path, side in zip(paths, sidecars, strict=True):
         if side is None:
             continue
-        value = side.get("index", {}).get("corpus_sha256") if key == "corpus" else side.get(key)
+        index = side.get("index")
+        corpus = index.get("corpus_sha256") if isinstance(index, dict) else None
+        value = corpus if key == "corpus" else recorded(side, key)
         if value is not None:
             values.setdefault(str(value), path)
     if len(values) > 1:

@@ -70,15 +70,22 @@ def sidecar_of(run_path: str | Path) -> Path:
     return Path(run_path).with_suffix(".json")
 
 
+# a JSON object beside a run holding one of these is its sidecar: cmrkit writes them all, and a
+# run made elsewhere may be given a sidecar by hand naming its collection and split
+SIDECAR_FIELDS = ("identity", "collection", "split", "system")
+
+
 def _load_sidecar(path: Path) -> dict[str, Any] | None:
-    """The sidecar at ``path``; None when the JSON there is not one (no ``identity``); one that
-    cannot be read is refused in one line naming it."""
+    """The sidecar at ``path``; None when the JSON there is not one (an object holding none of
+    :data:`SIDECAR_FIELDS`); one that cannot be read is refused in one line naming it."""
     value = parse_json(
         read_text(path),
         path=path,
         what="the run's cmrkit sidecar (fix it, or move it away to use the run without it)",
     )
-    return value if isinstance(value, dict) and "identity" in value else None
+    if isinstance(value, dict) and any(key in value for key in SIDECAR_FIELDS):
+        return value
+    return None
 
 
 def read_sidecar(run_path: str | Path) -> dict[str, Any] | None:
@@ -91,9 +98,46 @@ def read_sidecar(run_path: str | Path) -> dict[str, Any] | None:
     found = _load_sidecar(path)
     if found is None:
         logging.getLogger("cmrkit").warning(
-            f"{path}: not a cmrkit sidecar (no identity); the run is read without one"
+            f"{path}: not a cmrkit sidecar (none of {', '.join(SIDECAR_FIELDS)}); the run is "
+            "read without one"
         )
     return found
+
+
+def recorded(sidecar: Mapping[str, Any] | None, key: str) -> str | None:
+    """A text field of a sidecar (``collection``, ``split``, ``system``, ``name``), None when
+    the sidecar has no such text."""
+    value = (sidecar or {}).get(key)
+    return value if isinstance(value, str) else None
+
+
+def check_run_of(
+    run_path: str | Path,
+    sidecar: Mapping[str, Any] | None,
+    *,
+    collection: str | Path | None = None,
+    split: str | None = None,
+    what: str = "",
+) -> None:
+    """Refuse a run whose sidecar records another collection than ``collection`` (the folders
+    compared) or another split than ``split``; what the sidecar does not record, or what is not
+    given, is not checked. ``what`` says what the run is for (e.g. "--negatives")."""
+    about = f" ({what})" if what else ""
+    made_on = recorded(sidecar, "collection")
+    if collection is not None and made_on is not None:
+        if Path(made_on).resolve() != Path(collection).resolve():
+            raise CmrkitError(
+                f"the run was made on collection {made_on} (its sidecar says so), not on "
+                f"{collection}{about}; give a run of that collection",
+                path=run_path,
+            )
+    of_split = recorded(sidecar, "split")
+    if split is not None and of_split is not None and of_split != split:
+        raise CmrkitError(
+            f"the run is of split {of_split!r} (its sidecar says so), not {split!r}{about}; "
+            f"give a run of split {split!r}",
+            path=run_path,
+        )
 
 
 def check_replaceable_run(run_path: Path, side_path: Path) -> None:

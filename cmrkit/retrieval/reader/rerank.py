@@ -49,8 +49,11 @@ from cmrkit.retrieval.runfile import (
     RankedRun,
     RunResult,
     RunSpec,
+    check_run_of,
     own_document_units,
     produce_run,
+    read_sidecar,
+    recorded,
     run_paths,
     written_scores,
 )
@@ -227,27 +230,11 @@ def score_pairs(
     return out
 
 
-def _read_sidecar(run: Path) -> dict[str, Any]:
-    path = run.with_suffix(".json")
-    if not path.is_file():
-        return {}
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-def _split_of(run: Path, sidecar: dict[str, Any], split: str | None) -> str:
-    recorded = sidecar.get("split") if isinstance(sidecar.get("split"), str) else None
-    if split is not None and recorded is not None and split != recorded:
-        raise CmrkitError(
-            f"the run is of split {recorded!r} (its sidecar says so), not {split!r}", path=run
-        )
-    if split is not None:
-        return split
-    if recorded is not None:
-        return recorded
+def _split_of(run: Path, sidecar: dict[str, Any] | None, split: str | None) -> str:
+    check_run_of(run, sidecar, split=split)
+    found = split or recorded(sidecar, "split")
+    if found is not None:
+        return found
     parts = run.name.split(".")
     if len(parts) >= 3:
         return parts[-2]
@@ -257,22 +244,19 @@ def _split_of(run: Path, sidecar: dict[str, Any], split: str | None) -> str:
     )
 
 
-def _collection_of(run: Path, sidecar: dict[str, Any], collection: str | Path | None) -> Path:
-    recorded = sidecar.get("collection") if isinstance(sidecar.get("collection"), str) else None
+def _collection_of(
+    run: Path, sidecar: dict[str, Any] | None, collection: str | Path | None
+) -> Path:
     if collection is not None:
         coll = collection_dir(collection)
-        if recorded is not None and Path(recorded).resolve() != coll.resolve():
-            raise CmrkitError(
-                f"the run was made on collection {recorded} (its sidecar says so), not on "
-                f"{coll}; rerank it against its own collection",
-                path=run,
-            )
+        check_run_of(run, sidecar, collection=coll)
         return coll
-    if recorded is None:
+    made_on = recorded(sidecar, "collection")
+    if made_on is None:
         raise CmrkitError(
             "the run has no sidecar naming its collection; pass --collection", path=run
         )
-    return collection_dir(recorded)
+    return collection_dir(made_on)
 
 
 def run_rerank(
@@ -315,7 +299,7 @@ def run_rerank(
     )
     stride = opts.stride or int(params["stride"])
     max_span = opts.max_span or int(params["max_span"])
-    sidecar_in = _read_sidecar(run_path_in)
+    sidecar_in = read_sidecar(run_path_in)
     coll = _collection_of(run_path_in, sidecar_in, collection)
     split = _split_of(run_path_in, sidecar_in, split)
     topics = read_topics(coll, split)
@@ -428,8 +412,8 @@ def run_rerank(
             "input_run": {
                 "path": str(run_path_in),
                 "sha256": parameters["input_run_sha256"],
-                "system": sidecar_in.get("system"),
-                "name": sidecar_in.get("name"),
+                "system": recorded(sidecar_in, "system"),
+                "name": recorded(sidecar_in, "name"),
             },
             "model": {
                 **ref.identity(),

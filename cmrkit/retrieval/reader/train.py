@@ -21,7 +21,6 @@ the heads at ``head_lr``, linear warm-up then decay, gradient norm clipped at 1.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Sequence
@@ -44,7 +43,7 @@ from cmrkit.figures import plot_training
 from cmrkit.fileio import iter_jsonl
 from cmrkit.retrieval.entities import DEFAULT_MODEL as DEFAULT_SPACY_MODEL
 from cmrkit.retrieval.options import RunOptions
-from cmrkit.retrieval.runfile import own_document_units
+from cmrkit.retrieval.runfile import check_run_of, own_document_units, read_sidecar
 from cmrkit.retrieval.training import (
     ModelFolder,
     TrainedModel,
@@ -157,20 +156,6 @@ def _clusters(coll: Path) -> dict[str, str]:
     return out
 
 
-def _run_split(run_path: Path) -> tuple[str | None, str | None]:
-    """(collection, split) a run's sidecar records."""
-    sidecar = run_path.with_suffix(".json")
-    try:
-        found = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else {}
-    except (OSError, ValueError):
-        found = {}
-    if not isinstance(found, dict):
-        return None, None
-    coll = found.get("collection")
-    split = found.get("split")
-    return (coll if isinstance(coll, str) else None, split if isinstance(split, str) else None)
-
-
 def candidates_run(
     coll: Path, split: str, given: Path | None, run_opts: RunOptions, what: str
 ) -> Path:
@@ -182,19 +167,7 @@ def candidates_run(
     path = Path(given)
     if not path.is_file():
         raise CmrkitError(f"no such run file ({what})", path=path)
-    recorded_coll, recorded_split = _run_split(path)
-    if recorded_coll is not None and Path(recorded_coll).resolve() != coll.resolve():
-        raise CmrkitError(
-            f"the run was made on collection {recorded_coll}, not {coll} ({what}); give a run "
-            "of this collection",
-            path=path,
-        )
-    if recorded_split is not None and recorded_split != split:
-        raise CmrkitError(
-            f"the run is of split {recorded_split!r}, not {split!r} ({what}); give a run of "
-            f"split {split!r}",
-            path=path,
-        )
+    check_run_of(path, read_sidecar(path), collection=coll, split=split, what=what)
     return path
 
 
