@@ -366,7 +366,7 @@ def test_agreement_equals_scikit_learn(tmp_path, ecb):
 
 
 def test_agreement_limit_cases():
-    from cmrkit.evaluation.agreement import adjusted_rand_index, normalized_mutual_information
+    from cmrkit.evaluation.partitions import adjusted_rand_index, normalized_mutual_information
 
     assert adjusted_rand_index([0, 0, 1, 1], [0, 0, 1, 1]) == 1.0
     assert adjusted_rand_index([0, 0, 1, 1], [0, 1, 0, 1]) == pytest.approx(-0.5)

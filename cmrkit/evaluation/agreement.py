@@ -1,89 +1,259 @@
-"""Agreement of two clusterings of the same items: adjusted Rand index and normalised mutual
-information (arithmetic mean of the entropies), with scikit-learn's definitions and limit cases
-(``adjusted_rand_score``, ``normalized_mutual_info_score``), for many groups of items at once.
+"""Agreement of two rankings of the same systems: do two sets of qrels (or two measures, two
+pools, a judge and people) order the systems the same way?
+
+One owner for `cmrkit agree`, `pool plan` and the automatic judges' check. The inputs are each
+system's score under a *reference* (the qrels trusted: complete, from people) and under an
+*other* one (the cheaper qrels being checked); higher scores rank first.
+
+- ``tau``: Kendall's tau-a, (concordant - discordant) / all pairs;
+- ``tau_b``: Kendall's tau-b (ties in either ranking; scipy's ``kendalltau``);
+- ``tau_ap``: Yilmaz, Aslam & Robertson's AP correlation (SIGIR 2008) of the other ranking
+  against the reference, top-weighted; ties in the other ranking as Urbano & Marrero's
+  tau_AP,a (ICTIR 2017: the expected tau_AP over the orders of the tied systems); undefined
+  (None) when the reference itself ties systems;
+- ``tau_ap_b``: Urbano & Marrero's symmetric tau_AP,b (ties on either side);
+- ``rbo``: Webber, Moffat & Zobel's rank-biased overlap (TOIS 2010), extrapolated (their eq. 32,
+  exact here: both rankings hold every system), with persistence ``rbo_p``; tied systems are
+  ranked in the order given;
+- ``pearson``, ``spearman``: linear correlation of the scores, and of their average ranks;
+- ``swap``, ``swapped``: the largest difference of reference scores between two systems that the
+  other ranking orders the other way (0.0 and None when no pair swaps), and that pair, in the
+  reference's order.
+
+A statistic that is undefined (a constant ranking for the correlations) is None, never NaN.
+:func:`agreement_intervals` resamples the queries (seeded) to give each statistic a percentile
+bootstrap interval.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
+from cmrkit.errors import CmrkitError
+from cmrkit.evaluation.bootstrap import percentile_interval, resample_counts
 
-def _clusters(group: np.ndarray, labels: np.ndarray):
-    """The (group, label) clusters: each item's cluster, each cluster's group and size."""
-    _, inverse = np.unique(labels, return_inverse=True)
-    width = int(inverse.max()) + 1 if len(inverse) else 1
-    keys, item, size = np.unique(group * width + inverse, return_inverse=True, return_counts=True)
-    return item, keys // width, size
+RBO_P = 0.9
+STATISTICS = ("tau", "tau_b", "tau_ap", "tau_ap_b", "rbo", "pearson", "spearman", "swap")
 
 
-def _entropy(where: np.ndarray, sizes: np.ndarray, n: np.ndarray, groups: int) -> np.ndarray:
-    total = n[where].astype(np.float64)
-    p = sizes / total
-    return -np.bincount(where, weights=p * (np.log(sizes) - np.log(total)), minlength=groups)
+@dataclass(frozen=True)
+class RankingAgreement:
+    """How far two rankings of the same systems agree (see the module's docstring)."""
+
+    systems: tuple[str, ...]
+    tau: float | None
+    tau_b: float | None
+    tau_ap: float | None
+    tau_ap_b: float | None
+    rbo: float
+    rbo_p: float
+    pearson: float | None
+    spearman: float | None
+    swap: float
+    swapped: tuple[str, str] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "systems": list(self.systems),
+            **{name: getattr(self, name) for name in STATISTICS},
+            "rbo_p": self.rbo_p,
+            "swapped": list(self.swapped) if self.swapped else None,
+        }
 
 
-def agreement_by_group(
-    group: np.ndarray, a: np.ndarray, b: np.ndarray, groups: int
-) -> tuple[list[float], list[float]]:
-    """ARI and NMI of labelings ``a`` and ``b`` within each group of items (``group[i]`` in
-    ``range(groups)``): a label names a cluster within its group only."""
-    group = np.asarray(group, dtype=np.int64)
-    n = np.bincount(group, minlength=groups)
-    row, row_group, rows = _clusters(group, np.asarray(a))
-    col, col_group, cols = _clusters(group, np.asarray(b))
-    width = max(len(cols), 1)
-    keys, cells = np.unique(row * width + col, return_counts=True)
-    r, c = keys // width, keys % width
-    cell_group = row_group[r]
-
-    def squares(where: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-        return np.bincount(where, weights=sizes.astype(np.float64) ** 2, minlength=groups)
-
-    sq_cells, sq_rows, sq_cols = (
-        squares(cell_group, cells),
-        squares(row_group, rows),
-        squares(col_group, cols),
+def ranking_agreement(
+    reference: Mapping[str, float], other: Mapping[str, float], *, p: float = RBO_P
+) -> RankingAgreement:
+    """Agreement of the ranking of systems by ``other`` scores with the ranking by
+    ``reference`` scores (system name -> score; the same names in both, at least two).
+    ``p`` is RBO's persistence. Ties are ranked in ``reference``'s order of the names."""
+    systems = tuple(reference)
+    if set(other) != set(systems):
+        differ = sorted(set(other) ^ set(systems))
+        raise CmrkitError(
+            f"the two rankings hold different systems ({', '.join(differ[:5])}); score the same "
+            "systems under both"
+        )
+    if len(systems) < 2:
+        raise CmrkitError("a ranking agreement needs at least two systems")
+    _check_p(p)
+    ref = np.array([[reference[s] for s in systems]], dtype=np.float64)
+    oth = np.array([[other[s] for s in systems]], dtype=np.float64)
+    stats, pair = _statistics(ref, oth, p)
+    values = {name: _plain(stats[name][0]) for name in STATISTICS}
+    swap = float(stats["swap"][0])
+    swapped = (systems[int(pair[0][0])], systems[int(pair[1][0])]) if swap else None
+    return RankingAgreement(
+        systems=systems,
+        tau=values["tau"],
+        tau_b=values["tau_b"],
+        tau_ap=values["tau_ap"],
+        tau_ap_b=values["tau_ap_b"],
+        rbo=float(stats["rbo"][0]),
+        rbo_p=p,
+        pearson=values["pearson"],
+        spearman=values["spearman"],
+        swap=swap,
+        swapped=swapped,
     )
-    # mutual information, term by term as scikit-learn sums it
-    total = n[cell_group].astype(np.float64)
-    p = cells / total
-    outer = rows[r].astype(np.float64) * cols[c].astype(np.float64)
-    terms = p * (np.log(cells) - np.log(total)) + p * (-np.log(outer) + 2 * np.log(total))
-    terms = np.where(np.abs(terms) < np.finfo(np.float64).eps, 0.0, terms)
-    mi = np.bincount(cell_group, weights=terms, minlength=groups)
-    h_rows = _entropy(row_group, rows, n, groups)
-    h_cols = _entropy(col_group, cols, n, groups)
-    n_rows = np.bincount(row_group, minlength=groups)
-    n_cols = np.bincount(col_group, minlength=groups)
-
-    ari: list[float] = []
-    nmi: list[float] = []
-    for g in range(groups):
-        items = int(n[g])
-        # ordered pairs together in both, in b only, in a only, in neither
-        tp = int(sq_cells[g]) - items
-        fp = int(sq_cols[g]) - items - tp
-        fn = int(sq_rows[g]) - items - tp
-        tn = items * items - items - tp - fp - fn
-        if fn == 0 and fp == 0:
-            ari.append(1.0)
-        else:
-            ari.append(2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn)))
-        if n_rows[g] == n_cols[g] <= 1:
-            nmi.append(1.0)
-        elif n_rows[g] == 1 or n_cols[g] == 1:
-            nmi.append(0.0)
-        else:
-            m = max(float(mi[g]), 0.0)
-            nmi.append(0.0 if m == 0.0 else m / ((h_rows[g] + h_cols[g]) / 2.0))
-    return ari, nmi
 
 
-def adjusted_rand_index(a, b) -> float:
-    """Hubert and Arabie's adjusted Rand index of two labelings of the same items."""
-    return agreement_by_group(np.zeros(len(a), dtype=np.int64), a, b, 1)[0][0]
+def agreement_intervals(
+    reference: np.ndarray,
+    other: np.ndarray,
+    *,
+    samples: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    p: float = RBO_P,
+) -> dict[str, tuple[float, float] | None]:
+    """Percentile bootstrap intervals of every statistic: the queries (columns of the systems x
+    queries score matrices ``reference`` and ``other``, the same queries in the same order) are
+    resampled with replacement ``samples`` times (seeded), each system's mean is taken over the
+    resample under both, and the statistics computed; a statistic undefined in every resample
+    has no interval (None)."""
+    ref = np.asarray(reference, dtype=np.float64)
+    oth = np.asarray(other, dtype=np.float64)
+    if ref.ndim != 2 or ref.shape != oth.shape:
+        raise CmrkitError("give both score matrices as systems x queries, of the same shape")
+    if ref.shape[0] < 2 or ref.shape[1] < 1:
+        raise CmrkitError("bootstrap intervals need at least two systems and one query")
+    if samples < 1:
+        raise CmrkitError(f"bootstrap samples {samples} must be at least 1")
+    if not 0 < ci < 1:
+        raise CmrkitError(f"confidence level {ci} must lie between 0 and 1")
+    _check_p(p)
+    queries = ref.shape[1]
+    stats: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
+    for counts in resample_counts(queries, samples, seed):
+        got, _ = _statistics(counts @ ref.T / queries, counts @ oth.T / queries, p)
+        for name in STATISTICS:
+            stats[name].append(got[name])
+    return {name: percentile_interval(np.concatenate(stats[name]), ci) for name in STATISTICS}
 
 
-def normalized_mutual_information(a, b) -> float:
-    """Mutual information over the arithmetic mean of the two labelings' entropies."""
-    return agreement_by_group(np.zeros(len(a), dtype=np.int64), a, b, 1)[1][0]
+def _check_p(p: float) -> None:
+    if not 0 < p < 1:
+        raise CmrkitError(f"RBO persistence {p} must lie strictly between 0 and 1")
+
+
+def _plain(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def _statistics(ref: np.ndarray, oth: np.ndarray, p: float):
+    """Every statistic for each row of ``ref`` and ``oth`` (rows x systems), NaN where
+    undefined; and, per row, the swapped pair (indices i, j)."""
+    rows, n = ref.shape
+    upper = np.triu(np.ones((n, n), dtype=bool), 1)
+    # sign of score(i) - score(j): +1 when i ranks above j
+    sr = np.sign(ref[:, :, None] - ref[:, None, :])
+    so = np.sign(oth[:, :, None] - oth[:, None, :])
+    agree = (sr * so)[:, upper]
+    concordant = np.count_nonzero(agree > 0, axis=1)
+    discordant = np.count_nonzero(agree < 0, axis=1)
+    untied_r = np.count_nonzero(sr[:, upper], axis=1)
+    untied_o = np.count_nonzero(so[:, upper], axis=1)
+    pairs = n * (n - 1) // 2
+    net = (concordant - discordant).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau_b = net / np.sqrt((untied_r * untied_o).astype(np.float64))
+    stats = {
+        "tau": np.where((untied_r == 0) | (untied_o == 0), np.nan, net / pairs),
+        "tau_b": np.where((untied_r == 0) | (untied_o == 0), np.nan, tau_b),
+        "tau_ap": _tau_ap_a(ref, oth, sr, so),
+        "tau_ap_b": (_tau_ap_b_side(sr, so) + _tau_ap_b_side(so, sr)) / 2,
+        "rbo": _rbo(ref, oth, p),
+        "pearson": _pearson(ref, oth),
+        "spearman": _pearson(_average_ranks(ref, sr), _average_ranks(oth, so)),
+    }
+    gap = np.where(agree < 0, np.abs(ref[:, :, None] - ref[:, None, :])[:, upper], 0.0)
+    best = np.argmax(gap, axis=1)
+    stats["swap"] = gap[np.arange(rows), best]
+    i, j = np.nonzero(upper)
+    # the pair in the reference's order: the higher reference score first
+    first = np.where(
+        ref[np.arange(rows), i[best]] >= ref[np.arange(rows), j[best]], i[best], j[best]
+    )
+    second = np.where(first == i[best], j[best], i[best])
+    return stats, (first, second)
+
+
+def _tau_ap_a(ref, oth, sr, so) -> np.ndarray:
+    """Urbano & Marrero's tau_AP,a of ``oth`` against ``ref`` per row (NaN when ``ref`` ties)."""
+    rows, n = ref.shape
+    above_o = so < 0  # [b, i, j]: j strictly above i in the other ranking
+    above_r = sr < 0
+    start = 1 + above_o.sum(axis=2)  # p_i: the best rank of i's tie group
+    size = (so == 0).sum(axis=2)  # t_i: i's tie group, itself included
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, 2 * n + 1))])
+    concordant_above = (above_o & above_r).sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # term I: each position of i's tie group equally likely, 1/(position - 1) each
+        s_above = (harmonic[start + size - 2] - harmonic[np.maximum(start - 2, 0)]) / size
+        term1 = np.where(start > 1, concordant_above * s_above, 0.0)
+        # term II: the tied systems' expected concordant pairs among themselves
+        within = (size - 1) - (start - 1) * (harmonic[start + size - 2] - harmonic[start - 1])
+        term2 = within / (2 * size)
+    total = (term1 + term2).sum(axis=1)
+    tau = 2.0 / (n - 1) * total - 1.0
+    ties_in_ref = (sr == 0).sum(axis=(1, 2)) > n
+    return np.where(ties_in_ref, np.nan, tau)
+
+
+def _tau_ap_b_side(sx, sy) -> np.ndarray:
+    """One direction of Urbano & Marrero's tau_AP,b: positions from ``y``, concordance with
+    ``x`` (a tie in ``x`` is not concordant)."""
+    above_y = sy < 0
+    above_x = sx < 0
+    start = 1 + above_y.sum(axis=2)
+    concordant_above = (above_y & above_x).sum(axis=2)
+    not_top = start > 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        part = np.where(not_top, concordant_above / (start - 1), 0.0)
+        return 2.0 / not_top.sum(axis=1) * part.sum(axis=1) - 1.0
+
+
+def _positions(scores: np.ndarray) -> np.ndarray:
+    """Each system's 0-based position when sorted by score, highest first, ties in the order
+    given."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    positions = np.empty_like(order)
+    np.put_along_axis(positions, order, np.arange(scores.shape[1])[None, :], axis=1)
+    return positions
+
+
+def _rbo(ref, oth, p: float) -> np.ndarray:
+    """Extrapolated RBO of two full rankings of the same systems, per row."""
+    rows, n = ref.shape
+    both = np.maximum(_positions(ref), _positions(oth))  # depth - 1 from which both hold it
+    depth = np.arange(n)
+    overlap = (both[:, :, None] <= depth[None, None, :]).sum(axis=1)  # X_d for d = 1..n
+    agreement = overlap / (depth + 1.0)
+    weights = (1 - p) * p**depth
+    return (agreement * weights).sum(axis=1) + p**n
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    dx = x - x.mean(axis=1, keepdims=True)
+    dy = y - y.mean(axis=1, keepdims=True)
+    sxx = (dx * dx).sum(axis=1)
+    syy = (dy * dy).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (dx * dy).sum(axis=1) / np.sqrt(sxx * syy)
+    r = np.clip(r, -1.0, 1.0)
+    # a constant ranking (every value equal) has no correlation
+    constant = (np.ptp(x, axis=1) == 0) | (np.ptp(y, axis=1) == 0)
+    return np.where(constant, np.nan, r)
+
+
+def _average_ranks(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """Ranks 1..n from the lowest score, ties given their average rank (scipy's rankdata)."""
+    below = (signs > 0).sum(axis=2)  # systems this one beats
+    tied = (signs == 0).sum(axis=2)  # itself included
+    return below + (tied + 1) / 2.0

@@ -22,7 +22,7 @@ import numpy as np
 
 from cmrkit.collection.clusters import ID, Clustering, Document
 from cmrkit.errors import CmrkitError
-from cmrkit.evaluation.agreement import agreement_by_group
+from cmrkit.evaluation.partitions import agreement_by_group
 
 MEASURES = ("mentions", "muc", "bcub", "ceafm", "ceafe", "blanc", "lea", "conll", "ari", "nmi")
 DEFAULT_MEASURES = MEASURES

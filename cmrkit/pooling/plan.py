@@ -9,9 +9,9 @@ probabilities). Reported against the complete qrels:
 
 - ``found``: share of the relevant pairs of the complete qrels that the strategy chose to judge;
 - ``judged``: pairs chosen;
-- ``tau``: Kendall's tau (tau-b) between the run ranking by the simulated scores and by the
-  complete qrels; ``swap``: the largest difference of complete-qrels scores between two runs the
-  simulated scores order the other way (0 when none);
+- ``tau``: Kendall's tau-b between the run ranking by the simulated scores and by the complete
+  qrels; ``swap``: the largest difference of complete-qrels scores between two runs the
+  simulated scores order the other way (0 when none); both from ``evaluation/agreement.py``;
 - ``bias``: per run, simulated score minus complete-qrels score;
 - ``loo``: leave one run out: the strategy pools the other runs only, and the left-out run is
   scored on that pool's judgments; ``loo`` is that score minus its score when it was pooled.
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmrkit.errors import CmrkitError
+from cmrkit.evaluation.agreement import ranking_agreement
 from cmrkit.pooling.assessors import SimulatedAssessors, check_assessors
 from cmrkit.pooling.pool import Pool, create_pool, natural_key
 from cmrkit.pooling.strategies import (
@@ -156,36 +157,6 @@ class Plan:
             "rows": self.rows,
             **self.info,
         }
-
-
-def _kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Kendall's tau-b of two score lists (None when either is constant)."""
-    n = len(x)
-    concordant = discordant = ties_x = ties_y = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx, dy = x[i] - x[j], y[i] - y[j]
-            if dx == 0 and dy == 0:
-                continue
-            if dx == 0:
-                ties_x += 1
-            elif dy == 0:
-                ties_y += 1
-            elif (dx > 0) == (dy > 0):
-                concordant += 1
-            else:
-                discordant += 1
-    denom = ((concordant + discordant + ties_x) * (concordant + discordant + ties_y)) ** 0.5
-    return (concordant - discordant) / denom if denom else None
-
-
-def _largest_swap(sim: Sequence[float], ref: Sequence[float]) -> float:
-    swap = 0.0
-    for i in range(len(sim)):
-        for j in range(i + 1, len(sim)):
-            if (sim[i] - sim[j]) * (ref[i] - ref[j]) < 0:
-                swap = max(swap, abs(ref[i] - ref[j]))
-    return swap
 
 
 class _Scorer:
@@ -365,16 +336,15 @@ class _Simulation:
         for left, subset in zip(names, self.subsets[1:], strict=True):
             without = Judgments(*_judged(self.cands_of[subset], chosen[subset][budget], labels))
             loo[left] = score.score(left, without) - sim[left]
-        ref = [reference[r] for r in names]
-        got = [sim[r] for r in names]
+        agreement = ranking_agreement({r: reference[r] for r in names}, sim)
         bias = {r: sim[r] - reference[r] for r in names}
         return {
             "strategy": name,
             "budget": budget,
             "judged": sel.size,
             "found": found / self.relevant_total if self.relevant_total else 0.0,
-            "tau": _kendall_tau(got, ref),
-            "swap": _largest_swap(got, ref),
+            "tau": agreement.tau_b,
+            "swap": agreement.swap,
             "scores": sim,
             "bias": bias,
             "mean_bias": sum(bias.values()) / len(bias),
