@@ -156,3 +156,42 @@ def test_only_a_run_replaces_a_run(tmp_path, coll):
     produce_run(s, lambda: Computed(RUN, "toy"))
     again = produce_run(s, lambda: Computed({"q1": [("d1", 1.0)]}, "toy"), force=True)
     assert not again.up_to_date and read_run(s.run_path) == {"q1": {"d1": 1.0}}
+
+
+def test_a_run_scored_against_another_collection_s_qrels_is_refused(tmp_path, coll, cli):
+    """Issue 32, trip 4: `eval runs/sample/bm25.test.trec qrels/ecb-sent.test.txt` (query ids
+    shared, documents not) printed AP 0.0000 with exit 0 and `compare` called the difference
+    significant. A run whose sidecar names its collection, none of whose documents is judged
+    in the qrels, is refused in one line naming both (exit 2)."""
+    from pool_fixtures import write_qrels
+
+    s = spec(tmp_path, coll)
+    produce_run(s, lambda: Computed({"q1": [("d2", 2.5), ("d1", 1.0)], "q2": [("d1", 1.0)]}, "t"))
+    (tmp_path / "qrels").mkdir()
+    other = write_qrels(
+        tmp_path / "qrels" / "other.test.txt", {"q1": {"x1": 1, "x2": 0}, "q2": {"x3": 1}}
+    )
+    own = write_qrels(tmp_path / "qrels" / "tiny.test.txt", {"q1": {"d1": 1}, "q2": {"d9": 1}})
+    mine = write_qrels(tmp_path / "judged.txt", {"q1": {"d1": 1}, "q2": {"d9": 1}})
+    run = s.run_path
+    for args in (("eval", run, other), ("compare", other, run, run.with_name("b.trec"))):
+        if args[0] == "compare":
+            (run.with_name("b.trec")).write_text("q1 Q0 d1 1 1.0 b\n")
+        r = cli(*args)
+        assert r.exit_code == 2, r.output
+        assert r.output.count("\n") == 1 and r.output.startswith(f"error: {run}: "), r.output
+        assert f"made on collection {coll}" in r.output
+        assert (
+            f"none of the 3 documents it retrieved for the 2 queries it shares with {other} "
+            "is judged there" in r.output
+        )
+        tail = "those qrels are another collection's; score it against its collection's"
+        assert r.output.rstrip().endswith(f"{tail} (qrels/tiny.test.txt)"), r.output
+    # its own qrels, by name or not (a document judged), and a run without a sidecar: scored
+    for qrels in (own, mine):
+        r = cli("eval", run, qrels, "-m", "AP")
+        assert r.exit_code == 0, r.output
+    s.sidecar_path.rename(tmp_path / "aside.json")
+    assert cli("eval", run, other, "-m", "AP").exit_code == 0
+    s.sidecar_path.write_text("{", encoding="utf-8")  # broken: scoring does not need it
+    assert cli("eval", run, other, "-m", "AP").exit_code == 0

@@ -230,6 +230,9 @@ def eval_command(
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
     _check_inputs(run, qrels)
+    from cmrkit.retrieval.runfile import check_qrels_of
+
+    check_qrels_of(run, qrels)
     if convention is Convention.coresearch:
         if measure or by is not None:
             raise CmrkitError("--convention coresearch prints its own columns; drop -m and --by")
@@ -526,6 +529,10 @@ def compare_command(
                 f"--baseline {baseline!r} is none of the runs "
                 f"({', '.join(names)}); give its path or name"
             )
+    from cmrkit.retrieval.runfile import check_qrels_of
+
+    for path in runs:
+        check_qrels_of(path, qrels)
     qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels, columns=True))
     loaded = {
         name: read_run_columns(path, dedupe=dedupe) for name, path in zip(names, runs, strict=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.collection.layout import TOPICS, Topic, iter_corpus
+from cmrkit.collection.layout import TOPICS, Topic, iter_corpus, qrels_file
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, parse_json, read_text, safe_name, sha256_file
 from cmrkit.trec import write_run
@@ -138,6 +138,50 @@ def check_run_of(
             f"give a run of split {split!r}",
             path=run_path,
         )
+
+
+def check_qrels_of(run_path: str | Path, qrels_path: str | Path) -> None:
+    """Refuse to score a run against another collection's qrels (issue 32, trip 4: AP 0.0000,
+    exit 0, and ``compare`` calling the difference significant): when the run's sidecar names
+    its collection, the qrels are not that collection's by name (``NAME.*``), and not one
+    document the run retrieved for the queries both hold is judged anywhere in the qrels.
+    Cheap where it matters: a run of the qrels' collection is told by its name, or by the first
+    judged document it retrieved."""
+    if str(run_path) == "-" or str(qrels_path) == "-":
+        return
+    try:
+        sidecar = read_sidecar(run_path)
+    except CmrkitError:
+        return  # scoring needs no sidecar: a broken one only leaves this check undone
+    made_on = recorded(sidecar, "collection")
+    if made_on is None or Path(qrels_path).name.startswith(f"{Path(made_on).name}."):
+        return
+    from cmrkit.fileio import iter_lines
+    from cmrkit.trec import read_qrels
+
+    qrels = read_qrels(qrels_path)
+    judged = {d for docs in qrels.values() for d in docs}
+    queries: set[str] = set()
+    retrieved = 0
+    for _, line in iter_lines(run_path):
+        fields = line.split()
+        if len(fields) < 3 or fields[0] not in qrels:
+            continue
+        if fields[2] in judged:
+            return
+        queries.add(fields[0])
+        retrieved += 1
+    if not queries:
+        return  # no query in common: the scoring says so
+    split = recorded(sidecar, "split")
+    own = qrels_file(made_on, split) if split and Path(made_on).is_dir() else None
+    instead = "score it against its collection's" + (f" ({own})" if own else "")
+    raise CmrkitError(
+        f"the run was made on collection {made_on} (its sidecar says so), and none of the "
+        f"{retrieved:,} documents it retrieved for the {len(queries):,} queries it shares with "
+        f"{qrels_path} is judged there: those qrels are another collection's; {instead}",
+        path=run_path,
+    )
 
 
 def check_replaceable_run(run_path: Path, side_path: Path) -> None:
