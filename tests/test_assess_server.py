@@ -227,6 +227,63 @@ def test_sessions_expire_and_end_on_disable(tmp_path, cli, db_url):  # noqa: F81
     assert bob.login("bob", "pw-bob-0123456789").status_code == 401
 
 
+def test_logout_ends_the_session_on_the_server(tmp_path, cli, db_url):  # noqa: F811
+    d = small_pool(tmp_path, cli)
+    app, engine = make_app(db_url, d["pool"], assessors=1)
+    ann = logged_in(app, engine, "ann")
+    pid = ann.get("/api/next").json()["pair_id"]
+    kept = ann.http.cookies.get("cmrkit_session")  # the cookie, as someone who saw it keeps it
+    assert ann.post("/api/logout", {}).status_code == 200
+    replay = Client(app)
+    replay.http.cookies.set("cmrkit_session", kept)
+    assert replay.get("/api/me").status_code == 401
+    assert replay.get("/api/next").status_code == 401
+    r = replay.judge(pid, 4)
+    assert r.status_code == 401 and "logged out or expired" in r.json()["error"]
+    assert replay.get("/api/judgments").status_code == 401
+    assert replay.put(f"/api/judgments/{pid}", {"label": 2}).status_code == 401
+    org = logged_in(app, engine, "olga", "organizer")
+    assert org.get("/api/progress").json()["pool"]["judgments"] == 0  # nothing was taken
+    # a new login is a new session; the old cookie stays dead
+    assert ann.login("ann", "pw-ann-0123456789").status_code == 200
+    assert ann.judge(pid, 4).status_code == 201
+    assert replay.get("/api/me").status_code == 401
+
+
+def test_user_names_and_passwords_that_cannot_work_are_refused(tmp_path, cli, db_url):  # noqa: F811
+    import json
+
+    from typer.testing import CliRunner
+
+    from cmrkit.assess.server.auth import MAX_PASSWORD
+    from cmrkit.cli import app as cli_app
+
+    r = cli("assess", "users", "add", "zed\n", "--role", "assessor", "--db", db_url)
+    assert r.exit_code == 2 and "user name 'zed\\n'" in r.output, r.output
+
+    def add(name, password):
+        args = ["assess", "users", "add", name, "--role", "assessor", "--db", db_url]
+        return CliRunner().invoke(cli_app, [*args, "--password-stdin"], input=password + "\n")
+
+    r = add("long", "x" * (MAX_PASSWORD + 1))
+    assert r.exit_code == 2 and f"at most {MAX_PASSWORD}" in r.output, r.output
+    # the longest password allowed logs in, even written as JSON's longest escapes
+    longest = "\U0001f600" * MAX_PASSWORD
+    assert add("ann", longest).exit_code == 0
+    assert "zed" not in cli("assess", "users", "list", "--db", db_url).output
+    d = small_pool(tmp_path, cli)
+    app, _ = make_app(db_url, d["pool"], assessors=1)
+    c = Client(app)
+    body = json.dumps({"name": "ann", "password": longest}, ensure_ascii=True)
+    assert len(body) > 12 * MAX_PASSWORD
+    r = c.http.post(
+        "/api/login",
+        content=body,
+        headers={"X-CSRFToken": c.token, "Content-Type": "application/json"},
+    )
+    assert r.status_code == 200, r.text
+
+
 def test_expired_leases_go_back_to_the_queue(tmp_path, cli, db_url):  # noqa: F811
     d = small_pool(tmp_path, cli, queries=1, docs=2)
     app, engine = make_app(db_url, d["pool"], assessors=1, lease_seconds=4.0)

@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,222 @@ def test_every_assess_command_without_the_extra_says_so(tmp_path):
             "pip install 'cmrkit[assess]'"
         ), command
     assert list(Path(tmp_path).iterdir()) == []
+
+
+def test_the_login_limit_holds_for_parallel_guesses_two_servers_and_a_restart(
+    tmp_path,
+    cli,
+    db_url,  # noqa: F811
+):
+    from collections import Counter
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    d = small_pool(tmp_path, cli)
+    people = add_users(db_url, ["ann", "bob"])
+    servers = [Server(d["pool"], db_url, log=tmp_path / f"s{i}.log").start() for i in range(2)]
+    try:
+        token = httpx.get(servers[0].url + "/healthz").cookies["csrftoken"]
+
+        def login(url: str, name: str, password: str) -> int:
+            with httpx.Client(base_url=url, timeout=120, cookies={"csrftoken": token}) as c:
+                r = c.post(
+                    "/api/login",
+                    json={"name": name, "password": password},
+                    headers={"X-CSRFToken": token},
+                )
+                return r.status_code
+
+        # 200 wrong guesses for one name at once, spread over two server processes
+        with ThreadPoolExecutor(64) as pool:
+            codes = Counter(
+                pool.map(lambda i: login(servers[i % 2].url, "ann", f"guess {i:04d}!"), range(200))
+            )
+        assert codes == {401: 5, 429: 195}
+        # a restart forgets nothing: the right password is still refused for a while
+        servers[0].stop()
+        servers[0].start()
+        for s in servers:
+            assert login(s.url, "ann", people["ann"]) == 429
+        assert login(servers[0].url, "bob", people["bob"]) == 200  # 5 of the address's 20
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def _memory_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc for the memory")
+def test_an_oversized_body_is_refused_before_it_is_read(tmp_path, cli):
+    import contextlib
+    import socket
+    import threading
+
+    import httpx
+
+    d = small_pool(tmp_path, cli, queries=1, docs=2)
+    server = Server(d["pool"], f"sqlite:///{tmp_path / 'a.sqlite'}").start()
+    try:
+        token = httpx.get(server.url + "/healthz").cookies["csrftoken"]
+        head = (
+            f"POST /api/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Cookie: csrftoken={token}\r\nX-CSRFToken: {token}\r\n"
+        )
+
+        def answer(sock: socket.socket) -> str:
+            sock.settimeout(60)
+            got = b""
+            while b"\r\n\r\n" not in got:
+                part = sock.recv(65536)
+                if not part:
+                    break
+                got += part
+            return got.split(b"\r\n", 1)[0].decode()
+
+        # 1 GB announced: the answer comes before a byte of the body is sent
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall((head + "Content-Length: 1000000000\r\n\r\n").encode())
+            assert answer(sock) == "HTTP/1.1 413 Request Entity Too Large"
+
+        # 256 MB streamed without a length: refused once the limit is passed, and the server
+        # never holds the body
+        pid = server.proc.pid
+        with contextlib.suppress(OSError):  # the peak so far (the pool's loading) forgotten
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+        before = _memory_kb(pid, "VmRSS")
+        sent = [0]
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall((head + "Transfer-Encoding: chunked\r\n\r\n").encode())
+            chunk = b"%x\r\n" % (1 << 20) + b"x" * (1 << 20) + b"\r\n"
+
+            def stream():
+                try:
+                    for _ in range(256):
+                        sock.sendall(chunk)
+                        sent[0] += 1
+                    sock.sendall(b"0\r\n\r\n")
+                except OSError:
+                    pass  # the server closed the connection: refused
+
+            writer = threading.Thread(target=stream)
+            writer.start()
+            status = answer(sock)
+            with contextlib.suppress(OSError):  # the server may have closed it already
+                sock.shutdown(socket.SHUT_RDWR)
+            writer.join(timeout=120)
+        assert status == "HTTP/1.1 413 Request Entity Too Large"
+        grew_mb = (_memory_kb(pid, "VmHWM") - before) / 1024
+        assert grew_mb < 32, f"the server grew by {grew_mb:.0f} MB for a refused body"
+        assert sent[0] < 256  # it stopped reading: the rest was never taken
+        assert httpx.get(server.url + "/healthz").status_code == 200
+    finally:
+        server.stop()
+
+
+def _tmpfs_allowed(folder: Path) -> bool:
+    """Can this machine mount a tmpfs in a mount namespace of its own (unshare -rm)?"""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return False
+    folder.mkdir(exist_ok=True)
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs '{folder}'"],
+        capture_output=True,
+    )
+    return done.returncode == 0
+
+
+def test_a_full_disk_while_judging_is_a_json_503_and_loses_nothing(tmp_path, cli):
+    """A real full tmpfs (mounted in a mount namespace of the server's own: needs unshare -rm)."""
+    import errno
+
+    import httpx
+
+    disk = tmp_path / "disk"
+    if not _tmpfs_allowed(disk):
+        pytest.skip("cannot mount a tmpfs here (unshare -rm refused: no user namespaces)")
+    d = small_pool(tmp_path, cli, queries=4, docs=8)
+    port = free_port()
+    log = tmp_path / "s.log"
+    people = {"ann": "pw-ann-0123456789", "olga": "pw-olga-0123456789"}
+    db = f"sqlite:///{disk}/a.sqlite"
+    me = f"'{sys.executable}' -m cmrkit assess"
+    # the accounts are added inside the namespace too: SQLite resolves /proc/PID/root to /
+    serve = (
+        f"mount -t tmpfs -o size=2m tmpfs '{disk}' && "
+        f"echo {people['ann']} | {me} users add ann --role assessor --db {db} --password-stdin && "
+        f"echo {people['olga']} | {me} users add olga --role organizer --db {db} "
+        f"--password-stdin && exec {me} serve '{d['pool']}' --db {db} --port {port} --assessors 1"
+    )
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["unshare", "-rm", "sh", "-c", serve], stdout=out, stderr=out)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(1200):
+            try:
+                if httpx.get(base + "/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        inside = Path(f"/proc/{proc.pid}/root{disk}")  # the server's tmpfs, seen from here
+        ann = HttpClient(base)
+        assert ann.login("ann", people["ann"]).status_code == 200
+        acked, refused = [], []
+
+        def judge_one() -> int:
+            r = ann.get("/api/next")
+            if r.status_code != 200:
+                if r.status_code == 503:
+                    refused.append(r.json()["error"])
+                return r.status_code
+            pid = r.json()["pair_id"]
+            label = 1 + len(acked) % 5
+            r = ann.judge(pid, label)
+            if r.status_code == 201:
+                acked.append((pid, "ann", label))
+            elif r.status_code == 503:
+                refused.append(r.json()["error"])
+            return r.status_code
+
+        assert [judge_one() for _ in range(3)] == [201] * 3
+        held = ann.get("/api/next").json()["pair_id"]  # handed out before the disk fills
+        filler = inside / "filler"
+        with open(filler, "wb", buffering=0) as f:  # fill the disk to the last byte
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC
+        r = ann.judge(held, 4)
+        assert r.status_code == 503 and r.headers["content-type"] == "application/json", r.text
+        refused.append(r.json()["error"])
+        codes = [judge_one() for _ in range(5)]
+        assert set(codes) <= {201, 503}, codes
+        assert all("disk is full" in e for e in refused)
+        filler.unlink()  # space again: the work goes on where it stopped
+        while (code := judge_one()) == 201:
+            pass
+        assert code == 204
+        org = HttpClient(base)
+        assert org.login("olga", people["olga"]).status_code == 200
+        rows = org.get("/api/export.csv").text.splitlines()[1:]
+        got = [tuple(r.split(",")) for r in rows]
+        assert sorted(got) == sorted((p, w, str(v)) for p, w, v in acked)  # each once, none lost
+        assert len(acked) == 32
+        said = log.read_text()
+        assert "Traceback" not in said
+        assert said.count("the disk of the database is full") == len(refused), said
+        ann.close()
+        org.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

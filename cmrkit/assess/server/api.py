@@ -8,19 +8,22 @@ refused request.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from cmrkit.assess.server import auth, work
-from cmrkit.assess.server.db import read
+from cmrkit.assess.server.db import disk_full, read
 from cmrkit.assess.server.work import ApiError
 
 MAX_BODY = 16_384
+log = logging.getLogger("uvicorn.error")  # the server's log: one line per event, no traceback
 
 
 def error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -44,23 +47,33 @@ async def body(request: Request) -> dict[str, Any]:
     return data
 
 
-async def current_user(request: Request, role: str | None = None) -> auth.User:
-    """The logged-in user of the session (disabled users and expired sessions are refused)."""
-    state = request.app.state
-    uid = request.session.get("uid")
-    if uid is None:
+def _session_key(request: Request) -> str:
+    """The database key of the request's session; 401 without one, or past its lifetime."""
+    token = request.session.get("sid")
+    if not isinstance(token, str) or request.session.get("uid") is None:
         raise ApiError(401, "not logged in, or the session expired; POST /api/login")
     login_at = float(request.session.get("login_at", 0))
-    if time.time() - login_at > state.session_seconds:
+    if time.time() - login_at > request.app.state.session_seconds:
         request.session.clear()
         raise ApiError(401, "the session has expired; log in again")
+    return auth.session_key(token)
+
+
+async def current_user(request: Request, role: str | None = None) -> auth.User:
+    """The logged-in user of the session (a session logged out or expired, and disabled users,
+    are refused: the database holds the live sessions)."""
+    state = request.app.state
+    key = _session_key(request)
 
     def load():
         with read(state.engine) as conn:
-            return auth.user_by_id(conn, int(uid))
+            return auth.session_user(conn, key, time.time())
 
     user = await run_in_threadpool(load)
-    if user is None or user.disabled or user.epoch != request.session.get("epoch"):
+    if user is None:
+        request.session.clear()
+        raise ApiError(401, "the session has ended (logged out or expired); log in again")
+    if user.disabled or user.epoch != request.session.get("epoch"):
         request.session.clear()
         raise ApiError(401, "the session has ended (account changed or disabled); log in again")
     if role is not None and user.role != role:
@@ -70,13 +83,9 @@ async def current_user(request: Request, role: str | None = None) -> auth.User:
 
 def session_user(request: Request) -> auth.User:
     """The user the session names, without a database read: for the requests whose own
-    transaction checks the account (disabled, changed, paused) anyway."""
+    transaction checks the session and the account (ended, disabled, changed, paused) anyway."""
+    key = _session_key(request)
     uid, name = request.session.get("uid"), request.session.get("name")
-    if uid is None or name is None:
-        raise ApiError(401, "not logged in, or the session expired; POST /api/login")
-    if time.time() - float(request.session.get("login_at", 0)) > request.app.state.session_seconds:
-        request.session.clear()
-        raise ApiError(401, "the session has expired; log in again")
     return auth.User(
         int(uid),
         str(name),
@@ -85,17 +94,33 @@ def session_user(request: Request) -> auth.User:
         False,
         None,
         int(request.session.get("epoch", -1)),
+        key,
     )
 
 
+DISK_FULL = (
+    "the server's disk is full: nothing of this request was saved (every judgment acknowledged "
+    "before is); an organizer must free space, then try again"
+)
+
+
 def handled(func):
-    """Turn ApiError into its JSON answer."""
+    """Turn ApiError into its JSON answer, and a full disk into 503 and one log line."""
 
     async def endpoint(request: Request) -> Response:
         try:
             return await func(request)
         except ApiError as e:
             return error(e.status, e.message, **e.extra)
+        except (DBAPIError, OSError) as e:
+            if not disk_full(e):
+                raise
+            log.error(
+                "the disk of the database is full: %s %s refused with 503 (free space)",
+                request.method,
+                request.url.path,
+            )
+            return error(503, DISK_FULL)
 
     endpoint.__name__ = func.__name__
     return endpoint
@@ -122,26 +147,29 @@ async def login(request: Request) -> Response:
         raise ApiError(422, 'send {"name": ..., "password": ...}')
     address = request.client.host if request.client else "?"
     limiter: auth.LoginLimiter = state.limiter
-    if not limiter.allowed(name, address):
-        wait = limiter.retry_after(name, address)
+    attempt = await run_in_threadpool(limiter.attempt, state.engine, name, address, time.time())
+    if attempt.retry_after:
         return JSONResponse(
-            {"error": f"too many failed logins; try again in {wait} s"},
+            {"error": f"too many failed logins; try again in {attempt.retry_after} s"},
             status_code=429,
-            headers={"Retry-After": str(wait)},
+            headers={"Retry-After": str(attempt.retry_after)},
         )
-
     user = await run_in_threadpool(auth.verify, state.engine, name, password)
     if user is None:
-        limiter.failed(name, address)
         raise ApiError(401, "wrong name or password (or the account is disabled)")
+    now = time.time()
+    token = await run_in_threadpool(
+        auth.log_in, state.engine, user, state.session_seconds, attempt, now
+    )
     request.session.clear()
     request.session.update(
         {
+            "sid": token,
             "uid": user.id,
             "name": user.name,
             "role": user.role,
             "epoch": user.epoch,
-            "login_at": time.time(),
+            "login_at": now,
         }
     )
     return JSONResponse({"name": user.name, "role": user.role, "csrf_token": csrf_token(request)})
@@ -149,6 +177,9 @@ async def login(request: Request) -> Response:
 
 @handled
 async def logout(request: Request) -> Response:
+    token = request.session.get("sid")
+    if isinstance(token, str):
+        await run_in_threadpool(auth.log_out, request.app.state.engine, token)
     request.session.clear()
     return JSONResponse({"ok": True})
 
@@ -191,8 +222,19 @@ async def post_judgment(request: Request) -> Response:
     )
     # a pair that got its last judgment may end an adaptive round: choose the next one after
     # answering (the assessor does not wait for the strategy)
-    task = BackgroundTask(run_in_threadpool, work.advance, engine) if complete else None
+    task = BackgroundTask(run_in_threadpool, _advance, engine) if complete else None
     return JSONResponse(answer, status_code=201, background=task)
+
+
+def _advance(engine) -> None:
+    """work.advance after the answer was sent: a full disk is one log line (the round is chosen
+    again when an assessor next finds the queue empty)."""
+    try:
+        work.advance(engine)
+    except (DBAPIError, OSError) as e:
+        if not disk_full(e):
+            raise
+        log.error("the disk of the database is full: the next round waits (free space)")
 
 
 @handled

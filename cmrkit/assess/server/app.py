@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -70,6 +70,63 @@ class SecurityHeaders:
             await send(event)
 
         await self.app(scope, receive, wrapped)
+
+
+class BodyLimit:
+    """Refuses a request body over ``limit`` bytes with 413 before reading it: by its
+    Content-Length, or, without one (chunked), as soon as the bytes received pass the limit.
+    Outermost, so that no layer (the CSRF check reads form bodies) reads more."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await _too_large(send, self.limit)
+            return
+        seen = 0
+        started = refused = False
+
+        async def counted():
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request" and not refused:
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    refused = True
+                    if not started:
+                        await _too_large(send, self.limit)
+                    return {"type": "http.disconnect"}  # the application reads no further
+            return message
+
+        async def watched(message):
+            nonlocal started
+            if refused:
+                return  # the 413 is the answer
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except ClientDisconnect:
+            if not refused:
+                raise
+
+
+async def _too_large(send, limit: int) -> None:
+    body = json.dumps({"error": f"the request body exceeds {limit} bytes"}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _csrf_failed(scope, send, message_id):
@@ -184,7 +241,7 @@ def create_app(
         loader=FileSystemLoader(str(_assets() / "templates")),
         autoescape=select_autoescape(default=True),
     )
-    return asgi_csrf(
+    protected = asgi_csrf(
         app,
         signing_secret=secret,
         always_set_cookie=True,
@@ -192,6 +249,7 @@ def create_app(
         cookie_secure=secure_cookies,
         send_csrf_failed=_csrf_failed,
     )
+    return BodyLimit(protected, api.MAX_BODY)
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -1,13 +1,19 @@
-"""Accounts: argon2 password hashes (argon2-cffi), roles, disabling, and the login rate limit.
+"""Accounts: argon2 password hashes (argon2-cffi), roles, disabling, sessions and the login rate
+limit.
 
 Passwords are never stored or logged: only their argon2id hash is kept. A login with an unknown
-name still spends one hash verification, so timing does not tell names apart. Failed logins are
-counted per name and per client address in a moving window (the ``limits`` library); past the
-limit, logins are refused with 429 until the window has moved on.
+name still spends one hash verification, so timing does not tell names apart. A session is a
+row of the database (the cookie carries a random token, the database its sha256): a logout or
+an expiry deletes it, and a replayed cookie finds nothing. Login attempts are counted in the
+database before the password is checked, per name and per client address in a moving window:
+past the limit, logins are refused with 429 until the window has moved on, whichever server
+process they reach, and across restarts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 import secrets
 import threading
@@ -17,17 +23,17 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from limits import RateLimitItemPerMinute
-from limits.storage import MemoryStorage
-from limits.strategies import MovingWindowRateLimiter
 from sqlalchemy.engine import Connection, Engine
 
-from cmrkit.assess.server.db import read, users, write
+from cmrkit.assess.server.db import login_attempts, read, sessions, users, write
 from cmrkit.errors import CmrkitError
 
 ROLES = ("assessor", "organizer")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}")
 MIN_PASSWORD = 10
+# what a login body holds (api.MAX_BODY bytes) even when every character is written as JSON's
+# 12-byte escape of a surrogate pair
+MAX_PASSWORD = 1024
 
 _hasher = PasswordHasher()
 # each argon2 check takes 64 MiB and a CPU for a moment: a burst of logins waits its turn rather
@@ -45,6 +51,7 @@ class User:
     paused: bool
     flag: str | None
     epoch: int
+    session: str | None = None  # the key of the session the request came with (None: no HTTP)
 
 
 def _user(row) -> User:
@@ -52,7 +59,7 @@ def _user(row) -> User:
 
 
 def check_name(name: str) -> str:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise CmrkitError(
             f"user name {name!r}: use 1-100 letters, digits and _ . @ - (starting with a letter "
             "or digit); it is the worker_id of the exported judgments"
@@ -71,6 +78,10 @@ def add_user(conn: Connection, name: str, role: str, password: str) -> User:
         raise CmrkitError(f"--role {role!r} is not one of {', '.join(ROLES)}")
     if len(password) < MIN_PASSWORD:
         raise CmrkitError(f"the password needs at least {MIN_PASSWORD} characters")
+    if len(password) > MAX_PASSWORD:
+        raise CmrkitError(
+            f"the password has {len(password)} characters; a login takes at most {MAX_PASSWORD}"
+        )
     if conn.execute(sa.select(users.c.id).where(users.c.name == name)).first():
         raise CmrkitError(f"user {name!r} already exists; pick another name")
     conn.execute(
@@ -107,12 +118,13 @@ def list_users(conn: Connection) -> list[User]:
 
 def set_disabled(conn: Connection, name: str, disabled: bool) -> User:
     """Disable (or enable) a user; disabling ends their sessions (the epoch moves on)."""
-    get_user(conn, name)
+    user = get_user(conn, name)
     conn.execute(
         users.update()
         .where(users.c.name == name)
         .values(disabled=disabled, epoch=users.c.epoch + 1)
     )
+    conn.execute(sessions.delete().where(sessions.c.user_id == user.id))
     return get_user(conn, name)
 
 
@@ -149,26 +161,117 @@ def verify(engine: Engine, name: str, password: str) -> User | None:
     return _user(row)
 
 
+# --- sessions ------------------------------------------------------------------------------
+
+
+def session_key(token: str) -> str:
+    """What the database keeps of a session's token (the cookie's secret is not stored)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def log_in(engine: Engine, user: User, seconds: float, attempt: Attempt, now: float) -> str:
+    """Start a session of ``seconds`` for ``user`` (the login ``attempt`` is no failure: it is
+    forgotten); returns the token for the cookie."""
+    token = secrets.token_urlsafe(32)
+    with write(engine) as conn:
+        if attempt.ids:
+            conn.execute(login_attempts.delete().where(login_attempts.c.id.in_(attempt.ids)))
+        conn.execute(sessions.delete().where(sessions.c.expires_at < now))
+        conn.execute(
+            sessions.insert().values(
+                id=session_key(token), user_id=user.id, created_at=now, expires_at=now + seconds
+            )
+        )
+    return token
+
+
+def log_out(engine: Engine, token: str) -> None:
+    """End the session: its cookie, replayed, finds nothing."""
+    with write(engine) as conn:
+        conn.execute(sessions.delete().where(sessions.c.id == session_key(token)))
+
+
+def session_user(conn: Connection, key: str, now: float) -> User | None:
+    """The user of a live session (None: logged out, expired, or never was)."""
+    row = conn.execute(
+        sa.select(users)
+        .join(sessions, sessions.c.user_id == users.c.id)
+        .where(sessions.c.id == key, sessions.c.expires_at > now)
+    ).first()
+    return None if row is None else _user(row)
+
+
+def session_alive(conn: Connection, user: User, now: float) -> bool:
+    """Is the session the request came with (``user.session``) still live? True for a caller
+    that has no session (the library used without HTTP)."""
+    if user.session is None:
+        return True
+    until = conn.execute(
+        sa.select(sessions.c.expires_at).where(
+            sessions.c.id == user.session, sessions.c.user_id == user.id
+        )
+    ).scalar()
+    return until is not None and until > now
+
+
+# --- the login rate limit ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A login attempt as counted: the rows that count it (forgotten when it succeeds), or how
+    many seconds to wait when it was refused."""
+
+    ids: tuple[int, ...] = ()
+    retry_after: int = 0
+
+
+def _key(kind: str, value: str) -> str:
+    return hashlib.sha256(f"{kind}:{value}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class LoginLimiter:
-    """Failed logins allowed per name and per client address in a moving window of minutes."""
+    """Login attempts allowed per name and per client address in a moving window of minutes.
+
+    An attempt is counted before its password is checked, in one transaction with the count
+    (SQLite: the write lock; PostgreSQL: an advisory lock per name and address), so parallel
+    guesses cannot pass the limit together; a successful login forgets its own attempt, so the
+    count is of failures and of attempts still being checked."""
 
     def __init__(self, per_name: int = 5, per_address: int = 20, minutes: int = 5):
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
-        self._name = RateLimitItemPerMinute(per_name, minutes)
-        self._address = RateLimitItemPerMinute(per_address, minutes)
+        self.per_name, self.per_address = per_name, per_address
+        self.window = minutes * 60.0
 
-    def allowed(self, name: str, address: str) -> bool:
-        return self._limiter.test(self._name, "name", name) and self._limiter.test(
-            self._address, "address", address
+    def attempt(self, engine: Engine, name: str, address: str, now: float) -> Attempt:
+        """Count an attempt, or refuse it (``retry_after`` > 0) when a limit is reached."""
+        limits = sorted(
+            [(_key("name", name), self.per_name), (_key("address", address), self.per_address)]
         )
-
-    def failed(self, name: str, address: str) -> None:
-        self._limiter.hit(self._name, "name", name)
-        self._limiter.hit(self._address, "address", address)
-
-    def retry_after(self, name: str, address: str) -> int:
-        stats = [
-            self._limiter.get_window_stats(self._name, "name", name),
-            self._limiter.get_window_stats(self._address, "address", address),
-        ]
-        return max(1, int(max(s.reset_time for s in stats) - time.time()) + 1)
+        since = now - self.window
+        with write(engine) as conn:
+            if conn.dialect.name == "postgresql":
+                for key, _ in limits:
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": key})
+            conn.execute(login_attempts.delete().where(login_attempts.c.at <= since))
+            wait = 0.0
+            for key, limit in limits:
+                times = (
+                    conn.execute(
+                        sa.select(login_attempts.c.at)
+                        .where(login_attempts.c.key == key, login_attempts.c.at > since)
+                        .order_by(login_attempts.c.at)
+                    )
+                    .scalars()
+                    .all()
+                )
+                if len(times) >= limit:  # free again when the oldest that counts leaves
+                    wait = max(wait, times[len(times) - limit] + self.window - now)
+            if wait > 0:
+                return Attempt(retry_after=max(1, math.ceil(wait)))
+            ids = tuple(
+                conn.execute(login_attempts.insert().values(key=key, at=now)).inserted_primary_key[
+                    0
+                ]
+                for key, _ in limits
+            )
+        return Attempt(ids=ids)

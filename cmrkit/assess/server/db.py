@@ -80,6 +80,27 @@ assignments = sa.Table(
     sa.Index("ix_assignments_open", "judged_at", "lease_until"),
 )
 
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # sha256 of the token in the cookie
+    sa.Column("user_id", sa.Integer, sa.ForeignKey("users.id"), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index("ix_sessions_user", "user_id"),
+    sa.Index("ix_sessions_expires", "expires_at"),
+)
+
+login_attempts = sa.Table(
+    "login_attempts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(64), nullable=False),  # sha256 of "name:..." or "address:..."
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Index("ix_login_attempts_key", "key", "at"),
+    sa.Index("ix_login_attempts_at", "at"),
+)
+
 MIGRATIONS = "cmrkit.assess.server:migrations"
 ENGINES: weakref.WeakSet = weakref.WeakSet()  # made in this process (tests dispose of them)
 
@@ -99,6 +120,19 @@ def _normalise(url: str) -> str:
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url
+
+
+def disk_full(error: BaseException) -> bool:
+    """Was a write refused because the disk is full (SQLite's SQLITE_FULL, PostgreSQL's
+    disk_full 53100, or the operating system's ENOSPC)?"""
+    import errno
+
+    orig = getattr(error, "orig", None) or error
+    if isinstance(orig, OSError) and orig.errno == errno.ENOSPC:
+        return True
+    if (getattr(orig, "sqlite_errorcode", None) or 0) & 0xFF == 13:  # SQLITE_FULL
+        return True
+    return getattr(orig, "sqlstate", None) == "53100"
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -41,7 +41,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cmrkit.assess.server.auth import User
+from cmrkit.assess.server.auth import User, session_alive
 from cmrkit.assess.server.db import (
     assignments,
     get_setting,
@@ -322,9 +322,10 @@ def _task(row, lease_until: float, opts: Options, stats: dict[str, int]) -> dict
     }
 
 
-def _check_open(conn: Connection, user: User) -> Options:
-    """The options, once the pool is open and the assessor's session still valid (the account
-    neither disabled nor changed since login) and not paused: one settings and one user read."""
+def _check_open(conn: Connection, user: User, now: float) -> Options:
+    """The options, once the pool is open and the assessor's session still live (neither logged
+    out nor expired, the account neither disabled nor changed since login) and not paused: one
+    settings, one user and one session read."""
     found = dict(
         conn.execute(
             sa.select(settings.c.key, settings.c.value).where(
@@ -341,6 +342,8 @@ def _check_open(conn: Connection, user: User) -> Options:
     ).first()
     if row is None or row.disabled or row.epoch != user.epoch:
         raise ApiError(401, "the session has ended (account changed or disabled); log in again")
+    if not session_alive(conn, user, now):
+        raise ApiError(401, "the session has ended (logged out or expired); log in again")
     if row.paused:
         raise ApiError(
             403,
@@ -435,7 +438,7 @@ def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str,
     them now."""
     now = time.time() if now is None else now
     with write(engine) as conn:
-        opts = _check_open(conn, user)
+        opts = _check_open(conn, user, now)
         until = now + opts.lease_seconds
         open_row = conn.execute(
             sa.select(assignments.c.id.label("aid"), pairs)
@@ -516,7 +519,7 @@ def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = 
     now = time.time() if now is None else now
     label = _label(label)
     with write(engine) as conn:
-        opts = _check_open(conn, user)
+        opts = _check_open(conn, user, now)
         row = _mine(conn, user, pid)
         if row.judged_at is not None:
             raise ApiError(
@@ -575,7 +578,7 @@ def change(engine: Engine, user: User, pid: Any, label: Any, now: float | None =
     now = time.time() if now is None else now
     label = _label(label)
     with write(engine) as conn:
-        _check_open(conn, user)
+        _check_open(conn, user, now)
         row = _mine(conn, user, pid)
         if row.judged_at is None:
             raise ApiError(409, f"pair {pid} is not judged yet; POST /api/judgments first")
