@@ -396,13 +396,19 @@ def compare(
     permutations: int = 10000,
     seed: int = 0,
     dedupe: bool = False,
+    ci: float = 0.95,
+    bootstrap: int = 10000,
+    all_pairs: bool = False,
 ) -> pd.DataFrame:
     """Systems against a baseline (the first run unless named), as ``cmrkit compare -f csv``:
-    one row per system and measure with ``value`` (the mean over the compared queries),
-    ``delta``, ``paired_queries``, ``improved``, ``hurt``, ``p``, ``p_adjusted`` and ``significant``
-    (empty for the baseline). ``runs`` is {name: run} or a list of run files (named by file).
-    Every system and the baseline are averaged over the same queries (``paired_queries``:
-    those in the qrels and in every run, or with ``all_queries`` every qrels query).
+    one row per system and measure with ``value`` (the mean over the compared queries) and its
+    bootstrap interval (``value_low``, ``value_high``), ``delta`` with its interval
+    (``delta_low``, ``delta_high``), ``d_z``, ``paired_queries``, ``improved``, ``hurt``, ``p``,
+    ``p_adjusted``, ``significant``, ``versus``, ``test`` and ``note`` (empty for the
+    baseline); with ``all_pairs``, Tukey's HSD rows (``test`` ``tukey``) follow. ``runs`` is
+    {name: run} or a list of run files (named by file). Every system and the baseline are
+    averaged over the same queries (``paired_queries``: those in the qrels and in the runs,
+    which must score the same ones, or with ``all_queries`` every qrels query).
 
     >>> cmrkit.compare(["runs/sample/bm25.test.trec", "runs/sample/qe.test.trec"], qrels)
     """
@@ -433,29 +439,14 @@ def compare(
         depth=depth,
         permutations=permutations,
         seed=seed,
+        ci=ci,
+        bootstrap=bootstrap,
+        all_pairs=all_pairs,
     )
-
-    def number(x: float | None) -> float:
-        return float("nan") if x is None else x
-
-    rows = [
-        (
-            name,
-            measure,
-            value,
-            number(delta),
-            queries,
-            improved,
-            hurt,
-            number(p),
-            number(p_adj),
-            sig,
-        )
-        for name, measure, value, delta, queries, improved, hurt, p, p_adj, sig in (
-            report.comparison_rows(comp)
-        )
-    ]
     columns = list(report.COMPARISON_COLUMNS)
-    df = pd.DataFrame(rows, columns=columns)
+    df = pd.DataFrame(report.comparison_rows(comp), columns=columns)
+    floats = ["value", "delta", "p", "p_adjusted", "value_low", "value_high", "delta_low",
+              "delta_high", "d_z"]  # fmt: skip
+    df[floats] = df[floats].astype("float64")  # None -> NaN
     # the baseline has no counts or verdict: nullable columns keep the others' dtypes
     return df.astype({"improved": "Int64", "hurt": "Int64", "significant": "boolean"})

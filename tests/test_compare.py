@@ -247,11 +247,20 @@ def uneven(systems, tmp_path_factory):
     return qrels, runs[0], short, dropped
 
 
-def test_means_and_delta_over_the_same_queries(uneven):
+def test_runs_of_different_queries_are_refused_naming_them(uneven):
+    qrels, base, short, dropped = uneven
+    result = CliRunner().invoke(app, ["compare", str(qrels), str(base), str(short), "-m", "AP"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: the runs score different queries: short lacks 3 of")
+    assert all(q in result.stderr for q in dropped) and "pass -c" in result.stderr
+    assert result.stdout == ""
+
+
+def test_means_and_delta_over_every_qrels_query_with_c(uneven):
     qrels, base, short, dropped = uneven
     result = CliRunner().invoke(
         app,
-        ["compare", str(qrels), str(base), str(short), "-m", "AP", "-f", "json",
+        ["compare", str(qrels), str(base), str(short), "-m", "AP", "-f", "json", "-c",
          "--trec-eval", "9"],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -259,23 +268,20 @@ def test_means_and_delta_over_the_same_queries(uneven):
     judged = read_qrels(qrels)
     mine = {q: float(v) for q, v in _ap_per_query(qrels, short).items()}
     theirs = {q: float(v) for q, v in _ap_per_query(qrels, base).items()}
-    compared = sorted(set(mine) & set(theirs) & set(judged))
     assert set(theirs) - set(mine) == dropped
-    assert obj["queries"] == len(compared)
+    assert obj["queries"] == len(judged)
     s, b = obj["systems"]["short"], obj["systems"]["base"]
-    assert s["queries"] == b["queries"] == len(compared)
-    assert sorted(b["left_out"]) == sorted(dropped) and s["left_out"] == []
-    assert b["scored_queries"] == len(compared) + len(b["left_out"])
+    assert s["queries"] == b["queries"] == len(judged)
+    assert s["scored_queries"] == b["scored_queries"] == len(judged)
     entry = s["against_baseline"]["AP"]
     # the delta is exactly the difference of the two printed means
     assert entry["delta"] == s["measures"]["AP"] - b["measures"]["AP"]
-    assert entry["paired_queries"] == len(compared)
-    # and each printed mean is that run's mean over the compared queries only
-    assert b["measures"]["AP"] == pytest.approx(
-        sum(theirs[q] for q in compared) / len(compared), abs=5e-5
+    assert entry["paired_queries"] == len(judged)
+    # the short run's mean counts its missing queries as 0, as trec_eval -c does
+    assert s["measures"]["AP"] == pytest.approx(sum(mine.values()) / len(judged), abs=5e-5)
+    assert obj["query_set"] == (
+        f"means and tests over all {len(judged)} qrels queries (0 where a run lacks one)"
     )
-    assert f"over the {len(compared)} queries in the qrels and in every run" in obj["query_set"]
-    assert "left out: base 3" in obj["query_set"]
 
 
 def _ap_per_query(qrels, run):
@@ -284,23 +290,16 @@ def _ap_per_query(qrels, run):
     return {q: v for (_, q), v in printed.items() if q != "all"}
 
 
-def test_table_says_which_queries_and_how_many(uneven):
-    qrels, base, short, dropped = uneven
+def test_table_says_which_queries_and_how_many(systems):
+    _, qrels, runs = systems
     judged = read_qrels(qrels)
-    in_base = {line.split()[0] for line in base.read_text().splitlines()} & set(judged)
-    result = CliRunner().invoke(app, ["compare", str(qrels), str(base), str(short), "-m", "AP"])
+    in_base = {line.split()[0] for line in runs[0].read_text().splitlines()} & set(judged)
+    result = CliRunner().invoke(app, ["compare", str(qrels), *map(str, runs[:2]), "-m", "AP"])
     assert result.exit_code == 0, result.stderr
     text = " ".join(result.stdout.split())
-    assert "paired t-test p (holm correction)" in text
-    n = len(in_base - dropped)
-    assert f"means and tests over the {n} queries in the qrels and in every run" in text
+    assert "paired t-test p (Holm correction)" in text
+    assert f"means and tests over the {len(in_base)} queries in the qrels and in every run" in text
     assert f"base alone: averaged over {len(in_base)} queries" in result.stderr
-    every = CliRunner().invoke(
-        app, ["compare", str(qrels), str(base), str(short), "-m", "AP", "-c", "-f", "csv"]
-    )
-    rows = every.stdout.splitlines()
-    assert rows[1].split(",")[4] == rows[2].split(",")[4] == str(len(judged))
-    assert f"over all {len(judged)} qrels queries" in every.stderr
 
 
 def test_plot_one_y_axis_named_test_and_safe_colours(uneven):
@@ -317,6 +316,7 @@ def test_plot_one_y_axis_named_test_and_safe_colours(uneven):
         ["AP"],
         test="permutation",
         correction="bonferroni",
+        all_queries=True,
     )
     fig = difference_figure(comp, comp.measures[0])
     axes = fig.axes
@@ -332,3 +332,206 @@ def test_plot_one_y_axis_named_test_and_safe_colours(uneven):
         assert not colours & {"#ff0000", "#008000", "#2ca02c", "#d62728"}  # no red/green
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["improved", "hurt", "tied"]
+
+
+# --- the tests, corrections, effect sizes and intervals of issue 31 -------------------------
+
+
+def _values(qrels, runs, measure="AP"):
+    """Per-query values of each run over the same queries, as compare pairs them."""
+    from cmrkit.evaluation import evaluate
+    from cmrkit.trec import read_run
+
+    judged = read_qrels(qrels)
+    results = [evaluate(read_run(r), judged, [measure]) for r in runs]
+    queries = list(results[0].per_query)
+    return [np.array(r.values(measure, queries)) for r in results]
+
+
+@pytest.mark.parametrize("test", ["t", "wilcoxon", "sign", "permutation", "bootstrap"])
+@pytest.mark.parametrize(("correction", "method"), [("bh", "fdr_bh"), ("by", "fdr_by")])
+def test_every_test_and_correction_through_the_command(systems, test, correction, method):
+    from statsmodels.stats.multitest import multipletests
+
+    _, qrels, runs = systems
+    args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "--test", test, "--correction",
+            correction, "--bootstrap", "3000", "--seed", "3", "-f", "json"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    obj = json.loads(result.stdout)
+    base, *others = _values(qrels, runs)
+    want = []
+    for values in others:
+        d = values - base
+        if test == "t":
+            want.append(stats.ttest_rel(values, base).pvalue)
+        elif test == "wilcoxon":
+            want.append(stats.wilcoxon(values, base).pvalue)
+        elif test == "sign":
+            wins, losses = int((d > 0).sum()), int((d < 0).sum())
+            want.append(stats.binomtest(wins, wins + losses).pvalue)
+        elif test == "permutation":
+            want.append(permutation_test(values, base, permutations=10000, seed=3))
+        else:
+            dist = stats.bootstrap(
+                (d,), np.mean, n_resamples=3000, method="percentile",
+                rng=np.random.default_rng(3),
+            ).bootstrap_distribution  # fmt: skip
+            far = np.count_nonzero(np.abs(dist - d.mean()) >= abs(d.mean()) * (1 - 1e-12))
+            want.append((far + 1) / 3001)
+    got = [obj["systems"][r.stem]["against_baseline"]["AP"] for r in runs[1:]]
+    assert [g["p"] for g in got] == pytest.approx(want, abs=1e-9)
+    adjusted = multipletests(want, method=method)[1]
+    assert [g["p_adjusted"] for g in got] == pytest.approx(list(adjusted), abs=1e-9)
+    assert obj["test"] == test and obj["correction"] == correction
+
+
+def test_effect_sizes_and_intervals_are_scipys_bootstrap(systems):
+    _, qrels, runs = systems
+    args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "--ci", "0.9",
+            "--bootstrap", "4000", "--seed", "12", "-f", "json"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    obj = json.loads(result.stdout)
+    assert (obj["ci"], obj["bootstrap"], obj["seed"]) == (0.9, 4000, 12)
+    values = _values(qrels, runs)
+
+    def scipy_interval(sample):
+        got = stats.bootstrap(
+            (sample,), np.mean, n_resamples=4000, method="percentile", confidence_level=0.9,
+            rng=np.random.default_rng(12),
+        ).confidence_interval  # fmt: skip
+        return [got.low, got.high]
+
+    for run, v in zip(runs, values, strict=True):
+        entry = obj["systems"][run.stem]
+        assert entry["intervals"]["AP"] == pytest.approx(scipy_interval(v), abs=1e-12)
+        if run == runs[0]:
+            assert "against_baseline" not in entry
+            continue
+        cell = entry["against_baseline"]["AP"]
+        d = v - values[0]
+        assert cell["delta_ci"] == pytest.approx(scipy_interval(d), abs=1e-12)
+        assert cell["d_z"] == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-12)
+        assert cell["delta_ci"][0] <= cell["delta"] <= cell["delta_ci"][1]
+    again = CliRunner().invoke(app, args)
+    assert again.stdout == result.stdout  # seeded: the same bytes
+    other = CliRunner().invoke(app, [*args[:-4], "--seed", "13", "-f", "json"])
+    assert (
+        json.loads(other.stdout)["systems"]["better"]["intervals"]
+        != (obj["systems"]["better"]["intervals"])
+    )
+
+
+def test_an_undefined_test_is_said_per_system_not_printed_as_nan(systems, tmp_path):
+    """One more document per query: NumRet differs by exactly +1 on every query, so the t-test
+    has no variance; the sign test is defined."""
+    _, qrels, runs = systems
+    lines = runs[0].read_text().splitlines()
+    extra = []
+    for qid in dict.fromkeys(line.split()[0] for line in lines):
+        extra.append(f"{qid} Q0 EXTRA-{qid} 999 -1000.0 plus")
+    plus = tmp_path / "plus.trec"
+    plus.write_text("\n".join(lines + extra) + "\n")
+    args = ["compare", str(qrels), str(runs[0]), str(plus), str(runs[1]), "-m", "NumRet",
+            "--bootstrap", "200"]  # fmt: skip
+    table = CliRunner().invoke(app, args)
+    assert table.exit_code == 0, table.stderr
+    assert "p undefined" in table.stdout and "nan" not in table.stdout.lower()
+    assert "note: plus vs base on NumRet: every query differs by +1: without variance the " \
+        "t-test is undefined" in " ".join(table.stderr.split())  # fmt: skip
+    obj = json.loads(CliRunner().invoke(app, [*args, "-f", "json"]).stdout)
+    cell = obj["systems"]["plus"]["against_baseline"]["NumRet"]
+    assert cell["p"] is None and cell["p_adjusted"] is None and not cell["significant"]
+    assert cell["note"].startswith("every query differs by +1") and cell["d_z"] is None
+    assert obj["notes"] == [f"plus vs base on NumRet: {cell['note']}"]
+    # the other system's test is corrected as a family of one
+    better = obj["systems"]["better"]["against_baseline"]["NumRet"]
+    assert better["p_adjusted"] == better["p"] or better["p"] is None
+    sign = json.loads(CliRunner().invoke(app, [*args, "--test", "sign", "-f", "json"]).stdout)
+    count = len(_values(qrels, runs[:1])[0])
+    assert sign["systems"]["plus"]["against_baseline"]["NumRet"]["p"] == pytest.approx(
+        stats.binomtest(count, count).pvalue
+    )
+
+
+def test_all_pairs_is_tukeys_hsd_as_statsmodels_computes_it(systems):
+    from statsmodels.stats.multicomp import pairwise_tukeyhsd
+
+    _, qrels, runs = systems
+    args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "--all-pairs", "--bootstrap",
+            "500"]  # fmt: skip
+    obj = json.loads(CliRunner().invoke(app, [*args, "-f", "json"]).stdout)
+    values = _values(qrels, runs)
+    names = [r.stem for r in runs]
+    ref = pairwise_tukeyhsd(np.concatenate(values), np.repeat(names, len(values[0])))
+    pairs = obj["tukey_hsd"]["AP"]
+    expected = {}
+    for (a, b), diff, p, (low, high) in zip(
+        [(ref.groupsunique[i], ref.groupsunique[j]) for i, j in zip(*ref._multicomp.pairindices,
+                                                                     strict=True)],
+        ref.meandiffs, ref.pvalues, ref.confint, strict=True,
+    ):  # fmt: skip
+        expected[a, b] = (diff, p, low, high)
+    assert len(pairs) == 3
+    for pair in pairs:
+        a, b = pair["first"], pair["second"]
+        diff, p, low, high = expected.get((a, b)) or (lambda e: (-e[0], e[1], -e[3], -e[2]))(
+            expected[b, a]
+        )
+        # statsmodels reports second - first
+        assert pair["delta"] == pytest.approx(-diff, abs=1e-12)
+        assert pair["p"] == pytest.approx(p, abs=1e-6)
+        assert pair["ci"] == pytest.approx([-high, -low], abs=1e-6)
+    rows = CliRunner().invoke(app, [*args, "-f", "csv"]).stdout.splitlines()
+    tukey = [r for r in rows if r.split(",")[16] == "tukey"]
+    assert len(tukey) == 3 and tukey[0].startswith("base,AP,")
+    table = CliRunner().invoke(app, args)
+    assert "every pair" in table.stdout and "base - better" in table.stdout
+
+
+def test_latex_table_and_means_plot_for_a_paper(systems, tmp_path):
+    _, qrels, runs = systems
+    tex, pdf = tmp_path / "t.tex", tmp_path / "means.pdf"
+    args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "-m", "P@10", "--bootstrap",
+            "1000", "--latex", str(tex), "--plot-means", str(pdf)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    assert f"wrote {tex}" in result.stderr and f"wrote {pdf}" in result.stderr
+    text = tex.read_text()
+    obj = json.loads(CliRunner().invoke(app, [*args, "-f", "json"]).stdout)
+    assert r"\begin{tabular}{lrr}" in text and r"\toprule" in text and "95\\%" in text
+    better = next(line for line in text.splitlines() if line.startswith("better &"))
+    mark = obj["systems"]["better"]["against_baseline"]["AP"]["significant"]
+    assert better.split("&")[1].strip() == (
+        f"{obj['systems']['better']['measures']['AP']:.4f}" + (r"$^\dagger$" if mark else "")
+    )
+    low, high = obj["systems"]["better"]["intervals"]["AP"]
+    assert f"[{low:.4f}, {high:.4f}]" in text
+    assert pdf.read_bytes().startswith(b"%PDF-")
+    again = CliRunner().invoke(app, args)
+    assert f"{tex} is up to date" in again.stderr and f"{pdf} is up to date" in again.stderr
+    refused = CliRunner().invoke(app, [*args[:-4], "--plot-means", str(pdf), "--bootstrap", "0"])
+    assert refused.exit_code == 2 and "--plot-means draws bootstrap intervals" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--ci", "1.5"], "--ci 1.5 must lie between 0 and 1"),
+        (["--test", "bootstrap", "--bootstrap", "0"], "--test bootstrap needs --bootstrap"),
+        (["--plot-means", "x.jpg"], "FILE.png, FILE.pdf or FILE.svg"),
+    ],
+)
+def test_compare_bad_statistics_options(systems, extra, words):
+    _, qrels, runs = systems
+    result = CliRunner().invoke(app, ["compare", str(qrels), *map(str, runs), *extra])
+    assert result.exit_code == 2 and words in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_the_options_choices_are_the_librarys():
+    from cmrkit.commands.evaluate import Correction, Test
+    from cmrkit.evaluation import CORRECTIONS, TESTS
+
+    assert tuple(Test) == TESTS and tuple(Correction) == CORRECTIONS

@@ -15,12 +15,17 @@ from cmrkit.errors import CmrkitError
 
 class Test(StrEnum):
     t = "t"
+    wilcoxon = "wilcoxon"
     permutation = "permutation"
+    sign = "sign"
+    bootstrap = "bootstrap"
 
 
 class Correction(StrEnum):
     holm = "holm"
     bonferroni = "bonferroni"
+    bh = "bh"
+    by = "by"
     none = "none"
 
 
@@ -412,32 +417,63 @@ def _trec_table(result, title: str) -> None:
     render(table, out)
 
 
+def _interval(ci, fmt: Callable[[float], str]) -> str:
+    return "" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
 def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
     from cmrkit.commands.tables import Table, render
+    from cmrkit.evaluation.significance import CORRECTION_NAMES, TEST_NAMES
 
     mark = "significant" if comp.correction == "none" else f"significant after {comp.correction}"
-    test = "paired t-test" if comp.test == "t" else "paired permutation test"
+    level = f"{comp.ci:.0%} bootstrap interval" if comp.intervals else "no interval"
     caption = (
-        f"vs baseline {comp.baseline}: delta, {test} p ({comp.correction} correction), "
-        f"queries improved/hurt; * {mark} at alpha={comp.alpha}; {comp.describe()}"
+        f"vs baseline {comp.baseline}: mean [{level}], delta [{level}], Cohen's d_z, "
+        f"{TEST_NAMES[comp.test]} p ({CORRECTION_NAMES[comp.correction]} correction), queries "
+        f"improved/hurt; * {mark} at alpha={comp.alpha}; {comp.describe()}"
     )
     table = Table("comparison", ["system", *(m.name for m in comp.measures)], caption=caption)
     for name in comp.systems:
         cells = []
         for m in comp.measures:
             value = m.format(comp.mean(name, m))
+            ci = _interval(comp.intervals.get(name, {}).get(m.name), m.format)
             c = comp.stats.get(name, {}).get(m.name)
             if c is None:
-                cells.append(value)
+                cells.append(f"{value}\n{ci}".strip())
                 continue
             star = "*" if c.significant else ""
+            delta = f"{c.delta:+.4f} {_interval(c.delta_ci, lambda x: f'{x:+.4f}')}".strip()
+            d_z = "d_z -" if c.d_z is None else f"d_z {c.d_z:+.2f}"
+            p = "p undefined" if c.note else f"p={fmt_p(c.p_adjusted)}"
             cells.append(
-                f"{value}{star}\n{c.delta:+.4f}\np={fmt_p(c.p_adjusted)}\n+{c.improved}/-{c.hurt}"
+                "\n".join(x for x in (f"{value}{star}", ci, delta, d_z, p) if x)
+                + f"\n+{c.improved}/-{c.hurt}"
             )
         label = f"{name} (baseline)" if name == comp.baseline else name
         if table.rows:
             table.add_section()
         table.add_row(label, *cells)
+    render(table, out)
+
+
+def _tukey_table(comp, fmt_p: Callable[[float], str]) -> None:
+    from cmrkit.commands.tables import Table, render
+
+    caption = (
+        f"Tukey's HSD over every pair (scipy.stats.tukey_hsd, as ranx): first - second "
+        f"[{comp.ci:.0%} simultaneous interval], p adjusted for all pairs; * p < {comp.alpha}"
+    )
+    table = Table("every pair", ["pair", *(m.name for m in comp.measures)], caption=caption)
+    by_measure = {m: {(p.first, p.second): p for p in pairs} for m, pairs in comp.pairs.items()}
+    for key in by_measure[comp.measures[0].name]:
+        cells = []
+        for m in comp.measures:
+            pair = by_measure[m.name][key]
+            ci = _interval(pair.ci, lambda x: f"{x:+.4f}")
+            p = "p undefined" if pair.note else f"p={fmt_p(pair.p)}"
+            cells.append(f"{pair.delta:+.4f}{'*' if pair.significant else ''}\n{ci}\n{p}")
+        table.add_row(f"{key[0]} - {key[1]}", *cells)
     render(table, out)
 
 
@@ -453,12 +489,16 @@ def compare_command(
         help="The run the others are tested against (its path or name); default: the first run.",
     ),
     test: Test = typer.Option(
-        Test.t, "--test", help="Paired t-test or paired randomization (permutation) test."
+        Test.t,
+        "--test",
+        help="Paired test against the baseline: Student's t, Wilcoxon signed-rank, "
+        "randomization (permutation), sign, or bootstrap (shift method).",
     ),
     correction: Correction = typer.Option(
         Correction.holm,
         "--correction",
-        help="Multiple-comparison correction over the systems, per measure.",
+        help="Correction over the systems, per measure: Holm, Bonferroni, Benjamini-Hochberg "
+        "(bh), Benjamini-Yekutieli (by) or none.",
     ),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level for the * mark."),
     permutations: int = typer.Option(
@@ -468,7 +508,21 @@ def compare_command(
         max=10_000_000,
         help="Random sign flips for --test permutation.",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the permutation test."),
+    ci: float = typer.Option(
+        0.95, "--ci", help="Confidence level of the bootstrap intervals (0.95: 95%)."
+    ),
+    bootstrap: int = typer.Option(
+        10000,
+        "--bootstrap",
+        min=0,
+        max=10_000_000,
+        help="Bootstrap resamples of the queries for the intervals and --test bootstrap "
+        "(0: no intervals).",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the permutation test and the bootstrap."),
+    all_pairs: bool = typer.Option(
+        False, "--all-pairs", help="Also Tukey's HSD over every pair of systems (as ranx)."
+    ),
     all_queries: bool = typer.Option(
         False,
         "--all-queries",
@@ -487,8 +541,20 @@ def compare_command(
     plot_measure: str = typer.Option(
         None, "--plot-measure", help="Measure to plot (default: the first)."
     ),
+    plot_means: Path = typer.Option(
+        None,
+        "--plot-means",
+        help="Write each system's mean with its bootstrap interval, a panel per measure, as "
+        "FILE.png (300 dpi), FILE.pdf or FILE.svg.",
+    ),
+    latex: Path = typer.Option(
+        None,
+        "--latex",
+        help="Write the table for a paper as FILE (LaTeX, booktabs): means, intervals, "
+        "significance marks.",
+    ),
     force: bool = typer.Option(
-        False, "--force", help="Replace a --plot file that differs from this comparison's."
+        False, "--force", help="Replace a --plot, --plot-means or --latex file that differs."
     ),
     trec_version: TrecVersion = typer.Option(
         TrecVersion.v10,
@@ -497,14 +563,16 @@ def compare_command(
     ),
     fmt: Format = FORMAT,
 ) -> None:
-    """Compare runs against a baseline with significance tests.
+    """Compare runs against a baseline: significance tests, effect sizes and intervals.
 
     Every system is averaged, and paired with the baseline, on the same queries: those in the
-    qrels and in every run (-c: every qrels query, 0 where a run lacks it); the output says
-    which and how many. p-values are corrected over the systems, per measure.
+    qrels and in the runs, which must score the same ones (-c: every qrels query, 0 where a run
+    lacks it). p-values are corrected over the systems, per measure. Each mean and each
+    difference has a seeded bootstrap interval; Cohen's d_z sizes each difference.
 
     Example: cmrkit compare qrels/sample.test.txt runs/sample/bm25.test.trec
-    runs/sample/fields-doc.test.trec -m AP -m RR@10 --test permutation --plot diff.png
+    runs/sample/qe-rm3.test.trec -c -m AP -m RR@10 --test wilcoxon --correction bh
+    --plot-means means.pdf
     """
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
@@ -516,8 +584,12 @@ def compare_command(
     plot_m = parse_measure(plot_measure, trec_version.value) if plot_measure else measures[0]
     if plot_measure and plot_m not in measures:
         measures.append(plot_m)
-    if plot is not None:
-        figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
+    if plot is not None:  # a name that is no PNG, PDF or SVG fails before any work
+        figure_format(plot)
+    if plot_means is not None:
+        figure_format(plot_means, "--plot-means")
+    if plot_means is not None and not bootstrap:
+        raise CmrkitError("--plot-means draws bootstrap intervals: drop --bootstrap 0")
     names = evaluation.run_names(runs)
     base_name = None
     if baseline is not None:
@@ -551,14 +623,25 @@ def compare_command(
         permutations=permutations,
         seed=seed,
         version=trec_version.value,
+        ci=ci,
+        bootstrap=bootstrap,
+        all_pairs=all_pairs,
     )
+    files = [p for p in (plot, plot_means, latex) if p is not None]
     up_to_date = False
-    if plot is not None:  # the same comparison draws the same bytes: a rerun is up to date
-        with RepeatableOutputs([plot], force=force) as staged:
-            evaluation.plot_differences(comp, plot_m, staged.path(plot))
+    if files:  # the same comparison draws the same bytes: a rerun is up to date
+        with RepeatableOutputs(files, force=force) as staged:
+            if plot is not None:
+                evaluation.plot_differences(comp, plot_m, staged.path(plot))
+            if plot_means is not None:
+                evaluation.plot_means(comp, staged.path(plot_means))
+            if latex is not None:
+                staged.path(latex).write_text(evaluation.comparison_to_latex(comp))
         up_to_date = staged.up_to_date
     if fmt is Format.table:
         _compare_table(comp, evaluation.format_p)
+        if comp.pairs:
+            _tukey_table(comp, evaluation.format_p)
     elif fmt is Format.json:
         paths = {name: str(path) for name, path in zip(names, runs, strict=True)}
         emit(evaluation.comparison_to_json(comp, paths))
@@ -568,8 +651,10 @@ def compare_command(
         emit(evaluation.comparison_to_trec(comp))
     if fmt is not Format.table:
         console.print(comp.describe(), markup=False, soft_wrap=True)
+    for note in comp.notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     for name, result in comp.results.items():
         console.print(coverage(result, f"{name} alone: "), markup=False, soft_wrap=True)
-    if plot is not None:
-        done = f"{plot} is up to date; --force rewrites it" if up_to_date else f"wrote {plot}"
+    for path in files:
+        done = f"{path} is up to date; --force rewrites it" if up_to_date else f"wrote {path}"
         console.print(done, markup=False, soft_wrap=True)

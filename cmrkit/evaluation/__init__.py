@@ -12,11 +12,12 @@ modules, so that importing this package stays light.
 
 from cmrkit.evaluation.groups import NO_GROUP, NO_TOPIC, GroupResult, by_group, load_groups
 from cmrkit.evaluation.measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
-from cmrkit.evaluation.plot import plot_differences
+from cmrkit.evaluation.plot import plot_differences, plot_means
 from cmrkit.evaluation.ranking import Result, aggregate, evaluate, evaluate_files
 from cmrkit.evaluation.report import (
     comparison_to_csv,
     comparison_to_json,
+    comparison_to_latex,
     comparison_to_trec,
     format_p,
     result_to_csv,
@@ -28,11 +29,18 @@ from cmrkit.evaluation.significance import (
     TESTS,
     Comparison,
     MeasureComparison,
+    PairComparison,
+    bootstrap_test,
+    cohens_dz,
     compare,
     correct_pvalues,
+    paired_p,
     paired_t_test,
     permutation_test,
     run_names,
+    sign_test,
+    tukey_hsd,
+    wilcoxon_test,
 )
 
 __all__ = [
@@ -45,25 +53,34 @@ __all__ = [
     "GroupResult",
     "Measure",
     "MeasureComparison",
+    "PairComparison",
     "Result",
     "aggregate",
+    "bootstrap_test",
     "by_group",
+    "cohens_dz",
     "compare",
     "comparison_to_csv",
     "comparison_to_json",
+    "comparison_to_latex",
     "comparison_to_trec",
     "correct_pvalues",
     "evaluate",
     "evaluate_files",
     "format_p",
     "load_groups",
+    "paired_p",
     "paired_t_test",
     "parse_measure",
     "parse_measures",
     "permutation_test",
     "plot_differences",
+    "plot_means",
     "result_to_csv",
     "result_to_json",
     "result_to_trec",
     "run_names",
+    "sign_test",
+    "tukey_hsd",
+    "wilcoxon_test",
 ]

@@ -1,18 +1,20 @@
-"""The per-query difference plot of a comparison (matplotlib, imported when drawn)."""
+"""A comparison's plots (matplotlib, imported when drawn): the per-query differences against
+the baseline, and each system's mean with its interval."""
 
 from __future__ import annotations
 
 import os
+import textwrap
 
+from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import Measure
 from cmrkit.evaluation.report import format_p
-from cmrkit.evaluation.significance import Comparison
+from cmrkit.evaluation.significance import CORRECTION_NAMES, TEST_NAMES, Comparison
 
 # Okabe-Ito colours, told apart with any common colour-vision deficiency
 IMPROVED = "#0072B2"  # blue
 HURT = "#E69F00"  # orange
 TIED = "#999999"  # grey
-TESTS = {"t": "paired t-test", "permutation": "paired permutation test"}
 
 
 def _plain(text: str) -> str:
@@ -45,7 +47,7 @@ def difference_figure(comp: Comparison, measure: Measure):
         len(others), 1, figsize=(8, 2.6 * len(others) + 0.6), squeeze=False, sharey=True
     )
     base = comp.results[comp.baseline]
-    test = TESTS.get(comp.test, comp.test)
+    test = TEST_NAMES[comp.test]
     correction = "uncorrected" if comp.correction == "none" else f"{comp.correction}-corrected"
     for ax, name in zip(axes[:, 0], others, strict=True):
         r = comp.results[name]
@@ -83,4 +85,62 @@ def difference_figure(comp: Comparison, measure: Measure):
         frameon=False,
     )
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
+    return fig
+
+
+def plot_means(comp: Comparison, path: str | os.PathLike, fmt: str | None = None) -> None:
+    """Write :func:`means_figure` as PNG (300 dpi), PDF or SVG (``fmt``, default: from the
+    file's extension)."""
+    from cmrkit.figures import save_figure
+
+    save_figure(means_figure(comp), path, fmt)
+
+
+def means_figure(comp: Comparison):
+    """Each system's mean with its bootstrap interval, one panel per measure, the systems in
+    the order given (the baseline's mean a dashed line); a filled circle differs significantly
+    from the baseline, a hollow one not; the baseline is a square. Returns the Figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cmrkit.figures import PALETTE
+
+    if not comp.intervals:
+        raise CmrkitError("the means plot shows bootstrap intervals: give --bootstrap 1 or more")
+    systems = comp.systems
+    count = len(comp.measures)
+    fig, axes = plt.subplots(
+        1, count, figsize=(max(3.2 * count + 1.2, 5.5), 0.45 * len(systems) + 1.3), squeeze=False,
+        sharey=True,
+    )  # fmt: skip
+    rows = list(range(len(systems)))[::-1]  # the first system on top
+    for ax, m in zip(axes[0], comp.measures, strict=True):
+        ax.axvline(comp.mean(comp.baseline, m), color="#999999", linestyle="--", linewidth=0.8)
+        for row, name in zip(rows, systems, strict=True):
+            mean = comp.mean(name, m)
+            low, high = comp.intervals[name][m.name] or (mean, mean)
+            cell = comp.stats.get(name, {}).get(m.name)
+            colour = PALETTE[0] if cell is None else PALETTE[1]
+            filled = cell is None or cell.significant
+            ax.errorbar(
+                [mean], [row], xerr=[[max(mean - low, 0.0)], [max(high - mean, 0.0)]],
+                fmt="s" if cell is None else "o", color=colour,
+                markerfacecolor=colour if filled else "white", capsize=3, linewidth=1.2,
+            )  # fmt: skip
+        ax.set_title(_plain(m.name), fontsize=10)
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+    axes[0, 0].set_yticks(rows)
+    axes[0, 0].set_yticklabels([_plain(n) for n in systems], fontsize=9)
+    axes[0, 0].set_ylim(-0.6, len(systems) - 0.4)
+    title = (
+        f"means with {comp.ci:.0%} bootstrap intervals ({comp.bootstrap:,} resamples of "
+        f"{len(comp.queries)} queries); filled: {TEST_NAMES[comp.test]} vs {comp.baseline} "
+        f"(square, dashed), {CORRECTION_NAMES[comp.correction]} correction, p < {comp.alpha}"
+    )
+    lines = textwrap.wrap(_plain(title), width=int(fig.get_figwidth() * 15))
+    fig.suptitle("\n".join(lines), fontsize=8)
+    fig.tight_layout()  # makes room for the title too
     return fig

@@ -94,42 +94,74 @@ def format_p(p: float) -> str:
     return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
 
 
+def _nan_none(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else x
+
+
 def comparison_to_json(comp: Comparison, paths: Mapping[str, str] | None = None) -> str:
-    """Means over the compared queries (``queries``, named in ``query_set``), and each run's
-    own count of scored queries with those left out of the comparison."""
+    """Everything a comparison holds: the settings, the means over the compared queries
+    (``queries``, named in ``query_set``) with their bootstrap intervals, each run's own count
+    of scored queries, each system against the baseline (delta, its interval, Cohen's d_z, the
+    queries improved and hurt, p, corrected p, and why a test is undefined), Tukey's HSD over
+    every pair with ``all_pairs``, and the notes."""
     obj: dict = {
         "baseline": comp.baseline,
         "test": comp.test,
         "correction": comp.correction,
         "alpha": comp.alpha,
+        "ci": comp.ci,
+        "bootstrap": comp.bootstrap,
+        "seed": comp.seed,
         "measures": [m.name for m in comp.measures],
         "queries": len(comp.queries),
         "query_set": comp.describe(),
         "systems": {},
     }
-    left_out = comp.left_out
     for name, result in comp.results.items():
         entry: dict = {}
         if paths:
             entry["run"] = paths[name]
         entry["queries"] = len(comp.queries)
         entry["scored_queries"] = result.queries
-        entry["left_out"] = left_out[name]
         entry["measures"] = {m.name: comp.mean(name, m) for m in comp.measures}
+        if comp.intervals:
+            entry["intervals"] = {
+                m: list(ci) if ci else None for m, ci in comp.intervals[name].items()
+            }
         if name in comp.stats:
             entry["against_baseline"] = {
                 m: {
                     "delta": c.delta,
+                    "delta_ci": list(c.delta_ci) if c.delta_ci else None,
+                    "d_z": c.d_z,
                     "paired_queries": c.queries,
                     "improved": c.improved,
                     "hurt": c.hurt,
-                    "p": None if math.isnan(c.p) else c.p,
-                    "p_adjusted": None if math.isnan(c.p_adjusted) else c.p_adjusted,
+                    "p": _nan_none(c.p),
+                    "p_adjusted": _nan_none(c.p_adjusted),
                     "significant": c.significant,
+                    "note": c.note,
                 }
                 for m, c in comp.stats[name].items()
             }
         obj["systems"][name] = entry
+    if comp.all_pairs:
+        obj["tukey_hsd"] = {
+            m: [
+                {
+                    "first": pair.first,
+                    "second": pair.second,
+                    "delta": pair.delta,
+                    "ci": list(pair.ci) if pair.ci else None,
+                    "p": _nan_none(pair.p),
+                    "significant": pair.significant,
+                    "note": pair.note,
+                }
+                for pair in pairs
+            ]
+            for m, pairs in comp.pairs.items()
+        }
+    obj["notes"] = comp.notes
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -144,60 +176,70 @@ COMPARISON_COLUMNS = (
     "p",
     "p_adjusted",
     "significant",
+    "value_low",
+    "value_high",
+    "delta_low",
+    "delta_high",
+    "d_z",
+    "versus",
+    "test",
+    "note",
 )
 
 
 def comparison_rows(comp: Comparison) -> list[tuple]:
-    """One row per system and measure in COMPARISON_COLUMNS order; ``value`` is the mean over
-    the compared queries; a system without statistics (the baseline) has None from delta on,
-    its number of compared queries excepted."""
+    """Rows in COMPARISON_COLUMNS order: one per system and measure (``value`` its mean over
+    the compared queries, ``value_low``/``value_high`` its bootstrap interval; the baseline has
+    None from ``delta`` on, its number of compared queries excepted; the others are tested
+    ``versus`` the baseline), then with ``all_pairs`` one per pair of systems and measure
+    (``test`` ``tukey``: ``delta`` is system's mean minus versus's, ``delta_low``/``delta_high``
+    its simultaneous interval, ``p`` and ``p_adjusted`` Tukey's adjusted p)."""
     rows = []
+    n = len(comp.queries)
     for name in comp.systems:
         for m in comp.measures:
+            interval = comp.intervals.get(name, {}).get(m.name) or (None, None)
             c = comp.stats.get(name, {}).get(m.name)
             if c is None:
                 rows.append(
-                    (name, m.name, comp.mean(name, m), None, len(comp.queries)) + (None,) * 5
+                    (name, m.name, comp.mean(name, m), None, n, None, None, None, None, None)
+                    + (*interval, None, None, None, None, None, None)
                 )
                 continue
             rows.append(
                 (name, m.name, c.mean, c.delta, c.queries, c.improved, c.hurt)
-                + (c.p, c.p_adjusted, c.significant)
+                + (c.p, c.p_adjusted, c.significant, *interval)
+                + (*(c.delta_ci or (None, None)), c.d_z, comp.baseline, comp.test, c.note)
+            )
+    for measure, pairs in comp.pairs.items():
+        m = next(x for x in comp.measures if x.name == measure)
+        for pair in pairs:
+            rows.append(
+                (pair.first, measure, comp.mean(pair.first, m), pair.delta, n, None, None)
+                + (pair.p, pair.p, pair.significant, None, None, *(pair.ci or (None, None)))
+                + (None, pair.second, "tukey", pair.note)
             )
     return rows
 
 
 def comparison_to_csv(comp: Comparison) -> str:
-    """One row per system and measure (:func:`comparison_rows`)."""
+    """:func:`comparison_rows` as CSV: numbers as Python writes them, empty where none."""
     import io
 
     from cmrkit.escaping import csv_writer
 
-    def number(x: float | None) -> str:
-        return "" if x is None or math.isnan(x) else repr(x)
+    def cell(x) -> str:
+        if x is None or (isinstance(x, float) and math.isnan(x)):
+            return ""
+        if isinstance(x, bool):
+            return str(x).lower()
+        return repr(x) if isinstance(x, float) else str(x)
 
     buf = io.StringIO()
     w = csv_writer(buf)
     w.writerow(COMPARISON_COLUMNS)
-    for (
-        name,
-        measure,
-        value,
-        delta,
-        queries,
-        improved,
-        hurt,
-        p,
-        p_adj,
-        significant,
-    ) in comparison_rows(comp):
-        if delta is None:  # the baseline
-            w.writerow([name, measure, repr(value), "", queries] + [""] * 5)
-            continue
-        w.writerow(
-            [name, measure, repr(value), repr(delta), queries, improved, hurt]
-            + [number(p), number(p_adj), str(significant).lower()]
-        )
+    for row in comparison_rows(comp):
+        w.writerow([cell(x) for x in row])
     return buf.getvalue()
 
 
@@ -273,3 +315,57 @@ def coref_to_csv(result: CorefResult, per_document: bool = False) -> str:
             for name, value in _coref_entry(row[m], False).items():
                 w.writerow([doc, m, name, repr(value)])
     return buf.getvalue()
+
+
+_LATEX = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}  # fmt: skip
+
+
+def _latex_text(text: str) -> str:
+    return "".join(_LATEX.get(ch, ch) for ch in text)
+
+
+def comparison_to_latex(comp: Comparison) -> str:
+    """The comparison as a LaTeX table for a paper (booktabs): a row per system, a column per
+    measure, each mean with its bootstrap interval on the row beneath, a dagger where the
+    system differs significantly from the baseline; the caption says the test, correction,
+    alpha, interval and queries."""
+    from cmrkit.evaluation.significance import CORRECTION_NAMES, TEST_NAMES
+
+    lines = [
+        r"% cmrkit compare; needs \usepackage{booktabs}",
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\begin{tabular}{l" + "r" * len(comp.measures) + "}",
+        r"\toprule",
+        "System & " + " & ".join(_latex_text(m.name) for m in comp.measures) + r" \\",
+        r"\midrule",
+    ]
+    for name in comp.systems:
+        cells, below = [], []
+        for m in comp.measures:
+            cell = comp.stats.get(name, {}).get(m.name)
+            mark = r"$^\dagger$" if cell is not None and cell.significant else ""
+            cells.append(f"{m.format(comp.mean(name, m))}{mark}")
+            ci = comp.intervals.get(name, {}).get(m.name)
+            below.append(rf"{{\scriptsize [{m.format(ci[0])}, {m.format(ci[1])}]}}" if ci else "")
+        label = _latex_text(name) + (" (baseline)" if name == comp.baseline else "")
+        lines.append(label + " & " + " & ".join(cells) + r" \\")
+        if comp.intervals:
+            lines.append(" & " + " & ".join(below) + r" \\")
+    intervals = ""
+    if comp.intervals:
+        level = f"{comp.ci:.0%}".replace("%", r"\%")
+        intervals = (
+            f"; beneath each mean its {level} bootstrap interval ({comp.bootstrap:,} resamples "
+            "of the queries)"
+        )
+    caption = (
+        f"Means over {len(comp.queries)} queries{intervals}. $^\\dagger$: different from "
+        f"{_latex_text(comp.baseline)} ({TEST_NAMES[comp.test]}, "
+        f"{CORRECTION_NAMES[comp.correction]} correction, $p < {comp.alpha}$)."
+    )
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}", r"\end{table}"]
+    return "\n".join(lines) + "\n"

@@ -1,7 +1,15 @@
-"""Systems against a baseline: paired tests (t, permutation), multiple-comparison corrections."""
+"""Is a system better than another, and by how much: paired tests (t, Wilcoxon, sign,
+permutation, bootstrap), multiple-comparison corrections (Holm, Bonferroni, Benjamini-Hochberg,
+Benjamini-Yekutieli), effect sizes (the mean difference with a bootstrap interval, Cohen's d_z),
+Tukey's HSD over every pair, and :func:`compare`, which scores runs and applies them.
+
+scipy is imported inside the functions that call it: `cmrkit eval` loads this module (its
+reports name :class:`Comparison`) without loading scipy.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -12,21 +20,64 @@ from cmrkit.evaluation.measures import Measure, parse_measures
 from cmrkit.evaluation.ranking import Result, aggregate, evaluate
 from cmrkit.trec import Qrels, Run, Strata
 
-TESTS = ("t", "permutation")
-CORRECTIONS = ("holm", "bonferroni", "none")
+TESTS = ("t", "wilcoxon", "permutation", "sign", "bootstrap")
+CORRECTIONS = ("holm", "bonferroni", "bh", "by", "none")
+TEST_NAMES = {
+    "t": "paired t-test",
+    "wilcoxon": "Wilcoxon signed-rank test",
+    "permutation": "paired permutation test",
+    "sign": "sign test",
+    "bootstrap": "paired bootstrap test",
+}
+CORRECTION_NAMES = {
+    "holm": "Holm",
+    "bonferroni": "Bonferroni",
+    "bh": "Benjamini-Hochberg",
+    "by": "Benjamini-Yekutieli",
+    "none": "no",
+}
 
 
 def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided p-value of Student's paired t-test (scipy); 1.0 when a equals b everywhere."""
-    if len(a) != len(b):
-        raise ValueError("paired samples differ in length")
-    if len(a) < 2:
-        return math.nan
-    if all(x == y for x, y in zip(a, b, strict=True)):
+    """Two-sided p-value of Student's paired t-test (scipy.stats.ttest_rel); 1.0 when a equals
+    b everywhere, NaN where the test is undefined (:func:`undefined_test` says why)."""
+    _same_length(a, b)
+    if _identical(a, b):
         return 1.0
+    if undefined_test("t", a, b):
+        return math.nan
     from scipy import stats
 
     return float(stats.ttest_rel(a, b).pvalue)
+
+
+def wilcoxon_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of Wilcoxon's signed-rank test as scipy.stats.wilcoxon computes it by
+    default (zero differences dropped; exact up to 50 queries without ties, else the normal
+    approximation); 1.0 when a equals b everywhere."""
+    _same_length(a, b)
+    if _identical(a, b):
+        return 1.0
+    if undefined_test("wilcoxon", a, b):
+        return math.nan
+    from scipy import stats
+
+    return float(stats.wilcoxon(a, b).pvalue)
+
+
+def sign_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the sign test: the queries a improves out of those where a and b
+    differ, against a fair coin (scipy.stats.binomtest); 1.0 when a equals b everywhere."""
+    _same_length(a, b)
+    if _identical(a, b):
+        return 1.0
+    if undefined_test("sign", a, b):
+        return math.nan
+    from scipy import stats
+
+    wins = sum(x > y for x, y in zip(a, b, strict=True))
+    losses = sum(x < y for x, y in zip(a, b, strict=True))
+    return float(stats.binomtest(wins, wins + losses, 0.5).pvalue)
 
 
 def permutation_test(
@@ -70,8 +121,128 @@ def permutation_test(
     return float(min(1.0, 2 * min(less, greater)))
 
 
+def bootstrap_test(
+    a: Sequence[float], b: Sequence[float], *, samples: int = 10000, seed: int = 0
+) -> float:
+    """Two-sided p-value of the paired bootstrap test of the mean difference (Efron &
+    Tibshirani's shift method): the queries are resampled (:mod:`cmrkit.evaluation.bootstrap`,
+    seeded) and p is the share of resampled mean differences at least as far from the observed
+    one as the observed one is from 0 (within a relative 1e-12), (count + 1) / (samples + 1)."""
+    import numpy as np
+
+    _same_length(a, b)
+    if _identical(a, b):
+        return 1.0
+    if undefined_test("bootstrap", a, b):
+        return math.nan
+    pair = np.asarray([a, b], dtype=np.float64)
+    means = resampled_means(pair, samples, seed)
+    return _bootstrap_p(means[:, 0] - means[:, 1], pair, 1.0 / pair.shape[1])
+
+
+def _bootstrap_p(diffs, pair, scale: float) -> float:
+    """The shift method's p from the resampled differences ``diffs`` of the two rows of
+    ``pair``, each mean taken as the resampled ones are (the sum times ``scale``)."""
+    import numpy as np
+
+    observed = float(pair[0].sum() * scale - pair[1].sum() * scale)
+    # as scipy's permutation_test: a resample within rounding of the observed distance counts
+    far = np.count_nonzero(np.abs(diffs - observed) >= abs(observed) * (1 - 1e-12))
+    return float((far + 1) / (len(diffs) + 1))
+
+
+def resampled_means(values, samples: int, seed: int, scale=None):
+    """The mean of each row of ``values`` (rows x queries) over ``samples`` resamples of the
+    queries (samples x rows); ``scale`` (one per row) replaces 1/queries, 1.0 for sums."""
+    import numpy as np
+
+    from cmrkit.evaluation.bootstrap import resample_counts
+
+    values = np.asarray(values, dtype=np.float64)
+    queries = values.shape[1]
+    factor = np.full(values.shape[0], 1.0 / queries) if scale is None else np.asarray(scale)
+    out = np.empty((samples, values.shape[0]), dtype=np.float64)
+    done = 0
+    for counts in resample_counts(queries, samples, seed):
+        out[done : done + len(counts)] = (counts @ values.T) * factor
+        done += len(counts)
+    return out
+
+
+def undefined_test(test: str, a: Sequence[float], b: Sequence[float]) -> str | None:
+    """Why ``test`` cannot compare a with b (None when it can): no query, or for the t-test
+    fewer than two queries or the same difference on every query (no variance)."""
+    if not len(a):
+        return "no query to pair"
+    if _identical(a, b):
+        return None
+    if test == "t":
+        if len(a) < 2:
+            return "the t-test needs two queries or more"
+        diffs = [x - y for x, y in zip(a, b, strict=True)]
+        if _constant(diffs):
+            return (
+                f"every query differs by {sum(diffs) / len(diffs):+.4g}: without variance the "
+                "t-test is undefined (the sign, Wilcoxon, permutation or bootstrap test is not)"
+            )
+    return None
+
+
+def paired_p(
+    test: str,
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    permutations: int = 10000,
+    samples: int = 10000,
+    seed: int = 0,
+) -> float:
+    """The two-sided p-value of ``test`` (one of TESTS) comparing a with b, query by query."""
+    if test == "t":
+        return paired_t_test(a, b)
+    if test == "wilcoxon":
+        return wilcoxon_test(a, b)
+    if test == "sign":
+        return sign_test(a, b)
+    if test == "permutation":
+        return permutation_test(a, b, permutations=permutations, seed=seed)
+    if test == "bootstrap":
+        return bootstrap_test(a, b, samples=samples, seed=seed)
+    raise CmrkitError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
+
+
+def cohens_dz(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Cohen's d_z of paired samples: the mean difference over the standard deviation of the
+    differences (n - 1); None with fewer than two queries or no variance (up to rounding)."""
+    import numpy as np
+
+    _same_length(a, b)
+    if len(a) < 2:
+        return None
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if _constant(d.tolist()):
+        return None
+    return float(d.mean()) / float(d.std(ddof=1))
+
+
+def _constant(diffs: Sequence[float]) -> bool:
+    """The same difference on every query, up to rounding (0.35 - 0.1 is not 0.25 in binary)."""
+    return max(diffs) - min(diffs) <= 1e-12 * max(1.0, *map(abs, diffs))
+
+
+def _same_length(a: Sequence[float], b: Sequence[float]) -> None:
+    if len(a) != len(b):
+        raise ValueError("paired samples differ in length")
+
+
+def _identical(a: Sequence[float], b: Sequence[float]) -> bool:
+    return len(a) > 0 and all(x == y for x, y in zip(a, b, strict=True))
+
+
 def correct_pvalues(pvalues: Sequence[float], method: str) -> list[float]:
-    """Family-wise corrected p-values (holm, bonferroni or none); NaN stays NaN, not counted."""
+    """Corrected p-values: Holm's and Bonferroni's family-wise corrections, Benjamini &
+    Hochberg's (``bh``) and Benjamini & Yekutieli's (``by``) false-discovery-rate adjustments
+    as statsmodels' ``multipletests`` computes them, or none; NaN stays NaN and is not counted."""
     if method not in CORRECTIONS:
         raise CmrkitError(f"unknown correction {method!r}; use one of {', '.join(CORRECTIONS)}")
     valid = [i for i, p in enumerate(pvalues) if not math.isnan(p)]
@@ -85,14 +256,76 @@ def correct_pvalues(pvalues: Sequence[float], method: str) -> list[float]:
         for rank, i in enumerate(sorted(valid, key=lambda j: pvalues[j])):
             running = max(running, min(1.0, (m - rank) * pvalues[i]))
             out[i] = running
+    elif method in ("bh", "by"):
+        factor = sum(1.0 / k for k in range(1, m + 1)) if method == "by" else 1.0
+        running = 1.0
+        for rank, i in reversed(list(enumerate(sorted(valid, key=lambda j: pvalues[j]), 1))):
+            running = min(running, pvalues[i] * m * factor / rank)
+            out[i] = min(1.0, running)
     return out
+
+
+@dataclass
+class PairComparison:
+    """Two systems on one measure under Tukey's HSD: ``delta`` is first's mean minus second's,
+    ``ci`` its simultaneous confidence interval."""
+
+    first: str
+    second: str
+    delta: float
+    p: float
+    ci: tuple[float, float] | None
+    significant: bool
+    note: str | None = None
+
+
+def tukey_hsd(
+    values: Mapping[str, Sequence[float]], *, ci: float = 0.95, alpha: float = 0.05
+) -> list[PairComparison]:
+    """Tukey's honestly significant difference test over every pair of systems, as ranx runs
+    it (scipy.stats.tukey_hsd, each system's per-query values one group): the p-values are
+    already adjusted for all pairs. Pairs in the order given, first before second."""
+    import numpy as np
+
+    names = list(values)
+    if len(names) < 2:
+        raise CmrkitError("Tukey's HSD needs two systems or more")
+    arrays = [np.asarray(values[n], dtype=np.float64) for n in names]
+    if min(len(x) for x in arrays) < 2:
+        raise CmrkitError("Tukey's HSD needs two queries or more")
+    pairs = list(itertools.combinations(range(len(names)), 2))
+    if all(np.ptp(x) == 0 for x in arrays):
+        note = "no system's score varies over the queries: Tukey's HSD is undefined"
+        return [
+            PairComparison(
+                names[i], names[j], float(arrays[i].mean() - arrays[j].mean()), math.nan,
+                None, False, note,
+            )
+            for i, j in pairs
+        ]  # fmt: skip
+    from scipy import stats
+
+    result = stats.tukey_hsd(*arrays)
+    interval = result.confidence_interval(confidence_level=ci)
+    return [
+        PairComparison(
+            names[i],
+            names[j],
+            float(result.statistic[i, j]),
+            float(result.pvalue[i, j]),
+            (float(interval.low[i, j]), float(interval.high[i, j])),
+            float(result.pvalue[i, j]) < alpha,
+        )
+        for i, j in pairs
+    ]
 
 
 @dataclass
 class MeasureComparison:
     """One system against the baseline on one measure, over the compared queries: ``mean``
     and ``baseline_mean`` are averaged over the same queries the test pairs, so ``delta`` is
-    their difference."""
+    their difference. ``delta_ci`` is its bootstrap interval, ``d_z`` Cohen's paired effect
+    size; ``note`` says why ``p`` is undefined (NaN) when it is."""
 
     mean: float
     baseline_mean: float
@@ -103,16 +336,20 @@ class MeasureComparison:
     p: float
     p_adjusted: float = math.nan
     significant: bool = False
+    note: str | None = None
+    delta_ci: tuple[float, float] | None = None
+    d_z: float | None = None
 
 
 @dataclass
 class Comparison:
-    """Systems x measures against a baseline, with significance tests.
+    """Systems x measures against a baseline, with significance tests and effect sizes.
 
     ``queries`` are the queries every system is averaged and tested on: those in the qrels
-    and in every run (with ``all_queries``, every qrels query, 0 where a run lacks it).
-    ``results`` hold each run's full evaluation; ``left_out`` the queries a run was scored on
-    that are not compared (because another run lacks them).
+    and in the runs (every run scores the same ones; with ``all_queries``, every qrels query,
+    0 where a run lacks it). ``results`` hold each run's full evaluation; ``intervals`` each
+    system's bootstrap interval of its mean (system -> measure -> (low, high)); ``pairs``
+    Tukey's HSD over every pair (measure -> pairs) when ``all_pairs``.
     """
 
     baseline: str
@@ -124,6 +361,12 @@ class Comparison:
     queries: list[str] = field(default_factory=list)
     all_queries: bool = False
     stats: dict[str, dict[str, MeasureComparison]] = field(default_factory=dict)
+    ci: float = 0.95
+    bootstrap: int = 10000
+    seed: int = 0
+    intervals: dict[str, dict[str, tuple[float, float] | None]] = field(default_factory=dict)
+    all_pairs: bool = False
+    pairs: dict[str, list[PairComparison]] = field(default_factory=dict)
 
     @property
     def systems(self) -> list[str]:
@@ -133,23 +376,53 @@ class Comparison:
         """The system's aggregate of ``measure`` over the compared queries."""
         return aggregate(measure, self.results[system].values(measure, self.queries))
 
-    @property
-    def left_out(self) -> dict[str, list[str]]:
-        compared = set(self.queries)
-        return {
-            name: [q for q in r.per_query if q not in compared] for name, r in self.results.items()
-        }
-
     def describe(self) -> str:
         """Which queries the means and tests use, and how many: one line."""
         n = len(self.queries)
         if self.all_queries:
             return f"means and tests over all {n} qrels queries (0 where a run lacks one)"
-        text = f"means and tests over the {n} queries in the qrels and in every run"
-        out = [f"{name} {len(qs)}" for name, qs in self.left_out.items() if qs]
-        if out:
-            text += "; scored but left out: " + ", ".join(out)
-        return text
+        return f"means and tests over the {n} queries in the qrels and in every run"
+
+    @property
+    def notes(self) -> list[str]:
+        """One line per system and measure whose test is undefined, saying why."""
+        out = []
+        for name, cells in self.stats.items():
+            for measure, cell in cells.items():
+                if cell.note:
+                    out.append(f"{name} vs {self.baseline} on {measure}: {cell.note}")
+        for measure, pairs in self.pairs.items():
+            for pair in pairs:
+                if pair.note:
+                    out.append(f"{measure}: {pair.note}")
+                    break
+        return out
+
+
+def _same_queries(results: Mapping[str, Result], base: str) -> list[str]:
+    """The queries every run scores; runs that score different ones are refused, naming the
+    queries that differ."""
+    reference = results[base].per_query
+    for name, r in results.items():
+        if name == base or r.per_query.keys() == reference.keys():
+            continue
+        lacks = [q for q in reference if q not in r.per_query]
+        extra = [q for q in r.per_query if q not in reference]
+        parts = []
+        if lacks:
+            parts.append(f"lacks {len(lacks)} of {base}'s queries ({_some(lacks)})")
+        if extra:
+            parts.append(f"has {len(extra)} that {base} lacks ({_some(extra)})")
+        raise CmrkitError(
+            f"the runs score different queries: {name} {' and '.join(parts)}; compare runs of "
+            "the same queries, or pass -c (--all-queries) to score a query a run lacks as 0"
+        )
+    return list(reference)
+
+
+def _some(qids: Sequence[str]) -> str:
+    shown = ", ".join(qids[:5])
+    return shown + (", ..." if len(qids) > 5 else "")
 
 
 def compare(
@@ -167,21 +440,20 @@ def compare(
     permutations: int = 10000,
     seed: int = 0,
     version: str = "10",
+    ci: float = 0.95,
+    bootstrap: int = 10000,
+    all_pairs: bool = False,
 ) -> Comparison:
     """Evaluate every run and test each against the baseline (the first run by default).
 
     Every system is averaged, and paired with the baseline, on the same queries: those in the
-    qrels and in every run (with ``all_queries``, every qrels query). p-values are corrected
-    over the systems compared to the baseline, separately for each measure.
+    qrels and in the runs, which must score the same ones (with ``all_queries``, every qrels
+    query). p-values are corrected over the systems compared to the baseline, separately for
+    each measure. ``bootstrap`` resamples of the queries (seeded by ``seed``; 0: none) give
+    each mean and each difference its ``ci`` percentile interval (and the bootstrap test its
+    null distribution); ``all_pairs`` adds Tukey's HSD over every pair of systems.
     """
-    if len(runs) < 2:
-        raise CmrkitError("compare needs at least two runs")
-    if test not in TESTS:
-        raise CmrkitError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
-    if correction not in CORRECTIONS:
-        raise CmrkitError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")
-    if not 0 < alpha < 1:
-        raise CmrkitError(f"alpha {alpha} must lie between 0 and 1")
+    _check_options(runs, test, correction, alpha, ci, bootstrap, permutations)
     names = list(runs)
     base = baseline if baseline is not None else names[0]
     if base not in runs:
@@ -199,42 +471,115 @@ def compare(
         )
         for name in names
     }
-    b = results[base]
-    paired = [q for q in b.per_query if all(q in r.per_query for r in results.values())]
+    paired = _same_queries(results, base)
     if not paired:
         raise CmrkitError(
-            "no query is scored in every run; compare runs of the same topics, or pass "
+            "no query is scored in the runs; compare runs of the qrels' topics, or pass "
             "--all-queries to score missing queries as 0"
         )
     comp = Comparison(base, ms, results, test, correction, alpha, paired, all_queries)
+    comp.ci, comp.bootstrap, comp.seed, comp.all_pairs = ci, bootstrap, seed, all_pairs
+    values = {(n, m.name): results[n].values(m, paired) for n in names for m in ms}
+    resampled = _resample(comp, values, bootstrap, seed)
     others = [n for n in names if n != base]
-    for name in others:
-        r = results[name]
-        comp.stats[name] = {}
-        for m in ms:
-            xs, ys = r.values(m, paired), b.values(m, paired)
-            if test == "t":
-                p = paired_t_test(xs, ys)
-            else:
-                p = permutation_test(xs, ys, permutations=permutations, seed=seed)
-            mean, baseline_mean = aggregate(m, xs), aggregate(m, ys)
-            comp.stats[name][m.name] = MeasureComparison(
-                mean=mean,
-                baseline_mean=baseline_mean,
-                delta=mean - baseline_mean,
-                queries=len(paired),
-                improved=sum(x > y for x, y in zip(xs, ys, strict=True)),
-                hurt=sum(x < y for x, y in zip(xs, ys, strict=True)),
-                p=p,
-            )
     for m in ms:
-        cells = [comp.stats[n][m.name] for n in others]
-        for cell, adjusted in zip(
-            cells, correct_pvalues([c.p for c in cells], correction), strict=True
-        ):
-            cell.p_adjusted = adjusted
-            cell.significant = not math.isnan(adjusted) and adjusted < alpha
+        for name in others:
+            comp.stats.setdefault(name, {})[m.name] = _against(
+                comp, m, values[name, m.name], values[base, m.name], permutations, seed
+            )
+        if resampled is not None:
+            _intervals(comp, m, values, resampled)
+        _correct(comp, m, others)
+        if all_pairs:
+            comp.pairs[m.name] = tukey_hsd(
+                {n: values[n, m.name] for n in names}, ci=ci, alpha=alpha
+            )
     return comp
+
+
+def _check_options(runs, test, correction, alpha, ci, bootstrap, permutations) -> None:
+    if len(runs) < 2:
+        raise CmrkitError("compare needs at least two runs")
+    if test not in TESTS:
+        raise CmrkitError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
+    if correction not in CORRECTIONS:
+        raise CmrkitError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")
+    if not 0 < alpha < 1:
+        raise CmrkitError(f"alpha {alpha} must lie between 0 and 1")
+    if not 0 < ci < 1:
+        raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
+    if bootstrap < 0:
+        raise CmrkitError(f"--bootstrap {bootstrap} must be 0 (no intervals) or more")
+    if test == "bootstrap" and bootstrap < 1:
+        raise CmrkitError("--test bootstrap needs --bootstrap samples (1 or more; 10,000 is usual)")
+    if permutations < 1:
+        raise CmrkitError(f"--permutations {permutations} must be 1 or more")
+
+
+def _resample(comp: Comparison, values, samples: int, seed: int):
+    """Every system's mean of every measure over the same ``samples`` resamples of the compared
+    queries: {(system, measure): resampled means}; None without resamples."""
+    if not samples:
+        return None
+    keys = list(values)
+    summed = {m.name: m.summed for m in comp.measures}
+    scale = [1.0 if summed[m] else 1.0 / len(comp.queries) for _, m in keys]
+    means = resampled_means([values[k] for k in keys], samples, seed, scale)
+    return {k: means[:, i] for i, k in enumerate(keys)}
+
+
+def _against(comp: Comparison, m: Measure, xs, ys, permutations: int, seed: int):
+    """One system against the baseline on one measure (the bootstrap test's p comes with the
+    intervals, from the shared resamples)."""
+    note = undefined_test(comp.test, xs, ys)
+    if comp.test == "bootstrap" or note:
+        p = 1.0 if not note and _identical(xs, ys) else math.nan
+    else:
+        p = paired_p(comp.test, xs, ys, permutations=permutations, seed=seed)
+    mean, baseline_mean = aggregate(m, xs), aggregate(m, ys)
+    return MeasureComparison(
+        mean=mean,
+        baseline_mean=baseline_mean,
+        delta=mean - baseline_mean,
+        queries=len(xs),
+        improved=sum(x > y for x, y in zip(xs, ys, strict=True)),
+        hurt=sum(x < y for x, y in zip(xs, ys, strict=True)),
+        p=p,
+        note=note,
+        d_z=cohens_dz(xs, ys),
+    )
+
+
+def _intervals(comp: Comparison, m: Measure, values, resampled) -> None:
+    """Each system's interval of its mean, each difference's, and the bootstrap test's p."""
+    import numpy as np
+
+    from cmrkit.evaluation.bootstrap import percentile_interval
+
+    base = resampled[comp.baseline, m.name]
+    for name in comp.systems:
+        comp.intervals.setdefault(name, {})[m.name] = percentile_interval(
+            resampled[name, m.name], comp.ci
+        )
+    for name, cells in comp.stats.items():
+        cell = cells[m.name]
+        diffs = resampled[name, m.name] - base
+        cell.delta_ci = percentile_interval(diffs, comp.ci)
+        if comp.test == "bootstrap" and math.isnan(cell.p) and not cell.note:
+            pair = np.asarray(
+                [values[name, m.name], values[comp.baseline, m.name]], dtype=np.float64
+            )
+            scale = 1.0 if m.summed else 1.0 / len(comp.queries)
+            cell.p = _bootstrap_p(diffs, pair, scale)
+
+
+def _correct(comp: Comparison, m: Measure, others: Sequence[str]) -> None:
+    cells = [comp.stats[n][m.name] for n in others]
+    for cell, adjusted in zip(
+        cells, correct_pvalues([c.p for c in cells], comp.correction), strict=True
+    ):
+        cell.p_adjusted = adjusted
+        cell.significant = not math.isnan(adjusted) and adjusted < comp.alpha
 
 
 def run_names(paths: Sequence[str | os.PathLike]) -> list[str]:
