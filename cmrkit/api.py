@@ -227,8 +227,7 @@ class Collection:
     @cached_property
     def corpus(self) -> pd.DataFrame:
         """``docno, text, title, doc_id, kind, mentions, passage`` per unit, in corpus order."""
-        from cmrkit.collection.layout import CORPUS
-        from cmrkit.fileio import iter_jsonl
+        from cmrkit.collection.layout import iter_corpus
 
         pd = _pandas()
         rows = [
@@ -241,7 +240,7 @@ class Collection:
                 rec.get("mentions", []),
                 rec.get("passage"),
             )
-            for _, rec in iter_jsonl(self.path / CORPUS, what="one unit object per line")
+            for _, rec in iter_corpus(self.path)
         ]
         return pd.DataFrame(
             rows, columns=["docno", "text", "title", "doc_id", "kind", "mentions", "passage"]

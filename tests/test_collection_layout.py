@@ -1,5 +1,5 @@
-"""The collection folder's one owner (cmrkit.collection.layout): bare names, the Collection
-record, the topics readers and where a split's qrels are found."""
+"""The collection folder's one owner (cmrkit.collection.layout): bare names, the paths of its
+files, the topics readers and where a split's qrels are found."""
 
 from __future__ import annotations
 
@@ -11,15 +11,21 @@ from pool_fixtures import write_collection, write_qrels
 
 from cmrkit.collection.layout import (
     CORPUS,
-    Collection,
     bare_name,
     collection_dir,
+    corpus_path,
+    index_path,
+    iter_corpus,
+    manifest_path,
     qrels_file,
     qrels_path,
+    read_manifest,
     read_topics,
     resolve_split,
     topic_records,
     topics_by_qid,
+    topics_path,
+    topics_tsv_path,
 )
 from cmrkit.errors import CmrkitError
 
@@ -43,15 +49,29 @@ def test_a_bare_name_is_a_folder_under_collections(work):
         collection_dir("nowhere")
 
 
-def test_the_collection_record_knows_its_files(work):
-    col = Collection.open("tiny")
-    assert col.name == "tiny" and col.corpus.is_file() and col.topics_file.is_file()
-    assert [t.qid for t in col.topics("test")] == ["q1", "q2"]
-    assert col.splits() == ["test"] and col.resolve_split(None) == "test"
-    assert [n for n, _ in col.iter_corpus()] == [1, 2, 3, 4]
-    assert col.manifest() == {}  # the fixture writes none
-    assert col.qrels_path("test") == Path("qrels/tiny.test.txt")
-    assert col.qrels_file("test") is None
+def test_the_layout_names_every_file_of_the_folder(work):
+    coll = collection_dir("tiny")
+    assert corpus_path(coll).is_file() and topics_path(coll).is_file()
+    assert corpus_path("x") == Path("x/corpus.jsonl.gz") and topics_path("x").name == "topics.jsonl"
+    assert topics_tsv_path("x", "dev") == Path("x/topics.dev.tsv")
+    assert manifest_path("x") == Path("x/manifest.json") and index_path("x") == Path("x/index")
+    assert [t.qid for t in read_topics(coll, "test")] == ["q1", "q2"]
+    assert resolve_split(coll, None) == "test"
+    assert [n for n, _ in iter_corpus(coll)] == [1, 2, 3, 4]
+    assert read_manifest(coll) == {}  # the fixture writes none
+    assert qrels_path(coll, "test") == Path("qrels/tiny.test.txt")
+    assert qrels_file(coll, "test") is None
+
+
+def test_a_topic_carries_its_cluster(work):
+    """train reader took each query's cluster from topics.jsonl itself; Topic carries it (as
+    text, whatever type the record gives)."""
+    coll = collection_dir("tiny")
+    records = topic_records(coll)
+    records[0]["cluster"] = 7
+    records[1].pop("cluster", None)
+    topics_path(coll).write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert [t.cluster for t in read_topics(coll)] == ["7", None]
 
 
 def test_topics_read_alike_everywhere(work):

@@ -18,7 +18,7 @@ from typing import Any
 
 from cmrkit.assess.display import Prepared, Shown, detokenize
 from cmrkit.assess.key import KeyEntry, pair_id
-from cmrkit.collection.layout import CORPUS, topics_by_qid
+from cmrkit.collection.layout import corpus_path, topics_by_qid
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl
 from cmrkit.pooling import Pool, natural_key
@@ -155,7 +155,7 @@ def describe_pairs(
     Unless ``blind`` is off, the candidate's annotated mentions are marked too (only annotated
     units have them, so marking tells assessors which candidates were annotated)."""
     root = Path(collection)
-    corpus = root / CORPUS
+    corpus = corpus_path(root)
     topics = topics_by_qid(root)
     docnos = {d for _, d in pairs}
     records, groups = _read_units(corpus, docnos)

@@ -176,7 +176,7 @@ def kept_collection(
     there is none to keep (or ``force``); an error when another collection is there."""
     if force or not out_dir.exists():
         return None
-    path = out_dir / layout.MANIFEST
+    path = layout.manifest_path(out_dir)
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -700,7 +700,7 @@ def build_collection(
     ) as staged:
         cdir = staged.path(out_dir)
         cdir.mkdir()
-        corpus_path = cdir / layout.CORPUS
+        corpus_path = layout.corpus_path(cdir)
         out = gzip_writer(corpus_path)
         try:
             for u in units:
@@ -713,7 +713,7 @@ def build_collection(
         dropped.update(d_dropped)
         dropped.pop("distractor_id_clash", None)
 
-        with open(cdir / layout.TOPICS, "w", encoding="utf-8", newline="\n") as f:
+        with open(layout.topics_path(cdir), "w", encoding="utf-8", newline="\n") as f:
             for q in queries:
                 f.write(_json(_topic(q, opts)) + "\n")
         for s in splits:
@@ -741,7 +741,7 @@ def build_collection(
             "files": _manifest_files(splits, qrels_files, cluster_files),
             "corpus_sha256": sha256_file(corpus_path),
         }
-        with open(cdir / layout.MANIFEST, "w", encoding="utf-8", newline="\n") as f:
+        with open(layout.manifest_path(cdir), "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BuildReport(opts.name, out_dir, qrels_files, stats, counts, dropped)
 
@@ -824,7 +824,7 @@ def _write_split(
 ) -> None:
     """A split's topics TSV in the collection, its qrels and its gold clusters."""
     mine = [q for q in queries if q.mention.split == split]
-    with open(cdir / layout.topics_tsv_name(split), "w", encoding="utf-8", newline="\n") as f:
+    with open(layout.topics_tsv_path(cdir, split), "w", encoding="utf-8", newline="\n") as f:
         write_topics_tsv(f, ((clean_id(q.mention.mention_id), q.mention.text) for q in mine))
     with open(qrels_path, "w", encoding="utf-8", newline="\n") as f:
         for q in mine:

@@ -3,8 +3,11 @@
 ``collections/NAME/`` holds ``corpus.jsonl.gz`` (one unit a line), ``topics.jsonl`` (one query a
 line, every split), ``topics.SPLIT.tsv`` (for Pyserini), ``manifest.json`` (what built it) and,
 once indexed, ``index/``; the qrels of a split lie in ``qrels/NAME.SPLIT.txt``. Everything else
-asks this module for these paths: a :class:`Collection` knows them, resolves a bare name
-(``sample`` -> ``collections/sample``), and reads the manifest, corpus, topics and qrels paths.
+asks this module: for these paths (``corpus_path``, ``topics_path``, ``topics_tsv_path``,
+``manifest_path``, ``index_path``, ``qrels_path``, ``qrels_file``), for a folder from a bare name
+(``sample`` -> ``collections/sample``), and for the records (``iter_corpus``, ``read_topics``,
+``topic_records``, ``read_manifest``). The Python API's ``cmrkit.api.Collection`` is the one
+class of that name: a collection's files as DataFrames.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class Topic:
     unit: str
     exclude_doc: str | None = None  # units of this document are never results (TAC collections)
     chain: str | None = None  # words of the mention's within-document coreference chain
+    cluster: str | None = None  # the mention's coreference cluster (as text)
 
 
 def bare_name(
@@ -84,7 +88,7 @@ def collection_dir(
         raise CmrkitError(
             "is not a folder; name the collection folder (collections/NAME)", path=path
         )
-    if not (path / CORPUS).exists():
+    if not corpus_path(path).exists():
         raise CmrkitError(
             f"no {CORPUS} in this folder; is it a collection built by `cmrkit build-collection`?",
             path=path,
@@ -97,12 +101,12 @@ def find_collections(collections_dir: str | os.PathLike = COLLECTIONS_DIR) -> li
     folder = Path(collections_dir)
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if (p / CORPUS).is_file())
+    return sorted(p for p in folder.iterdir() if corpus_path(p).is_file())
 
 
 def read_manifest(collection: str | os.PathLike) -> dict[str, Any]:
     """The collection's manifest.json ({} when absent or unreadable)."""
-    path = Path(collection) / MANIFEST
+    path = manifest_path(collection)
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
@@ -110,8 +114,29 @@ def read_manifest(collection: str | os.PathLike) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else {}
 
 
-def corpus_path(collection: Path) -> Path:
-    return collection / CORPUS
+def corpus_path(collection: str | os.PathLike) -> Path:
+    """The collection's corpus, ``corpus.jsonl.gz`` (one unit a line)."""
+    return Path(collection) / CORPUS
+
+
+def topics_path(collection: str | os.PathLike) -> Path:
+    """The collection's ``topics.jsonl`` (one query a line, every split)."""
+    return Path(collection) / TOPICS
+
+
+def topics_tsv_path(collection: str | os.PathLike, split: str) -> Path:
+    """A split's Pyserini topics, ``topics.SPLIT.tsv``."""
+    return Path(collection) / topics_tsv_name(split)
+
+
+def manifest_path(collection: str | os.PathLike) -> Path:
+    """The collection's ``manifest.json`` (what built it)."""
+    return Path(collection) / MANIFEST
+
+
+def index_path(collection: str | os.PathLike) -> Path:
+    """Where the collection's Lucene index lives, ``index/``."""
+    return Path(collection) / INDEX_DIR
 
 
 def _records(
@@ -149,7 +174,7 @@ def read_topic_records(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 def topic_records(collection: str | os.PathLike) -> list[dict[str, Any]]:
     """Every record of the collection's ``topics.jsonl``, in file order."""
-    return read_topic_records(Path(collection) / TOPICS)
+    return read_topic_records(topics_path(collection))
 
 
 def topics_by_qid(collection: str | os.PathLike) -> dict[str, dict[str, Any]]:
@@ -160,7 +185,7 @@ def topics_by_qid(collection: str | os.PathLike) -> dict[str, dict[str, Any]]:
 def read_topics(collection: str | os.PathLike, split: str | None = None) -> list[Topic]:
     """The topics of a split (all topics when ``split`` is None), in file order, with the
     fields retrieval uses checked."""
-    path = Path(collection) / TOPICS
+    path = topics_path(collection)
     topics: list[Topic] = []
     splits: set[str] = set()
     for n, rec in _topic_lines(path):
@@ -188,6 +213,7 @@ def read_topics(collection: str | os.PathLike, split: str | None = None) -> list
                 rec["unit"],
                 rec.get("exclude_doc") if isinstance(rec.get("exclude_doc"), str) else None,
                 rec.get("chain") if isinstance(rec.get("chain"), str) else None,
+                str(rec["cluster"]) if rec.get("cluster") is not None else None,
             )
         )
     if split is not None and not topics:
@@ -222,7 +248,7 @@ def resolve_split(collection: str | os.PathLike, split: str | None) -> str:
     raise CmrkitError(
         f"the collection has no test split; choose one of {', '.join(splits) or 'none'} "
         "with --split",
-        path=Path(collection) / TOPICS,
+        path=topics_path(collection),
     )
 
 
@@ -253,63 +279,6 @@ def qrels_file(
     return next((p for p in candidates if p.is_file()), None)
 
 
-@dataclass(frozen=True)
-class Collection:
-    """A collection folder and the paths of its files; :meth:`open` resolves and checks it."""
-
-    path: Path
-
-    @classmethod
-    def open(
-        cls, collection: str | os.PathLike, collections_dir: str | os.PathLike = COLLECTIONS_DIR
-    ) -> Collection:
-        return cls(collection_dir(collection, collections_dir))
-
-    @property
-    def name(self) -> str:
-        return self.path.resolve().name
-
-    @property
-    def corpus(self) -> Path:
-        return self.path / CORPUS
-
-    @property
-    def topics_file(self) -> Path:
-        return self.path / TOPICS
-
-    @property
-    def manifest_file(self) -> Path:
-        return self.path / MANIFEST
-
-    @property
-    def index(self) -> Path:
-        return self.path / INDEX_DIR
-
-    def manifest(self) -> dict[str, Any]:
-        return read_manifest(self.path)
-
-    def iter_corpus(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        return iter_corpus(self.path)
-
-    def topic_records(self) -> list[dict[str, Any]]:
-        return topic_records(self.path)
-
-    def topics(self, split: str | None = None) -> list[Topic]:
-        return read_topics(self.path, split)
-
-    def splits(self) -> list[str]:
-        return split_order(topic_splits(self.path))
-
-    def resolve_split(self, split: str | None) -> str:
-        return resolve_split(self.path, split)
-
-    def qrels_path(self, split: str, qrels_dir: str | os.PathLike | None = None) -> Path:
-        return qrels_path(self.path, split, qrels_dir)
-
-    def qrels_file(self, split: str, qrels_dir: str | os.PathLike | None = None) -> Path | None:
-        return qrels_file(self.path, split, qrels_dir)
-
-
 def training_splits(
     collection: str | os.PathLike,
     train_split: str,
@@ -327,7 +296,7 @@ def training_splits(
         raise CmrkitError(
             f"no topics in split {train_split!r} (splits present: {', '.join(splits)}); "
             "choose one with --train-split",
-            path=coll / TOPICS,
+            path=topics_path(coll),
         )
     if dev_split is None:
         return "dev" if "dev" in splits and train_split != "dev" else None
@@ -337,7 +306,7 @@ def training_splits(
         raise CmrkitError(
             f"no topics in split {dev_split!r} (splits present: {', '.join(splits)}); choose one "
             "with --dev-split, or --dev-split none",
-            path=coll / TOPICS,
+            path=topics_path(coll),
         )
     if not qrels_path(coll, dev_split, qrels_dir).exists():
         raise CmrkitError(

@@ -196,13 +196,12 @@ def _first_line_of(path: Path, qid: str) -> str | None:
 
 
 def _split_of(collection: Path, qids: set[str]) -> str:
-    from cmrkit.collection.layout import TOPICS
-    from cmrkit.fileio import iter_jsonl
+    from cmrkit.collection.layout import topic_records, topics_path
 
-    topics = collection / TOPICS
+    topics = topics_path(collection)
     if not topics.is_file():
         raise CmrkitError("no topics.jsonl to tell the run's split; pass --split", path=topics)
-    splits = {str(t.get("split")) for _, t in iter_jsonl(topics) if t.get("qid") in qids}
+    splits = {t["split"] for t in topic_records(collection) if t["qid"] in qids}
     if len(splits) != 1:
         raise CmrkitError(
             f"the run's queries come from {len(splits)} splits ({', '.join(sorted(splits))}); "

@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmrkit.collection.layout import CORPUS, MANIFEST, collection_dir, qrels_file, read_manifest
+from cmrkit.collection.layout import (
+    clusters_name,
+    collection_dir,
+    corpus_path,
+    manifest_path,
+    qrels_file,
+    read_manifest,
+)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl
 
@@ -35,7 +42,7 @@ class AnnotatedUnits:
 def read_annotated_units(collection: str | Path) -> AnnotatedUnits:
     """The annotated (and context) units of a collection; distractors come after them in the
     corpus and are not read."""
-    corpus = collection_dir(collection) / CORPUS
+    corpus = corpus_path(collection_dir(collection))
     contents: dict[str, str] = {}
     mentions: dict[str, list[UnitMention]] = {}
     unit_of: dict[str, str] = {}
@@ -70,12 +77,12 @@ def gold_clusters_path(collection: str | Path, split: str) -> Path:
     candidates = [Path(recorded)] if isinstance(recorded, str) else []
     qrels = qrels_file(folder, split)
     if qrels is not None:
-        candidates.append(qrels.with_name(f"{folder.resolve().name}.{split}.clusters.jsonl"))
+        candidates.append(qrels.with_name(clusters_name(folder.resolve().name, split)))
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
         raise CmrkitError(
             f"no gold clusters file for split {split!r} (collections built before cmrkit wrote "
             "them have none); rebuild the collection, pass --split, or name one with --key",
-            path=folder / MANIFEST,
+            path=manifest_path(folder),
         )
     return found

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmrkit.collection.layout import (
-    CORPUS,
     collection_dir,
+    corpus_path,
     qrels_file,
+    qrels_path,
     split_order,
     topic_records,
 )
@@ -86,7 +87,7 @@ def export_beir(
         path = qrels_file(coll, s, qrels_dir)
         if path is None:
             raise CmrkitError(
-                f"no qrels for split {s!r}: expected qrels/{coll.resolve().name}.{s}.txt; "
+                f"no qrels for split {s!r}: expected {qrels_path(coll, s, qrels_dir)}; "
                 "give the folder with --qrels-dir",
                 path=coll,
             )
@@ -96,17 +97,17 @@ def export_beir(
     with RepeatableOutputs([out], force=force, kinds={out: "beir"}) as staged:
         root = staged.path(out)
         (root / "qrels").mkdir(parents=True)
-        corpus_path = coll / CORPUS
+        corpus = corpus_path(coll)
         with open(root / "corpus.jsonl", "w", encoding="utf-8", newline="\n") as f:
-            for n, rec in iter_jsonl(corpus_path, what="one unit object per line"):
+            for n, rec in iter_jsonl(corpus, what="one unit object per line"):
                 docno, text = rec.get("id"), rec.get("contents")
                 if not isinstance(docno, str) or not isinstance(text, str):
                     raise CmrkitError(
                         "fields 'id' and 'contents' must be strings",
-                        path=corpus_path,
+                        path=corpus,
                         where=f"line {n}",
                     )
-                _check_id(docno, "unit id", corpus_path, f"line {n}")
+                _check_id(docno, "unit id", corpus, f"line {n}")
                 meta = {k: v for k, v in rec.items() if k not in ("id", "contents", "title")}
                 title = rec.get("title")
                 f.write(
@@ -124,7 +125,7 @@ def export_beir(
             raise CmrkitError(
                 "the corpus holds no units: a BEIR export of it would be queries without "
                 "documents; rebuild the collection",
-                path=corpus_path,
+                path=corpus,
             )
         wanted = set(chosen)
         with open(root / QUERIES, "w", encoding="utf-8", newline="\n") as f:

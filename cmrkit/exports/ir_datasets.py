@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmrkit.collection.layout import (
-    CORPUS,
     collection_dir,
+    corpus_path,
     qrels_file,
     read_manifest,
     split_order,
@@ -107,7 +107,7 @@ def _components(collection: Path, split: str | None, qrels: Path | None, n_docs:
     """The docs, queries and qrels handlers, built on ir_datasets' base classes."""
     from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, TrecQrel
 
-    corpus = collection / CORPUS
+    corpus = corpus_path(collection)
 
     class _Store:
         def __init__(self, docs: Iterator[CmrkitDoc]):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmrkit.collection.layout import CORPUS, TOPICS, read_manifest, topics_by_qid
+from cmrkit.collection.layout import corpus_path, read_manifest, topics_by_qid, topics_path
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl, iter_lines, sha256_file
 from cmrkit.trec import Run, ranked, read_qrels, read_run
@@ -117,7 +117,7 @@ def collection_identity(collection: str | os.PathLike) -> dict[str, Any]:
             "--collection collections/NAME",
             path=root,
         )
-    corpus, topics = root / CORPUS, root / TOPICS
+    corpus, topics = corpus_path(root), topics_path(root)
     for p in (corpus, topics):
         if not p.is_file():
             raise CmrkitError("missing from the collection folder; rebuild the collection", path=p)
@@ -132,7 +132,7 @@ def collection_identity(collection: str | os.PathLike) -> dict[str, Any]:
 def check_collection(pool: Pool, collection: str | os.PathLike, pool_path: object) -> None:
     """Refuse a collection that is not the one the pool was made from."""
     mine = pool.header["collection"]
-    corpus = Path(collection) / CORPUS
+    corpus = corpus_path(collection)
     if not corpus.is_file():
         raise CmrkitError(
             f"the pool comes from collection {mine['name']!r} ({mine['path']}), whose corpus is "

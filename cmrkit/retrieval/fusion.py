@@ -34,6 +34,7 @@ from cmrkit.retrieval.runfile import (
     produce_run,
     read_sidecar,
     recorded,
+    run_paths,
     sidecar_of,
 )
 from cmrkit.trec import format_score, ranked, read_run
@@ -192,7 +193,7 @@ def run_fuse(
                 "the runs have no cmrkit sidecars naming their collection and split; name the "
                 "fused run file with -o"
             )
-        run_path = Path(runs_dir) / Path(collection).name / f"{name}.{split}.trec"
+        run_path, _ = run_paths(Path(runs_dir), Path(collection), name, split)
     else:
         run_path = Path(output)
         if run_path.suffix == ".json":

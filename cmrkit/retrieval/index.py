@@ -35,9 +35,9 @@ import cmrkit.retrieval.entities as ner
 import cmrkit.retrieval.stored as stored
 from cmrkit._version import __version__
 from cmrkit.collection.layout import (
-    INDEX_DIR,
     collection_dir,
     corpus_path,
+    index_path,
     iter_corpus,
     read_manifest,
 )
@@ -56,10 +56,6 @@ FORMAT = "cmrkit-index/1"
 
 class IndexInfo(StoredIndex):
     """A Lucene index that matches its collection's corpus."""
-
-
-def index_path(collection: str | Path) -> Path:
-    return Path(collection) / INDEX_DIR
 
 
 def group_key(record: dict[str, Any]) -> str | None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.collection.layout import TOPICS, Topic, iter_corpus, qrels_file
+from cmrkit.collection.layout import Topic, iter_corpus, qrels_file, topics_path
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, parse_json, read_text, safe_name, sha256_file
 from cmrkit.trec import write_run
@@ -218,7 +218,7 @@ def claim(run_path: Path, sidecar_path: Path, *more: Path) -> StagedOutputs:
 
 
 def topics_sha256(collection: Path) -> str:
-    return sha256_file(Path(collection) / TOPICS)
+    return sha256_file(topics_path(collection))
 
 
 def identity(

@@ -29,12 +29,12 @@ import numpy as np
 
 import cmrkit.retrieval.entities as ner
 from cmrkit.collection.layout import (
-    TOPICS,
     Topic,
     collection_dir,
     qrels_path,
     read_topics,
     resolve_split,
+    topics_path,
 )
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.retrieval.docnos import DocnoTable
@@ -525,7 +525,7 @@ def _topics(coll: Path, split: str, formulation: str) -> list[Topic]:
         raise CmrkitError(
             f"no topic of split {split!r} carries a coreference chain (field 'chain'); chain "
             "queries apply to TAC collections (`cmrkit build-collection --source tac`)",
-            path=coll / TOPICS,
+            path=topics_path(coll),
         )
     return topics
 

@@ -39,11 +39,14 @@ from cmrkit.collection.build import (
 from cmrkit.collection.clusters import write_clusters_jsonl
 from cmrkit.collection.layout import (
     CORPUS,
-    MANIFEST,
     TOPICS,
     clusters_name,
+    corpus_path,
+    manifest_path,
     qrels_name,
+    topics_path,
     topics_tsv_name,
+    topics_tsv_path,
 )
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
@@ -354,9 +357,9 @@ def build_tac_collection(
             "problems": problems.messages,
             "splits": {opts.split: stats},
             "files": _manifest_files(opts.split, qrels_file, clusters_file),
-            "corpus_sha256": sha256_file(cdir / CORPUS),
+            "corpus_sha256": sha256_file(corpus_path(cdir)),
         }
-        (cdir / MANIFEST).write_text(
+        manifest_path(cdir).write_text(
             json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     return BuildReport(
@@ -500,7 +503,7 @@ def _write_corpus(
     """Write the corpus and the chains: the annotated documents' units, then the sentences of
     the candidate documents; each judged unit written leaves ``missing``. Returns the number of
     candidate units."""
-    corpus = gzip_writer(cdir / CORPUS)
+    corpus = gzip_writer(corpus_path(cdir))
     chain_out = gzip_writer(cdir / "chains.jsonl.gz")
     n_candidates = 0
     try:
@@ -725,13 +728,13 @@ def _write_topics(
     opts: TacOptions,
 ) -> None:
     records = list(_topic_records(queries, placed, doc_chains, opts))
-    with open(cdir / TOPICS, "w", encoding="utf-8", newline="\n") as f:
+    with open(topics_path(cdir), "w", encoding="utf-8", newline="\n") as f:
         for rec in records:
             f.write(
                 json.dumps({k: v for k, v in rec.items() if k != "judgments"}, ensure_ascii=False)
                 + "\n"
             )
-    with open(cdir / topics_tsv_name(opts.split), "w", encoding="utf-8", newline="\n") as f:
+    with open(topics_tsv_path(cdir, opts.split), "w", encoding="utf-8", newline="\n") as f:
         write_topics_tsv(f, ((r["qid"], r["mention"]) for r in records))
     with open(cdir / f"queries.{opts.split}.txt", "w", encoding="utf-8", newline="\n") as f:
         cmr.write_cmr_queries(

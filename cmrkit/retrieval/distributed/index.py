@@ -34,8 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import cmrkit.retrieval.entities as ner
-from cmrkit.collection.layout import CORPUS, corpus_path, iter_corpus
-from cmrkit.collection.layout import MANIFEST as COLLECTION_MANIFEST
+from cmrkit.collection.layout import corpus_path, iter_corpus, manifest_path
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
 from cmrkit.retrieval.distributed.engine import EngineOptions, connect, fault_point, run_tasks
@@ -79,7 +78,7 @@ def split_corpus(
     try:
         for d in dirs:
             d.mkdir(parents=True)
-            writers.append(gzip_writer(d / CORPUS))
+            writers.append(gzip_writer(corpus_path(d)))
         with progress_bar(progress, f"splitting the corpus into {n_slices} slices") as bar:
             task = bar.add_task("units", total=corpus_size(coll))
             for n, record in iter_corpus(coll):
@@ -103,7 +102,7 @@ def split_corpus(
         raise CmrkitError("the corpus holds no units", path=path)
     for d, c in zip(dirs, counts, strict=True):
         manifest = {"counts": {"corpus_units": c}}
-        (d / COLLECTION_MANIFEST).write_text(json.dumps(manifest) + "\n", encoding="utf-8")
+        manifest_path(d).write_text(json.dumps(manifest) + "\n", encoding="utf-8")
     slices = [(d, c) for d, c in zip(dirs, counts, strict=True) if c]
     return slices, groups is None, len(seen)
 
@@ -121,7 +120,7 @@ def index_shard(
     """Ray task: the single-machine build of one slice into a new shard index; its path and
     what was built."""
     here = Path(slice_dir)
-    if not (here / CORPUS).exists():
+    if not corpus_path(here).exists():
         raise CmrkitError(
             f"the worker on {socket.gethostname()} cannot see the slice it was given; the "
             "collection's folder must lie on storage that every Ray node shares",

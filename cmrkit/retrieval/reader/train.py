@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.collection.layout import (
-    TOPICS,
     Topic,
     collection_dir,
     corpus_path,
@@ -40,7 +39,6 @@ from cmrkit.collection.layout import (
 )
 from cmrkit.errors import CmrkitError
 from cmrkit.figures import plot_training
-from cmrkit.fileio import iter_jsonl
 from cmrkit.retrieval.entities import DEFAULT_MODEL as DEFAULT_SPACY_MODEL
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import check_run_of, own_document_units, read_sidecar
@@ -147,15 +145,6 @@ class _Data:
     skipped: dict[str, int]
 
 
-def _clusters(coll: Path) -> dict[str, str]:
-    """qid -> cluster, from topics.jsonl."""
-    out: dict[str, str] = {}
-    for _, rec in iter_jsonl(coll / TOPICS, what="one topic object per line"):
-        if isinstance(rec.get("qid"), str) and rec.get("cluster") is not None:
-            out[rec["qid"]] = str(rec["cluster"])
-    return out
-
-
 def candidates_run(
     coll: Path, split: str, given: Path | None, run_opts: RunOptions, what: str
 ) -> Path:
@@ -197,7 +186,6 @@ def _load_data(
     topics = [t for t in read_topics(coll, split) if t.qid in qrels]
     if not topics:
         raise CmrkitError(f"no topic of split {split!r} has judgments in the qrels", path=path)
-    clusters = _clusters(coll)
     run_path = candidates_run(coll, split, opts.candidates, run_opts, "--candidates")
     run = read_run(run_path)
     if not any(t.qid in run for t in topics):
@@ -212,7 +200,7 @@ def _load_data(
     for t in topics:
         rel = {d for d, g in qrels[t.qid].items() if g > 0}
         ban = {t.unit} | set(own_docs.get(t.qid, frozenset()))
-        cluster = clusters.get(t.qid)
+        cluster = t.cluster
         pos: list[tuple[str, tuple[int, int] | None]] = []
         for d in sorted(rel):
             if d not in texts or d in ban:
