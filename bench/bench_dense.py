@@ -43,7 +43,8 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> None:
     from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
-    from cmrkit.retrieval.dense.models import load_encoders, quiet_hub, resolve_model
+    from cmrkit.retrieval.dense.models import load_encoders, resolve_model
+    from cmrkit.retrieval.neural import quiet_hub
 
     quiet_hub()
     if not (SAMPLE / "corpus.jsonl.gz").exists():

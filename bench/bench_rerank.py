@@ -10,8 +10,8 @@ embedded sample (``cmrkit build-collection`` first). Both sides read the same se
 window of every pair, the same token ids) with the same encoder (all-MiniLM-L6-v2 from its
 wheel) and batch size:
 
-- cmrkit: ``cmrkit.retrieval.reader.rerank.score_pairs`` (sequences sorted by length, the span
-  heads, the best valid span per window, the selection head, the best window per pair);
+- cmrkit: ``cmrkit.retrieval.reader.scoring.score_pairs`` (tokenizing, sequences sorted by length,
+  the span heads, the best valid span per window, the selection head, the best window per pair);
 - plain: the sequences in pair order, padded per batch by the tokenizer, through
   ``AutoModel``'s forward and a linear span layer (``torch.inference_mode``), nothing else.
 
@@ -47,11 +47,12 @@ def main() -> None:
     import torch
 
     from cmrkit.collection.layout import iter_corpus, read_topics
-    from cmrkit.retrieval.dense.models import quiet_hub, resolve_device, resolve_model
+    from cmrkit.retrieval.dense.models import resolve_model
     from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
+    from cmrkit.retrieval.neural import quiet_hub, resolve_device
     from cmrkit.retrieval.reader.features import items, layout, passage_tokens, query_windows
     from cmrkit.retrieval.reader.model import ReaderNet, load_encoder
-    from cmrkit.retrieval.reader.rerank import score_pairs
+    from cmrkit.retrieval.reader.scoring import Reader, score_pairs
     from cmrkit.trec import ranked, read_run
 
     quiet_hub()
@@ -67,7 +68,6 @@ def main() -> None:
     encoder, tokenizer = load_encoder(resolve_model("all-MiniLM-L6-v2").path)
     net = ReaderNet(encoder, args.select).to(device).eval()
     lay = layout(tokenizer, args.max_length, args.query_max_length)
-    pad = tokenizer.pad_token_id
     run = read_run(run_path)
     topics = [t for t in read_topics(SAMPLE, "test") if t.qid in run][: args.queries]
     texts = {r["id"]: r["contents"] for _, r in iter_corpus(SAMPLE)}
@@ -83,22 +83,13 @@ def main() -> None:
     where = {d: i for i, d in enumerate(docnos)}
     ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
     pairs = [(qi, where[d]) for qi, h in enumerate(heads) for d in h]
+    units = [texts[d] for d in docnos]
+    reader = Reader(net, tokenizer, lay, DEFAULT_MARKERS, args.stride, args.max_span, None, device)
     seqs = [x for qi, pi in pairs for x in items(lay, qwin[qi], ptoks[pi], args.stride)]
 
     def ours() -> float:
         t0 = time.perf_counter()
-        score_pairs(
-            net,
-            lay,
-            pad,
-            qwin,
-            ptoks,
-            pairs,
-            stride=args.stride,
-            max_span=args.max_span,
-            batch_size=args.batch_size,
-            device=device,
-        )
+        score_pairs(reader, topics, units, pairs, batch_size=args.batch_size)
         return time.perf_counter() - t0
 
     def plain() -> float:

@@ -528,6 +528,32 @@ def test_bad_inputs_exit_2_and_write_nothing(trained, cli):
     assert not (root / "m-x").exists()
 
 
+def test_damaged_heads_are_refused_in_one_line_before_any_work(trained, cli):
+    """A truncated or foreign heads.safetensors: exit 2, one line naming the file, nothing
+    written (it was SafetensorError, an internal error)."""
+    import shutil
+
+    root, coll, train = trained
+    model = _rerank_model(root, train)
+    run_in = write_candidates(root, coll, "test", TEST)
+    out_dir = root / "runs" / coll.name
+    before = sorted(p.name for p in out_dir.iterdir())
+    heads = (model / "heads.safetensors").read_bytes()
+    for name, damaged in (("cut", heads[: len(heads) // 2]), ("foreign", b"not a tensor file")):
+        broken = root / "models" / f"broken-{name}"
+        shutil.copytree(model, broken)
+        (broken / "heads.safetensors").write_bytes(damaged)
+        res = cli(
+            "run", "rerank", run_in, "--model", broken, "--runs-dir", root / "runs",
+            "--device", "cpu", "--name", f"rr-{name}",
+        )  # fmt: skip
+        assert res.exit_code == 2, res.output
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and "heads.safetensors" in lines[0], res.output
+        assert "heads are damaged" in lines[0] and "retrain the reader" in lines[0], res.output
+        assert sorted(p.name for p in out_dir.iterdir()) == before
+
+
 def test_interpolation_with_the_first_stage(trained, cli):
     """S = W = 0 is the reader's selection score alone; otherwise the run score is
     z(selection) + S * z(best span score) + W * z(first stage) over each query's reranked units;

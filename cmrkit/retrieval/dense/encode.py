@@ -12,13 +12,13 @@ the same floats.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from cmrkit.errors import CmrkitError
+from cmrkit.retrieval.neural import inference, longest_first
 
 
 def mark(context: str, span: tuple[int, int], markers: tuple[str, str]) -> str:
@@ -142,27 +142,6 @@ def dimension(model: Any) -> int:
     """The size of a sentence-transformers model's embeddings."""
     get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     return int(get() or 0)
-
-
-def longest_first(lengths: Sequence[int]) -> np.ndarray:
-    """Positions ordered by length, longest first, ties by position (batches pad little)."""
-    n = len(lengths)
-    return np.lexsort((np.arange(n), -np.fromiter(lengths, dtype=np.int64, count=n)))
-
-
-@contextmanager
-def inference(model: Any) -> Iterator[None]:
-    """``model`` in eval mode under ``torch.inference_mode``; its training mode comes back
-    after."""
-    import torch
-
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            yield
-    finally:
-        model.train(was_training)
 
 
 def encode_ids(

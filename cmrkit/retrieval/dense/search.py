@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +170,7 @@ def run_dense(
     Writes ``RUNS/<collection>/<name>.<split>.trec`` (name: ``dense-<model-tag>``) and its
     sidecar.
     """
-    from cmrkit.console import console
-    from cmrkit.retrieval.dense import store
-    from cmrkit.retrieval.dense.models import load_encoders, quiet_hub
+    from cmrkit.retrieval.neural import quiet_hub
 
     quiet_hub()
     opts = RunOptions.build(options, overrides)
@@ -183,22 +182,10 @@ def run_dense(
     ref = resolve_model(dense.model, download=dense.download)
     markers = dense.markers or ref.markers
     query_len, passage_len = lengths(ref, dense)
-    warnings: list[dict[str, str]] = []
-    if ref.metadata and tuple(ref.metadata.get("markers", markers)) != tuple(markers):
-        note = (
-            f"the model was trained with markers {ref.markers[0]!r} {ref.markers[1]!r}, "
-            f"the queries use {markers[0]!r} {markers[1]!r}"
-        )
-        warnings.append({"qid": "*", "warning": note})
-        console.print(f"warning: {note}", style="yellow")  # markup is off: data, not tags
-    loaded: list[Any] = []
-
-    def loader() -> Any:
-        if not loaded:
-            loaded.append(load_encoders(ref, dense.device))
-        return loaded[0]
-
-    name = opts.name or f"dense-{ref.tag}"
+    job = _DenseRun(
+        coll, topics, ref, dense, opts, opts.name or f"dense-{ref.tag}",
+        markers, query_len, passage_len, _marker_warnings(ref, markers),
+    )  # fmt: skip
     parameters = {
         "model": ref.identity(),
         "markers": list(markers),
@@ -211,7 +198,7 @@ def run_dense(
         opts.runs_dir,
         coll,
         system="dense",
-        name=name,
+        name=job.name,
         split=split,
         parameters=parameters,
         index_id="",
@@ -227,43 +214,91 @@ def run_dense(
         passage_len,
         auto=opts.auto_index,
         progress=opts.progress,
-        loader=loader,
+        loader=job.encoders,
     )
     spec.index_id = encoded.index_id
+    return produce_run(spec, lambda: job.compute(encoded, split), force=opts.force, started=started)
 
-    def compute() -> Computed:
+
+def _marker_warnings(ref: ModelRef, markers: tuple[str, str]) -> list[dict[str, str]]:
+    """A warning (said now, and kept in the sidecar) when the queries' markers are not those
+    the model was trained with."""
+    from cmrkit.console import console
+
+    if not ref.metadata or tuple(ref.metadata.get("markers", markers)) == tuple(markers):
+        return []
+    note = (
+        f"the model was trained with markers {ref.markers[0]!r} {ref.markers[1]!r}, "
+        f"the queries use {markers[0]!r} {markers[1]!r}"
+    )
+    console.print(f"warning: {note}", style="yellow")  # markup is off: data, not tags
+    return [{"qid": "*", "warning": note}]
+
+
+@dataclass
+class _DenseRun:
+    """A ``run dense``: its topics, model and options, and the encoders once loaded."""
+
+    coll: Path
+    topics: list[Any]
+    ref: ModelRef
+    dense: DenseOptions
+    opts: RunOptions
+    name: str
+    markers: tuple[str, str]
+    query_len: int
+    passage_len: int
+    warnings: list[dict[str, str]]
+    _loaded: list[Any] = field(default_factory=list)
+
+    def encoders(self) -> Any:
+        """The model's encoders, loaded on first use (the corpus encoding may load them)."""
+        from cmrkit.retrieval.dense.models import load_encoders
+
+        if not self._loaded:
+            self._loaded.append(load_encoders(self.ref, self.dense.device))
+        return self._loaded[0]
+
+    def compute(self, encoded: Any, split: str) -> Computed:
+        """Encode the queries, search the encoded corpus, and make the run's sidecar."""
         from cmrkit.console import progress_bar
-        from cmrkit.retrieval.dense.encode import decode, encode_ids, query_ids
+        from cmrkit.retrieval.dense.encode import encode_ids, query_ids
 
+        topics = self.topics
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        encoders = loader()
+        encoders = self.encoders()
         timings["load_model"] = round(time.perf_counter() - t0, 3)
         t0 = time.perf_counter()
         tokenizer = encoders.query.tokenizer
-        tokens = query_ids(
-            tokenizer,
-            [t.context for t in topics],
-            [t.span for t in topics],
-            markers,
-            query_len,
-        )
-        with progress_bar(opts.progress, f"{name} {split}: queries") as bar:
+        contexts, spans = [t.context for t in topics], [t.span for t in topics]
+        tokens = query_ids(tokenizer, contexts, spans, self.markers, self.query_len)
+        with progress_bar(self.opts.progress, f"{self.name} {split}: queries") as bar:
             task = bar.add_task("queries", total=len(topics))
             qvecs = encode_ids(
                 encoders.query,
                 tokens,
-                batch_size=dense.batch_size,
+                batch_size=self.dense.batch_size,
                 progress=lambda n: bar.advance(task, n),
             )
         timings["encode_queries"] = round(time.perf_counter() - t0, 3)
         t0 = time.perf_counter()
-        own_docs = own_document_units(coll, topics)
+        own_docs = own_document_units(self.coll, topics)
         exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
-        hits = search(qvecs, encoded.vectors(), encoded.ids(), opts.k, exclude=exclude)
+        hits = search(qvecs, encoded.vectors(), encoded.ids(), self.opts.k, exclude=exclude)
         run: RankedRun = {t.qid: docs for t, docs in zip(topics, hits, strict=True)}
         timings["search"] = round(time.perf_counter() - t0, 3)
-        sidecar = {
+        tag = _tag(self.name, self.ref, self.query_len, self.passage_len)
+        return Computed(run, tag, self.sidecar(encoders, encoded, tokens), timings)
+
+    def sidecar(self, encoders: Any, encoded: Any, tokens: list[list[int]]) -> dict[str, Any]:
+        """The run's own sidecar fields (the query each topic became, as the model reads it)."""
+        from cmrkit.retrieval.dense.encode import decode
+        from cmrkit.retrieval.neural import versions
+
+        ref, topics = self.ref, self.topics
+        tokenizer = encoders.query.tokenizer
+        return {
             "model": {
                 **ref.identity(),
                 "path": str(ref.path),
@@ -272,7 +307,7 @@ def run_dense(
                 "separate_query_encoder": ref.separate_query_encoder,
             },
             "device": encoders.device,
-            "batch_size": dense.batch_size,
+            "batch_size": self.dense.batch_size,
             "ranking": {
                 "own_unit_removed": True,
                 "own_document_removed": any(t.exclude_doc for t in topics),
@@ -284,16 +319,13 @@ def run_dense(
                 "index_id": encoded.index_id,
                 "corpus_sha256": encoded.corpus_sha256,
             },
-            "versions": store.versions(),
+            "versions": versions(),
             "n_queries": len(topics),
-            "warnings": warnings,
+            "warnings": self.warnings,
             "queries": {
                 t.qid: decode(tokenizer, ids) for t, ids in zip(topics, tokens, strict=True)
             },
         }
-        return Computed(run, _tag(name, ref, query_len, passage_len), sidecar, timings)
-
-    return produce_run(spec, compute, force=opts.force, started=started)
 
 
 def _tag(name: str, ref: ModelRef, query_len: int, passage_len: int) -> str:

@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 
 import cmrkit.retrieval.stored as stored
-from cmrkit._version import __version__
 from cmrkit.collection.layout import collection_dir, corpus_path, iter_corpus
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file, write_file
 from cmrkit.retrieval.dense.models import ModelRef
 from cmrkit.retrieval.dense.options import DenseOptions
+from cmrkit.retrieval.neural import versions
 from cmrkit.retrieval.stored import StoredIndex
 
 DENSE_DIR = "dense"
@@ -357,98 +357,26 @@ def _encode_into(
     progress: bool,
     loader: Any,
 ) -> DenseIndex:
-    from cmrkit.console import console, progress_bar
-    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
+    from cmrkit.console import console
 
     started = time.perf_counter()
-    previous = _read_json(partial / STATE) if partial.exists() else None
-    if previous is not None and previous.get("identity") != wanted:
-        previous = None
-    if previous is None:
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        previous = {"identity": wanted, "shards": {}}
-        write_file(partial / STATE, (json.dumps(previous, indent=2) + "\n").encode())
-    records: dict[str, dict[str, Any]] = dict(previous.get("shards") or {})
-    for leftover in partial.glob("*.tmp"):  # a write cut short by a kill
-        leftover.unlink(missing_ok=True)
-    ids: list[str] = []
-    texts: list[str] = []
-    seen: dict[str, int] = {}
-    for n, record in iter_corpus(coll):
-        docno = record["id"]
-        if docno in seen:
-            raise CmrkitError(
-                f"unit id {docno!r} already used on line {seen[docno]}; ids must be unique "
-                "(rebuild the collection)",
-                path=corpus_path(coll),
-                where=f"line {n}",
-            )
-        seen[docno] = n
-        ids.append(docno)
-        texts.append(record["contents"])
-    if not ids:
-        raise CmrkitError("the corpus holds no units", path=corpus_path(coll))
-    del seen
-    n_shards = (len(ids) + shard_size - 1) // shard_size
-    shards = [f"vectors-{i:05d}.npy" for i in range(n_shards)]
-    done = []
-    for i, s in enumerate(shards):
-        if not (partial / s).exists():
-            continue
-        rows = len(texts[i * shard_size : (i + 1) * shard_size])
-        rec = records.get(s)
-        problem = _shard_problem(partial / s, rows, None, rec["bytes"] if rec else None)
-        if problem is None and rec is not None and sha256_file(partial / s) != rec["sha256"]:
-            problem = "differs from what was written (sha256)"
-        if problem is None and rec is None:
-            layout = _npy_layout(partial / s)
-            rec = _record(s, (partial / s).read_bytes(), rows, layout[0][1] if layout else 0)
-        if problem is not None:
-            log.warning(f"{partial / s} {problem}: encoding it again")
-            (partial / s).unlink(missing_ok=True)
-            records.pop(s, None)
-            continue
-        records[s] = rec
-        done.append(s)
+    records = _resumable(partial, wanted)
+    ids, texts = _units(coll)
+    shards = [f"vectors-{i:05d}.npy" for i in range((len(ids) + shard_size - 1) // shard_size)]
+    done = _finished_shards(partial, shards, [len(p) for p in _parts(texts, shard_size)], records)
     if done and progress:
-        console.print(f"resuming the encoding in {partial}: {len(done)} of {n_shards} shards done")
+        console.print(
+            f"resuming the encoding in {partial}: {len(done)} of {len(shards)} shards done"
+        )
     if encoders is None:
         encoders = loader()
-    timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
-    with progress_bar(progress, f"encoding {coll.name} ({target.name})") as bar:
-        resumed = sum(
-            len(texts[i * shard_size : (i + 1) * shard_size])
-            for i, s in enumerate(shards)
-            if s in done
-        )
-        task = bar.add_task("units", total=len(ids), completed=resumed)
-        for i, shard in enumerate(shards):
-            if shard in done:
-                continue
-            part = texts[i * shard_size : (i + 1) * shard_size]
-            t0 = time.perf_counter()
-            tokens = passage_ids(encoders.passage.tokenizer, part, passage_max_length)
-            timings["tokenize"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            vectors = encode_ids(
-                encoders.passage,
-                tokens,
-                batch_size=batch_size,
-                progress=lambda k: bar.advance(task, k),
-            )
-            timings["encode"] += time.perf_counter() - t0
-            buffer = io.BytesIO()
-            np.save(buffer, np.ascontiguousarray(vectors, dtype="<f4"))
-            data = buffer.getvalue()
-            write_file(partial / shard, data)
-            records[shard] = _record(shard, data, vectors.shape[0], vectors.shape[1])
-            state_now = {"identity": wanted, "shards": records}
-            write_file(partial / STATE, (json.dumps(state_now, indent=2) + "\n").encode())
+    timings = _encode_shards(
+        encoders, partial, target, coll.name, wanted, shards, _parts(texts, shard_size), done,
+        records, passage_max_length=passage_max_length, batch_size=batch_size, progress=progress,
+    )  # fmt: skip
     ids_data = "".join(f"{docno}\n" for docno in ids).encode("utf-8")
     write_file(partial / IDS, ids_data)
     files = [records[s] for s in shards]
-    dim = int(files[0]["dim"])
     timings = {k: round(v, 3) for k, v in timings.items()}
     timings["total"] = round(time.perf_counter() - started, 3)
     manifest = {
@@ -460,7 +388,7 @@ def _encode_into(
         "corpus": corpus_path(coll).name,
         "corpus_sha256": corpus_sha,
         "n_units": len(ids),
-        "dim": dim,
+        "dim": int(files[0]["dim"]),
         "dtype": "float32",
         "passage_max_length": passage_max_length,
         "shards": [{k: v for k, v in f.items() if k != "dim"} for f in files],
@@ -487,6 +415,123 @@ def _encode_into(
     return DenseIndex(coll, target, manifest)
 
 
+def _parts(texts: list[str], shard_size: int) -> list[list[str]]:
+    """The texts of each shard."""
+    return [texts[i : i + shard_size] for i in range(0, len(texts), shard_size)]
+
+
+def _resumable(partial: Path, wanted: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The shards a partial encoding of the same identity recorded (a partial encoding of
+    another is cleared, and a new one started)."""
+    previous = _read_json(partial / STATE) if partial.exists() else None
+    if previous is not None and previous.get("identity") != wanted:
+        previous = None
+    if previous is None:
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        previous = {"identity": wanted, "shards": {}}
+        write_file(partial / STATE, (json.dumps(previous, indent=2) + "\n").encode())
+    for leftover in partial.glob("*.tmp"):  # a write cut short by a kill
+        leftover.unlink(missing_ok=True)
+    return dict(previous.get("shards") or {})
+
+
+def _units(coll: Path) -> tuple[list[str], list[str]]:
+    """The corpus's unit ids and texts, in corpus order (ids unique, at least one)."""
+    ids: list[str] = []
+    texts: list[str] = []
+    seen: dict[str, int] = {}
+    for n, record in iter_corpus(coll):
+        docno = record["id"]
+        if docno in seen:
+            raise CmrkitError(
+                f"unit id {docno!r} already used on line {seen[docno]}; ids must be unique "
+                "(rebuild the collection)",
+                path=corpus_path(coll),
+                where=f"line {n}",
+            )
+        seen[docno] = n
+        ids.append(docno)
+        texts.append(record["contents"])
+    if not ids:
+        raise CmrkitError("the corpus holds no units", path=corpus_path(coll))
+    return ids, texts
+
+
+def _finished_shards(
+    partial: Path, shards: list[str], rows: list[int], records: dict[str, dict[str, Any]]
+) -> list[str]:
+    """The shards of a partial encoding that are whole (``records`` updated); a shard that is
+    missing, truncated or changed is removed, to be encoded again."""
+    done = []
+    for s, n in zip(shards, rows, strict=True):
+        if not (partial / s).exists():
+            continue
+        rec = records.get(s)
+        problem = _shard_problem(partial / s, n, None, rec["bytes"] if rec else None)
+        if problem is None and rec is not None and sha256_file(partial / s) != rec["sha256"]:
+            problem = "differs from what was written (sha256)"
+        if problem is None and rec is None:
+            layout = _npy_layout(partial / s)
+            rec = _record(s, (partial / s).read_bytes(), n, layout[0][1] if layout else 0)
+        if problem is not None:
+            log.warning(f"{partial / s} {problem}: encoding it again")
+            (partial / s).unlink(missing_ok=True)
+            records.pop(s, None)
+            continue
+        records[s] = rec
+        done.append(s)
+    return done
+
+
+def _encode_shards(
+    encoders: Any,
+    partial: Path,
+    target: Path,
+    name: str,
+    wanted: dict[str, Any],
+    shards: list[str],
+    parts: list[list[str]],
+    done: list[str],
+    records: dict[str, dict[str, Any]],
+    *,
+    passage_max_length: int,
+    batch_size: int,
+    progress: bool,
+) -> dict[str, float]:
+    """Encode the shards not ``done`` into ``partial``, recording each in the state file as it
+    is written; the seconds spent tokenizing and encoding."""
+    from cmrkit.console import progress_bar
+    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
+
+    timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
+    with progress_bar(progress, f"encoding {name} ({target.name})") as bar:
+        resumed = sum(len(part) for s, part in zip(shards, parts, strict=True) if s in done)
+        task = bar.add_task("units", total=sum(len(p) for p in parts), completed=resumed)
+        for shard, part in zip(shards, parts, strict=True):
+            if shard in done:
+                continue
+            t0 = time.perf_counter()
+            tokens = passage_ids(encoders.passage.tokenizer, part, passage_max_length)
+            timings["tokenize"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            vectors = encode_ids(
+                encoders.passage,
+                tokens,
+                batch_size=batch_size,
+                progress=lambda k: bar.advance(task, k),
+            )
+            timings["encode"] += time.perf_counter() - t0
+            buffer = io.BytesIO()
+            np.save(buffer, np.ascontiguousarray(vectors, dtype="<f4"))
+            data = buffer.getvalue()
+            write_file(partial / shard, data)
+            records[shard] = _record(shard, data, vectors.shape[0], vectors.shape[1])
+            state_now = {"identity": wanted, "shards": records}
+            write_file(partial / STATE, (json.dumps(state_now, indent=2) + "\n").encode())
+    return timings
+
+
 def _record(name: str, data: bytes, rows: int, dim: int) -> dict[str, Any]:
     """What the manifest records of a shard written as ``data``."""
     return {
@@ -507,18 +552,6 @@ def _index_id(identity: dict[str, Any], shard_hashes: list[str]) -> str:
     return h.hexdigest()
 
 
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {"cmrkit": __version__}
-    for package in ("torch", "transformers", "sentence-transformers", "numpy"):
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            continue
-    return found
-
-
 def encode(
     collection: str | Path,
     dense: DenseOptions | None = None,
@@ -527,7 +560,8 @@ def encode(
     progress: bool = True,
 ) -> DenseIndex:
     """``cmrkit encode``: the corpus encoded by ``dense.model`` (a :class:`DenseOptions`)."""
-    from cmrkit.retrieval.dense.models import lengths, load_encoders, quiet_hub, resolve_model
+    from cmrkit.retrieval.dense.models import lengths, load_encoders, resolve_model
+    from cmrkit.retrieval.neural import quiet_hub
 
     quiet_hub()
     dense = dense or DenseOptions()

@@ -23,10 +23,11 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cmrkit.retrieval.training as training
 from cmrkit.collection.layout import (
     Topic,
     collection_dir,
@@ -45,29 +46,12 @@ from cmrkit.retrieval.dense.models import (
     Encoders,
     lengths,
     load_sentence_transformer,
-    quiet_hub,
-    resolve_device,
     resolve_model,
 )
 from cmrkit.retrieval.dense.options import DenseOptions
+from cmrkit.retrieval.neural import quiet_hub, resolve_device
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units
-from cmrkit.retrieval.training import (
-    ModelFolder,
-    TrainedModel,
-    adamw,
-    check_steps,
-    data_hashes,
-    dev_scores,
-    linear_schedule,
-    options_record,
-    seed_all,
-    total_steps,
-    train_epochs,
-    train_qrels,
-    training_log,
-    write_json,
-)
 
 DEV_MEASURES = ("RR@10", "AP@10", "R@10", "R@100")
 
@@ -104,14 +88,11 @@ class TrainOptions:
         check_range(self.weight_decay, 0, 1000, "--weight-decay")
         if self.scale is not None and not 0 < self.scale < math.inf:
             raise CmrkitError(f"the similarity scale must be finite and above 0, got {self.scale}")
-        check_steps(self.max_steps, self.warmup)
+        training.check_steps(self.max_steps, self.warmup)
         if self.negatives_depth < 1:
             raise CmrkitError(f"--negatives-depth must be at least 1, got {self.negatives_depth}")
         if self.pairs_per_query is not None and self.pairs_per_query < 1:
             raise CmrkitError(f"--pairs-per-query must be at least 1, got {self.pairs_per_query}")
-
-
-TrainResult = TrainedModel
 
 
 @dataclass
@@ -130,7 +111,7 @@ def _load_data(
 ) -> _Data:
     from cmrkit.trec import ranked, read_run
 
-    path, qrels = train_qrels(coll, split, qrels_dir)
+    path, qrels = training.train_qrels(coll, split, qrels_dir)
     texts = {r["id"]: r["contents"] for _, r in iter_corpus(coll)}
     topics = [t for t in read_topics(coll, split) if t.qid in qrels]
     if not topics:
@@ -165,7 +146,10 @@ def _load_data(
                 : opts.negatives_depth
             ]
         )
-    hashes = {**data_hashes(coll, path, "negatives_run", run_path), "negatives_run": str(run_path)}
+    hashes = {
+        **training.data_hashes(coll, path, "negatives_run", run_path),
+        "negatives_run": str(run_path),
+    }
     return _Data(topics, positives, relevant, banned, negatives, texts, hashes)
 
 
@@ -232,7 +216,7 @@ def _dev_measures(
     exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
     hits = search(qvecs, pvecs, ids, 100, exclude=exclude)
     run = {t.qid: dict(h) for t, h in zip(topics, hits, strict=True)}
-    return dev_scores(run, qrels, DEV_MEASURES)
+    return training.dev_scores(run, qrels, DEV_MEASURES)
 
 
 def train_dense(
@@ -247,7 +231,7 @@ def train_dense(
     force: bool = False,
     progress: bool = True,
     argv: list[str] | None = None,
-) -> TrainResult:
+) -> training.TrainedModel:
     """Fine-tune ``dense.model`` on the train split of a collection; save it to ``output``.
 
     ``run_options`` are those of the BM25 run that gives the hard negatives (its split is the
@@ -263,122 +247,192 @@ def train_dense(
     # the output is claimed now, as the run commands do: a second training writing the same
     # folder fails at once naming this one, instead of both training and one model being lost
     encoders = ["modules.json"] + ([] if opts.shared_encoder else [f"{QUERY_ENCODER}/modules.json"])
-    with ModelFolder(
+    with training.ModelFolder(
         out, kind="dense-model", metadata=METADATA, files=encoders, force=force
     ) as folder:
-        folder.check_options(options_record(opts), derived=("dev_split", "scale"))
-        return _train(
-            coll, out, folder, dense, opts, run_options, qrels_dir, plot, progress, argv, started
+        folder.check_options(training.options_record(opts), derived=("dev_split", "scale"))
+        qdir = Path(qrels_dir) if qrels_dir is not None else None
+        base_run = RunOptions.build(run_options, {"split": opts.train_split, "argv": None})
+        session = _Training.prepare(coll, dense, opts, base_run, qdir)
+        kept = folder.kept(session.metadata(session.steps), varying=["data.collection"])
+        if kept is not None:
+            if plot:
+                folder.plot(kept, _plot)
+            return training.TrainedModel(
+                out, session.metadata(session.steps), kept, up_to_date=True
+            )
+        log, step = session.fit(progress)
+        log_out = training.training_log(
+            argv,
+            ("negatives_run", session.data.hashes["negatives_run"]),
+            log,
+            session.timings,
+            started,
         )
+        trained = session.metadata(step)
+        session.save(folder.target(), out, trained)
+        folder.finish(log_out, _plot if plot else None)
+        return training.TrainedModel(out, trained, log_out)
 
 
-def _train(
-    coll: Path,
-    out: Path,
-    folder: ModelFolder,
-    dense: DenseOptions,
-    opts: TrainOptions,
-    run_options: RunOptions | None,
-    qrels_dir: str | Path | None,
-    plot: bool,
-    progress: bool,
-    argv: list[str] | None,
-    started: float,
-) -> TrainResult:
-    import copy
+@dataclass
+class _Training:
+    """One training of a bi-encoder: :meth:`prepare` reads the data and loads the encoders,
+    :meth:`fit` runs the steps (``batch_loss``) and the dev measures after each epoch,
+    :meth:`save` writes the model."""
 
-    import torch
+    coll: Path
+    dense: DenseOptions
+    opts: TrainOptions
+    ref: Any  # the base model (ModelRef)
+    markers: tuple[str, str]
+    query_len: int
+    passage_len: int
+    dev_split: str | None
+    qdir: Path | None
+    data: _Data
+    encoders: Encoders
+    scale: float
+    epochs: list[list[tuple[int, str, str]]]
+    steps: int
+    timings: dict[str, float]
+    query_tokens: list[list[int]]
+    _passages: dict[str, list[int]] = field(default_factory=dict)
 
-    from cmrkit.retrieval.dense.encode import collate, passage_ids, query_ids
+    @classmethod
+    def prepare(
+        cls,
+        coll: Path,
+        dense: DenseOptions,
+        opts: TrainOptions,
+        base_run: RunOptions,
+        qdir: Path | None,
+    ) -> _Training:
+        """Read the data (making the BM25 run when needed), seed, load the encoders and draw
+        every epoch's examples."""
+        import copy
 
-    qdir = Path(qrels_dir) if qrels_dir is not None else None
-    dev_split = training_splits(coll, opts.train_split, opts.dev_split, qdir)
-    ref = resolve_model(dense.model, download=dense.download)
-    markers = dense.markers or ref.markers
-    query_len, passage_len = lengths(ref, dense)
-    base_run = RunOptions.build(run_options, {"split": opts.train_split, "argv": None})
-    t0 = time.perf_counter()
-    data = _load_data(coll, opts.train_split, opts, base_run, qdir)
-    timings = {"data": round(time.perf_counter() - t0, 3)}
-    if not any(data.positives):
-        raise CmrkitError(
-            f"no query of split {opts.train_split!r} has a positive unit in the corpus"
+        from cmrkit.retrieval.dense.encode import query_ids
+
+        dev_split = training_splits(coll, opts.train_split, opts.dev_split, qdir)
+        ref = resolve_model(dense.model, download=dense.download)
+        markers = dense.markers or ref.markers
+        query_len, passage_len = lengths(ref, dense)
+        t0 = time.perf_counter()
+        data = _load_data(coll, opts.train_split, opts, base_run, qdir)
+        timings = {"data": round(time.perf_counter() - t0, 3)}
+        if not any(data.positives):
+            raise CmrkitError(
+                f"no query of split {opts.train_split!r} has a positive unit in the corpus"
+            )
+        training.seed_all(opts.seed)
+        device = resolve_device(dense.device)
+        passage = load_sentence_transformer(ref.path, device)
+        query = passage if opts.shared_encoder else copy.deepcopy(passage)
+        if ref.separate_query_encoder and not opts.shared_encoder:
+            query = load_sentence_transformer(ref.path / QUERY_ENCODER, device)
+        normalised = any(type(m).__name__ == "Normalize" for m in passage)
+        scale = opts.scale if opts.scale is not None else (20.0 if normalised else 1.0)
+        rng = random.Random(opts.seed)
+        epochs = [_examples(data, opts, rng) for _ in range(opts.epochs)]
+        steps = training.total_steps(epochs, opts.batch_size, opts.max_steps)
+        topics = data.topics
+        tokens = query_ids(
+            query.tokenizer,
+            [t.context for t in topics],
+            [t.span for t in topics],
+            markers,
+            query_len,
         )
+        return cls(
+            coll, dense, opts, ref, markers, query_len, passage_len, dev_split, qdir, data,
+            Encoders(ref, device, query, passage), scale, epochs, steps, timings, tokens,
+        )  # fmt: skip
 
-    seed_all(opts.seed)
-    device = resolve_device(dense.device)
-    passage = load_sentence_transformer(ref.path, device)
-    query = passage if opts.shared_encoder else copy.deepcopy(passage)
-    if ref.separate_query_encoder and not opts.shared_encoder:
-        query = load_sentence_transformer(ref.path / QUERY_ENCODER, device)
-    encoders = Encoders(ref, device, query, passage)
-    normalised = any(type(m).__name__ == "Normalize" for m in passage)
-    scale = opts.scale if opts.scale is not None else (20.0 if normalised else 1.0)
+    @property
+    def modules(self) -> list[Any]:
+        """The encoders trained: one when shared, else the query's and the passages'."""
+        e = self.encoders
+        return [e.passage] if self.opts.shared_encoder else [e.query, e.passage]
 
-    rng = random.Random(opts.seed)
-    epochs = [_examples(data, opts, rng) for _ in range(opts.epochs)]
-    steps = total_steps(epochs, opts.batch_size, opts.max_steps)
-
-    def metadata(steps: int) -> dict[str, Any]:
-        params = {
-            **options_record(opts),
-            "dev_split": dev_split,
-            "scale": scale,
-            "query_max_length": query_len,
-            "passage_max_length": passage_len,
-            "steps": steps,
-            "device": device,
-        }
+    def metadata(self, steps: int) -> dict[str, Any]:
+        """What the model folder records of its training (``steps`` taken)."""
+        opts, data = self.opts, self.data
         return {
             "format": METADATA_FORMAT,
-            "markers": list(markers),
-            "base_model": {**ref.identity(), "tag": ref.tag},
+            "markers": list(self.markers),
+            "base_model": {**self.ref.identity(), "tag": self.ref.tag},
             "shared_encoder": opts.shared_encoder,
             "data": {
-                "collection": str(coll),
+                "collection": str(self.coll),
                 "train_split": opts.train_split,
                 "n_queries": sum(1 for p in data.positives if p),
-                "n_examples": sum(len(e) for e in epochs),
+                "n_examples": sum(len(e) for e in self.epochs),
                 **{k: v for k, v in data.hashes.items() if k != "negatives_run"},
             },
-            "parameters": params,
+            "parameters": {
+                **training.options_record(opts),
+                "dev_split": self.dev_split,
+                "scale": self.scale,
+                "query_max_length": self.query_len,
+                "passage_max_length": self.passage_len,
+                "steps": steps,
+                "device": self.encoders.device,
+            },
         }
 
-    kept = folder.kept(metadata(steps), varying=["data.collection"])
-    if kept is not None:
-        if plot:
-            folder.plot(kept, _plot)
-        return TrainResult(out, metadata(steps), kept, up_to_date=True)
-    modules = [passage] if opts.shared_encoder else [query, passage]
-    named = [(n, p) for m in modules for n, p in m.named_parameters() if p.requires_grad]
-    optimizer = adamw([(named, opts.learning_rate)], opts.weight_decay)
-    scheduler = linear_schedule(optimizer, opts.warmup, steps)
-    qtok = query.tokenizer
-    ptok = passage.tokenizer
-    query_tokens = query_ids(
-        qtok,
-        [t.context for t in data.topics],
-        [t.span for t in data.topics],
-        markers,
-        query_len,
-    )
-    passage_cache: dict[str, list[int]] = {}
-
-    def passage_tokens(docnos: list[str]) -> list[list[int]]:
-        todo = [d for d in docnos if d not in passage_cache]
-        if todo:
-            for d, ids in zip(
-                todo, passage_ids(ptok, [data.texts[d] for d in todo], passage_len), strict=True
-            ):
-                passage_cache[d] = ids
-        return [passage_cache[d] for d in docnos]
-
-    def dev_measures(split: str) -> dict[str, float]:
-        return _dev_measures(
-            encoders, coll, split, markers, query_len, passage_len, dense.batch_size, qdir
+    def fit(self, progress: bool) -> tuple[dict[str, Any], int]:
+        """Train; the log and the steps taken."""
+        opts = self.opts
+        named = [(n, p) for m in self.modules for n, p in m.named_parameters() if p.requires_grad]
+        optimizer = training.adamw([(named, opts.learning_rate)], opts.weight_decay)
+        return training.train_epochs(
+            self.epochs,
+            batch_size=opts.batch_size,
+            steps=self.steps,
+            batch_loss=self.batch_loss,
+            train_mode=self.train_mode,
+            parameters=[p for _, p in named],
+            optimizer=optimizer,
+            scheduler=training.linear_schedule(optimizer, opts.warmup, self.steps),
+            eval_dev=self.eval_dev if self.dev_split is not None else None,
+            timings=self.timings,
+            progress=progress,
+            label=f"training on {self.coll.name} {opts.train_split}",
         )
 
-    def batch_loss(batch: Sequence[tuple[int, str, str]]) -> Any:
+    def train_mode(self) -> None:
+        for module in self.modules:
+            module.train()
+
+    def eval_dev(self) -> dict[str, float]:
+        assert self.dev_split is not None
+        return _dev_measures(
+            self.encoders, self.coll, self.dev_split, self.markers, self.query_len,
+            self.passage_len, self.dense.batch_size, self.qdir,
+        )  # fmt: skip
+
+    def passage_tokens(self, docnos: list[str]) -> list[list[int]]:
+        """Token ids of units, each tokenized once."""
+        from cmrkit.retrieval.dense.encode import passage_ids
+
+        todo = [d for d in docnos if d not in self._passages]
+        if todo:
+            tokenizer = self.encoders.passage.tokenizer
+            texts = [self.data.texts[d] for d in todo]
+            for d, ids in zip(todo, passage_ids(tokenizer, texts, self.passage_len), strict=True):
+                self._passages[d] = ids
+        return [self._passages[d] for d in docnos]
+
+    def batch_loss(self, batch: Sequence[tuple[int, str, str]]) -> Any:
+        """Cross-entropy of each query's scores over the batch's units (its positive, the
+        others' positives, the hard negatives), units relevant to it or banned for it masked."""
+        import torch
+
+        from cmrkit.retrieval.dense.encode import collate
+
+        data, device = self.data, self.encoders.device
+        query, passage = self.encoders.query, self.encoders.passage
         columns: list[str] = []
         where: dict[str, int] = {}
         for _, p, n in batch:
@@ -392,49 +446,25 @@ def _train(
             for d, col in where.items():
                 if d != p and (d in data.relevant[i] or d in data.banned[i]):
                     mask[row, col] = True
-        qf = collate(query, [query_tokens[i] for i, _, _ in batch])
-        pf = collate(passage, passage_tokens(columns))
-        qv = query(qf)["sentence_embedding"]
-        pv = passage(pf)["sentence_embedding"]
-        scores = (qv @ pv.T) * scale
-        scores = scores.masked_fill(mask, float("-inf"))
+        qv = query(collate(query, [self.query_tokens[i] for i, _, _ in batch]))[
+            "sentence_embedding"
+        ]
+        pv = passage(collate(passage, self.passage_tokens(columns)))["sentence_embedding"]
+        scores = ((qv @ pv.T) * self.scale).masked_fill(mask, float("-inf"))
         return torch.nn.functional.cross_entropy(scores, target)
 
-    def train_mode() -> None:
-        for module in modules:
-            module.train()
-
-    log, step = train_epochs(
-        epochs,
-        batch_size=opts.batch_size,
-        steps=steps,
-        batch_loss=batch_loss,
-        train_mode=train_mode,
-        parameters=[p for _, p in named],
-        optimizer=optimizer,
-        scheduler=scheduler,
-        eval_dev=(lambda: dev_measures(dev_split)) if dev_split is not None else None,
-        timings=timings,
-        progress=progress,
-        label=f"training on {coll.name} {opts.train_split}",
-    )
-    log_out = training_log(
-        argv, ("negatives_run", data.hashes["negatives_run"]), log, timings, started
-    )
-    target = folder.target()
-    try:
-        passage.save(str(target), create_model_card=False)
-        if not opts.shared_encoder:
-            query.save(str(target / QUERY_ENCODER), create_model_card=False)
-    except Exception as e:  # safetensors reports a full disk as its own error type
-        found = as_os_error(e, out)
-        if found is not None:
-            raise found from None
-        raise
-    trained = metadata(step)
-    write_json(target / METADATA, trained)
-    folder.finish(log_out, _plot if plot else None)
-    return TrainResult(out, trained, log_out)
+    def save(self, target: Path, out: Path, metadata: dict[str, Any]) -> None:
+        """The encoders (sentence-transformers folders) and the metadata, into ``target``."""
+        try:
+            self.encoders.passage.save(str(target), create_model_card=False)
+            if not self.opts.shared_encoder:
+                self.encoders.query.save(str(target / QUERY_ENCODER), create_model_card=False)
+        except Exception as e:  # safetensors reports a full disk as its own error type
+            found = as_os_error(e, out)
+            if found is not None:
+                raise found from None
+            raise
+        training.write_json(target / METADATA, metadata)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:

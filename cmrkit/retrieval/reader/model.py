@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from cmrkit.errors import CmrkitError
-from cmrkit.retrieval.dense.models import fingerprint
+from cmrkit.retrieval.neural import fingerprint, quiet_transformers
 
 READER_METADATA = "cmrkit-reader.json"
 READER_FORMAT = "cmrkit-reader/1"
@@ -155,17 +155,30 @@ def resolve_reader(path: str | Path) -> ReaderRef:
     for key in ("select", "markers", "parameters"):
         if key not in meta:
             raise CmrkitError(f"reader metadata lacks {key!r}; retrain the reader", path=meta_path)
+    _check_heads(folder / HEADS)
     return ReaderRef(folder, fingerprint(folder), meta)
 
 
-def quiet_transformers() -> None:
-    import logging
+def _damaged_heads(path: Path, e: Exception) -> CmrkitError:
+    reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+    reason = reason.removeprefix("Error while deserializing header: ")
+    return CmrkitError(
+        f"the reader's heads are damaged (safetensors: {reason}); retrain the reader or copy its "
+        "folder again",
+        path=path,
+    )
 
-    from transformers.utils import logging as transformers_logging
 
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
+def _check_heads(path: Path) -> None:
+    """Read the header of the heads' file (cheap): a truncated or foreign file is refused now,
+    before any work."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            list(f.keys())
+    except SafetensorError as e:  # an OSError (unreadable file) is said as the system says it
+        raise _damaged_heads(path, e) from None
 
 
 def load_encoder(path: Path) -> tuple[Any, Any]:
@@ -190,11 +203,15 @@ def load_encoder(path: Path) -> tuple[Any, Any]:
 
 def load_reader(ref: ReaderRef, device: str) -> tuple[ReaderNet, Any]:
     """The reader network (eval mode, on ``device``) and its tokenizer."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     encoder, tokenizer = load_encoder(ref.path / ENCODER)
     net = ReaderNet(encoder, ref.select, float(ref.metadata["parameters"].get("dropout", 0.1)))
-    heads = load_file(str(ref.path / HEADS))
+    try:
+        heads = load_file(str(ref.path / HEADS))
+    except SafetensorError as e:  # damaged since it was resolved
+        raise _damaged_heads(ref.path / HEADS, e) from None
     missing, unexpected = net.load_state_dict(heads, strict=False)
     wrong = [k for k in missing if not k.startswith("encoder.")] + list(unexpected)
     if wrong:

@@ -2,18 +2,15 @@
 
 For each query of the input run, the units ranked above ``depth`` (after removing the query's
 own unit and, for TAC collections, its document's units, which are never results) are read by
-the reader, one sequence per window of each unit. A unit's score is its best window's selection
-score; its answer is that window's best valid span (at most ``max_span`` tokens, on passage
-tokens, not ending before it starts), mapped back to characters of the unit. The reranked units
-come first, ordered as every cmrkit run (score as written, 6 decimals, descending, ties by docno
-descending); the units below the depth follow in their input order, with integer scores below
-every reranked one.
+the reader (``scoring.score_candidates``: a unit's score is its best window's selection score,
+its answer that window's best valid span). The reranked units come first, ordered as every
+cmrkit run (score as written, 6 decimals, descending, ties by docno descending); the units
+below the depth follow in their input order, with integer scores below every reranked one.
 
 Outputs: ``RUNS/<collection>/<name>.<split>.trec``, its sidecar, and
 ``<name>.<split>.spans.jsonl`` (``{"qid", "docno", "start", "end", "score", "selection",
 "span_score"}`` per reranked unit, in run order: what ``cmrkit eval-spans`` reads), staged and
-put in place together. Inference is batched by length (longest first), so the same run, model,
-batch size and device give the same bytes.
+put in place together. The same run, model, batch size and device give the same bytes.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,15 +32,7 @@ from cmrkit.collection.layout import (
 )
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
-from cmrkit.retrieval.dense.encode import inference, longest_first
-from cmrkit.retrieval.reader.features import (
-    Item,
-    Layout,
-    PassageTokens,
-    QueryWindow,
-    items,
-    tokens_to_chars,
-)
+from cmrkit.retrieval.reader.scoring import Scored
 from cmrkit.retrieval.runfile import (
     Computed,
     RankedRun,
@@ -95,16 +84,6 @@ class RerankOptions:
             raise CmrkitError(f"--stride must be at least 1, got {self.stride}")
         if self.max_span is not None and self.max_span < 1:
             raise CmrkitError(f"--max-span must be at least 1, got {self.max_span}")
-
-
-@dataclass(frozen=True)
-class Scored:
-    """The reader's verdict on one (query, unit) pair."""
-
-    score: float  # selection score of the best window
-    start: int  # answer span, characters of the unit, end exclusive
-    end: int
-    span_score: float
 
 
 def reader_weight(metadata: dict[str, Any], key: str = "interpolation") -> float:
@@ -159,77 +138,6 @@ def spans_path(run_path: Path) -> Path:
     return run_path.with_name(run_path.name.removesuffix(".trec") + SPANS_SUFFIX)
 
 
-def score_pairs(
-    net: Any,
-    lay: Layout,
-    pad: int,
-    queries: Sequence[QueryWindow],
-    passages: Sequence[PassageTokens],
-    pairs: Sequence[tuple[int, int]],
-    *,
-    stride: int,
-    max_span: int,
-    batch_size: int,
-    device: str,
-    progress: Callable[[int], None] | None = None,
-) -> list[Scored]:
-    """Score (query index, passage index) pairs: every window, batched longest first."""
-    import torch
-
-    from cmrkit.retrieval.reader.model import best_spans, collate, passage_mask
-
-    seqs: list[Item] = []
-    owner: list[int] = []
-    for p, (qi, pi) in enumerate(pairs):
-        for x in items(lay, queries[qi], passages[pi], stride):
-            seqs.append(x)
-            owner.append(p)
-    n = len(seqs)
-    sel = np.full(n, -np.inf, dtype=np.float32)
-    span_pos = np.zeros((n, 2), dtype=np.int64)
-    span_val = np.zeros(n, dtype=np.float32)
-    if n:
-        order = longest_first([len(x.ids) for x in seqs])
-        with inference(net):
-            for b in range(0, n, batch_size):
-                chosen = order[b : b + batch_size]
-                batch_items = [seqs[i] for i in chosen]
-                batch = collate(batch_items, lay, pad, device)
-                hidden = net.hidden(batch)
-                start, end = net.span_logits(hidden)
-                valid = passage_mask(batch_items, hidden.shape[1], device)
-                spans, values = best_spans(start, end, valid, max_span)
-                if net.select == "cls":
-                    scores = net.cls_scores(hidden)
-                else:
-                    query = torch.tensor(
-                        [x.query_mention for x in batch_items], dtype=torch.long, device=device
-                    )
-                    scores = net.coref_scores(hidden, query, spans)
-                sel[chosen] = scores.float().cpu().numpy()
-                span_pos[chosen] = spans.cpu().numpy()
-                span_val[chosen] = values.float().cpu().numpy()
-                if progress:
-                    progress(len(chosen))
-    best: list[int | None] = [None] * len(pairs)
-    for i in range(n):  # the best window; ties go to the earlier window
-        p = owner[i]
-        if best[p] is None or sel[i] > sel[best[p]]:  # type: ignore[index]
-            best[p] = i
-    out: list[Scored] = []
-    for p, i in enumerate(best):
-        if i is None:  # an empty unit: no window holds a token
-            out.append(Scored(-math.inf, 0, 0, -math.inf))
-            continue
-        x = seqs[i]
-        offsets = passages[pairs[p][1]].offsets
-        first = x.window + int(span_pos[i, 0]) - x.passage_at
-        last = x.window + int(span_pos[i, 1]) - x.passage_at
-        s, e = tokens_to_chars(offsets, first, last)
-        out.append(Scored(float(sel[i]), s, e, float(span_val[i])))
-    return out
-
-
 def _split_of(run: Path, sidecar: dict[str, Any] | None, split: str | None) -> str:
     check_run_of(run, sidecar, split=split)
     found = split or recorded(sidecar, "split")
@@ -259,6 +167,25 @@ def _collection_of(
     return collection_dir(made_on)
 
 
+@dataclass
+class _Job:
+    """A reranking, its inputs checked: what ``run_rerank`` reads and writes."""
+
+    run_path: Path
+    ref: Any  # the reader folder (ReaderRef)
+    opts: RerankOptions
+    weight: float  # W, of the input run's score
+    span_weight: float  # S, of the best span's score
+    sidecar_in: dict[str, Any] | None
+    coll: Path
+    split: str
+    topics: list[Any]
+    ranking: dict[str, dict[str, float]]
+    name: str
+    out_spans: Path
+    parameters: dict[str, Any]
+
+
 def run_rerank(
     run: str | Path,
     model: str | Path,
@@ -273,23 +200,42 @@ def run_rerank(
     argv: Sequence[str] | None = None,
 ) -> RunResult:
     """Rerank the top ``options.depth`` of ``run`` with the reader in ``model``."""
-    from cmrkit.retrieval.reader.model import resolve_reader
-    from cmrkit.trec import ranked, read_run
-
     started = time.perf_counter()
     opts = options or RerankOptions()
     opts.check()
-    run_path_in = Path(run)
-    if not run_path_in.is_file():
-        raise CmrkitError("no such run file", path=run_path_in)
+    job = _job(Path(run), model, collection, split, opts, name, runs_dir)
+    spec = RunSpec.for_collection(
+        runs_dir,
+        job.coll,
+        system="rerank",
+        name=job.name,
+        split=job.split,
+        parameters=job.parameters,
+        index_id="",
+        command=list(argv) if argv is not None else None,
+        also=(job.out_spans,),
+    )
+    return produce_run(spec, lambda: _compute(job, progress, started), force=force, started=started)
+
+
+def _job(
+    run_path: Path,
+    model: str | Path,
+    collection: str | Path | None,
+    split: str | None,
+    opts: RerankOptions,
+    name: str | None,
+    runs_dir: str | Path,
+) -> _Job:
+    """Check the inputs (run, reader, collection, split, markers) before any work."""
+    from cmrkit.retrieval.reader.model import resolve_reader
+    from cmrkit.retrieval.reader.scoring import check_markers
+    from cmrkit.trec import read_run
+
+    if not run_path.is_file():
+        raise CmrkitError("no such run file", path=run_path)
     ref = resolve_reader(model)
-    markers = ref.markers
-    if opts.markers is not None and tuple(opts.markers) != markers:
-        raise CmrkitError(
-            f"the reader was trained with markers {markers[0]!r} {markers[1]!r}, not "
-            f"{opts.markers[0]!r} {opts.markers[1]!r}; drop --markers or train a reader with them",
-            path=ref.path,
-        )
+    check_markers(ref, opts.markers)
     params = ref.metadata["parameters"]
     weight = opts.interpolation if opts.interpolation is not None else reader_weight(ref.metadata)
     span_weight = (
@@ -297,217 +243,198 @@ def run_rerank(
         if opts.span_weight is not None
         else reader_weight(ref.metadata, "span_weight")
     )
-    stride = opts.stride or int(params["stride"])
-    max_span = opts.max_span or int(params["max_span"])
-    sidecar_in = read_sidecar(run_path_in)
-    coll = _collection_of(run_path_in, sidecar_in, collection)
-    split = _split_of(run_path_in, sidecar_in, split)
+    sidecar_in = read_sidecar(run_path)
+    coll = _collection_of(run_path, sidecar_in, collection)
+    split = _split_of(run_path, sidecar_in, split)
     topics = read_topics(coll, split)
-    by_qid = {t.qid: t for t in topics}
-    ranking = read_run(run_path_in)
+    by_qid = {t.qid for t in topics}
+    ranking = read_run(run_path)
     for qid in ranking:
         if qid not in by_qid:
             raise CmrkitError(
                 f"query {qid!r} of the run is no topic of split {split!r} of {coll} (a run of "
                 "another collection or split?); pass the run's own --collection and --split",
-                path=run_path_in,
+                path=run_path,
             )
-    name = name or f"{run_path_in.name.split('.')[0]}-rerank"
+    name = name or f"{run_path.name.split('.')[0]}-rerank"
     out_run, _ = run_paths(Path(runs_dir), coll, name, split)
-    out_spans = spans_path(out_run)
-    if out_run.resolve() == run_path_in.resolve():
+    if out_run.resolve() == run_path.resolve():
         raise CmrkitError("the reranked run would replace its input; pass another --name")
     parameters = {
         "model": ref.identity(),
-        "markers": list(markers),
+        "markers": list(ref.markers),
         "depth": opts.depth,
         "max_length": int(params["max_length"]),
         "query_max_length": int(params["query_max_length"]),
-        "stride": stride,
-        "max_span": max_span,
+        "stride": opts.stride or int(params["stride"]),
+        "max_span": opts.max_span or int(params["max_span"]),
         "interpolation": weight,
         "span_weight": span_weight,
-        "input_run_sha256": sha256_file(run_path_in),
+        "input_run_sha256": sha256_file(run_path),
     }
-    spec = RunSpec.for_collection(
-        runs_dir,
-        coll,
-        system="rerank",
-        name=name,
-        split=split,
-        parameters=parameters,
-        index_id="",
-        command=list(argv) if argv is not None else None,
-        also=(out_spans,),
+    return _Job(
+        run_path, ref, opts, weight, span_weight, sidecar_in, coll, split, topics, ranking,
+        name, spans_path(out_run), parameters,
+    )  # fmt: skip
+
+
+def _compute(job: _Job, progress: bool, started: float) -> Computed:
+    """Read the candidates, score them, and make the run, its spans file and its sidecar."""
+    texts = {record["id"]: record["contents"] for _, record in iter_corpus(job.coll)}
+    heads, tails = _candidates(job, texts)
+    timings: dict[str, float] = {"read": round(time.perf_counter() - started, 3)}
+    device, scored = _score(job, heads, texts, progress, timings)
+    run_out, span_lines = _reranked(job, heads, tails, scored)
+    tag = (
+        f"{job.name}:depth={job.opts.depth}"
+        + (f":s={job.span_weight:g}" if job.span_weight else "")
+        + (f":w={job.weight:g}" if job.weight else "")
+    )
+    spans = "".join(line + "\n" for line in span_lines)
+    return Computed(
+        run_out, tag.replace(" ", "_"), _sidecar(job, device), timings, {job.out_spans: spans}
     )
 
-    def compute() -> Computed:
-        texts: dict[str, str] = {}
-        for _, record in iter_corpus(coll):
-            texts[record["id"]] = record["contents"]
-        own_docs = own_document_units(coll, [by_qid[q] for q in ranking])
-        heads: dict[str, list[str]] = {}
-        tails: dict[str, list[str]] = {}
-        for qid in sorted(ranking):
-            ban = {by_qid[qid].unit} | set(own_docs.get(qid, frozenset()))
-            docs = [d for d, _ in ranked(ranking[qid]) if d not in ban]
-            for d in docs[: opts.depth]:
-                if d not in texts:
-                    raise CmrkitError(
-                        f"unit {d!r} (query {qid}) is not in the corpus of {coll} (a run of "
-                        "another collection?)",
-                        path=run_path_in,
-                    )
-            heads[qid] = docs[: opts.depth]
-            tails[qid] = docs[opts.depth :]
-        timings: dict[str, float] = {"read": round(time.perf_counter() - started, 3)}
-        result = _score(
-            ref, coll, by_qid, heads, texts, markers, stride, max_span, opts, progress, timings
-        )
-        device, scored = result
-        run_out: RankedRun = {}
-        span_lines: list[str] = []
-        for qid in sorted(ranking):
-            docs = heads[qid]
-            verdicts = [scored[(qid, d)] for d in docs]
-            final = combine(
-                [v.score for v in verdicts],
-                [v.span_score for v in verdicts],
-                [ranking[qid][d] for d in docs],
-                span_weight,
-                weight,
-            )
-            values = written_scores(final.astype(np.float32))
-            top = ranked({d: float(s) for d, s in zip(docs, values.tolist(), strict=True)})
-            by_doc = dict(zip(docs, verdicts, strict=True))
-            floor = math.floor(min((s for _, s in top), default=0.0))
-            rest = [(d, float(floor - 1 - j)) for j, d in enumerate(tails[qid])]
-            run_out[qid] = top + rest
-            for d, s in top:
-                v = by_doc[d]
-                span_lines.append(
-                    json.dumps(
-                        {
-                            "qid": qid,
-                            "docno": d,
-                            "start": v.start,
-                            "end": v.end,
-                            "score": s,
-                            "selection": round(v.score, 6),
-                            "span_score": round(v.span_score, 4),
-                        },
-                        ensure_ascii=False,
-                    )
+
+def _candidates(
+    job: _Job, texts: dict[str, str]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each query's units the reader reads (the top ``depth``, never the query's own unit nor,
+    for TAC collections, its document's units) and those below them."""
+    from cmrkit.trec import ranked
+
+    by_qid = {t.qid: t for t in job.topics}
+    own_docs = own_document_units(job.coll, [by_qid[q] for q in job.ranking])
+    depth = job.opts.depth
+    heads: dict[str, list[str]] = {}
+    tails: dict[str, list[str]] = {}
+    for qid in sorted(job.ranking):
+        ban = {by_qid[qid].unit} | set(own_docs.get(qid, frozenset()))
+        docs = [d for d, _ in ranked(job.ranking[qid]) if d not in ban]
+        for d in docs[:depth]:
+            if d not in texts:
+                raise CmrkitError(
+                    f"unit {d!r} (query {qid}) is not in the corpus of {job.coll} (a run of "
+                    "another collection?)",
+                    path=job.run_path,
                 )
-        from cmrkit.retrieval.dense.store import versions
-
-        tag = (
-            f"{name}:depth={opts.depth}"
-            + (f":s={span_weight:g}" if span_weight else "")
-            + (f":w={weight:g}" if weight else "")
-        )
-        tag = tag.replace(" ", "_")
-        sidecar = {
-            "spans": str(out_spans),
-            "input_run": {
-                "path": str(run_path_in),
-                "sha256": parameters["input_run_sha256"],
-                "system": recorded(sidecar_in, "system"),
-                "name": recorded(sidecar_in, "name"),
-            },
-            "model": {
-                **ref.identity(),
-                "tag": ref.tag,
-                "trained": ref.metadata,
-            },
-            "device": device,
-            "batch_size": opts.batch_size,
-            "interpolation": {
-                "weight": weight,
-                "span_weight": span_weight,
-                "score": "the reader's selection score"
-                if weight == 0 and span_weight == 0
-                else "z(selection) + span_weight * z(best span score) + weight * z(input run), "
-                "z-scores over each query's reranked units",
-                "from": "--interpolation" if opts.interpolation is not None else "the reader",
-                "span_weight_from": "--span-weight"
-                if opts.span_weight is not None
-                else "the reader",
-            },
-            "ranking": {
-                "own_unit_removed": True,
-                "own_document_removed": any(t.exclude_doc for t in topics),
-                "below_depth": "input order, integer scores below the reranked units",
-                "tie_break": "score descending (as written, 6 decimals), then docno descending",
-            },
-            "versions": versions(),
-        }
-        spans = "".join(line + "\n" for line in span_lines)
-        return Computed(run_out, tag, sidecar, timings, {out_spans: spans})
-
-    return produce_run(spec, compute, force=force, started=started)
+        heads[qid] = docs[:depth]
+        tails[qid] = docs[depth:]
+    return heads, tails
 
 
 def _score(
-    ref: Any,
-    coll: Path,
-    by_qid: dict[str, Any],
+    job: _Job,
     heads: dict[str, list[str]],
     texts: dict[str, str],
-    markers: tuple[str, str],
-    stride: int,
-    max_span: int,
-    opts: RerankOptions,
     progress: bool,
     timings: dict[str, float],
 ) -> tuple[str, dict[tuple[str, str], Scored]]:
+    """The reader's verdict on every (query, candidate) pair, and the device it ran on."""
     from cmrkit.console import progress_bar
-    from cmrkit.retrieval.dense.models import quiet_hub, resolve_device
-    from cmrkit.retrieval.reader.features import (
-        layout,
-        passage_tokens,
-        query_spacy,
-        topic_windows,
-    )
-    from cmrkit.retrieval.reader.model import load_reader
+    from cmrkit.retrieval.reader.scoring import open_reader, score_candidates
 
-    quiet_hub()
     t0 = time.perf_counter()
-    device = resolve_device(opts.device)
-    net, tokenizer = load_reader(ref, device)
-    params = ref.metadata["parameters"]
-    lay = layout(tokenizer, int(params["max_length"]), int(params["query_max_length"]))
+    opts = job.opts
+    reader = open_reader(job.ref, device=opts.device, stride=opts.stride, max_span=opts.max_span)
     timings["load_model"] = round(time.perf_counter() - t0, 3)
-    t0 = time.perf_counter()
+    by_qid = {t.qid: t for t in job.topics}
     qids = [q for q in sorted(heads) if heads[q]]
-    qwin = topic_windows(
-        tokenizer, [by_qid[q] for q in qids], markers, lay.query_budget, query_spacy(params)
-    )
-    docnos = sorted({d for q in qids for d in heads[q]})
-    where = {d: i for i, d in enumerate(docnos)}
-    ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
-    pairs = [(qi, where[d]) for qi, q in enumerate(qids) for d in heads[q]]
-    timings["tokenize"] = round(time.perf_counter() - t0, 3)
-    t0 = time.perf_counter()
-    n_seq = sum(len(items(lay, qwin[qi], ptoks[pi], stride)) for qi, pi in pairs)  # cheap: ids only
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    with progress_bar(progress, f"rerank {coll.name}: sequences") as bar:
-        task = bar.add_task("sequences", total=n_seq)
-        scored = score_pairs(
-            net,
-            lay,
-            pad,
-            qwin,
-            ptoks,
-            pairs,
-            stride=stride,
-            max_span=max_span,
+    with progress_bar(progress, f"rerank {job.coll.name}: sequences") as bar:
+        task = bar.add_task("sequences", total=None)
+        scored = score_candidates(
+            reader,
+            [by_qid[q] for q in qids],
+            [heads[q] for q in qids],
+            texts,
             batch_size=opts.batch_size,
-            device=device,
-            progress=lambda n: bar.advance(task, n),
+            progress=lambda n, total: bar.update(task, total=total, advance=n),
+            timings=timings,
         )
-    timings["read_pairs"] = round(time.perf_counter() - t0, 3)
-    timings["sequences"] = n_seq
-    timings["sequences_per_second"] = round(n_seq / max(timings["read_pairs"], 1e-9), 2)
-    out = {(qids[qi], docnos[pi]): s for (qi, pi), s in zip(pairs, scored, strict=True)}
-    return device, out
+    timings["sequences_per_second"] = round(
+        timings["sequences"] / max(timings["read_pairs"], 1e-9), 2
+    )
+    out = {
+        (q, d): s
+        for q, verdicts in zip(qids, scored, strict=True)
+        for d, s in zip(heads[q], verdicts, strict=True)
+    }
+    return reader.device, out
+
+
+def _reranked(
+    job: _Job,
+    heads: dict[str, list[str]],
+    tails: dict[str, list[str]],
+    scored: dict[tuple[str, str], Scored],
+) -> tuple[RankedRun, list[str]]:
+    """The reranked run (the reader's units first, then those below the depth in input order
+    with integer scores below every reranked one) and the lines of its spans file."""
+    from cmrkit.trec import ranked
+
+    run_out: RankedRun = {}
+    span_lines: list[str] = []
+    for qid in sorted(job.ranking):
+        docs = heads[qid]
+        verdicts = [scored[(qid, d)] for d in docs]
+        final = combine(
+            [v.score for v in verdicts],
+            [v.span_score for v in verdicts],
+            [job.ranking[qid][d] for d in docs],
+            job.span_weight,
+            job.weight,
+        )
+        values = written_scores(final.astype(np.float32))
+        top = ranked({d: float(s) for d, s in zip(docs, values.tolist(), strict=True)})
+        by_doc = dict(zip(docs, verdicts, strict=True))
+        floor = math.floor(min((s for _, s in top), default=0.0))
+        run_out[qid] = top + [(d, float(floor - 1 - j)) for j, d in enumerate(tails[qid])]
+        for d, s in top:
+            v = by_doc[d]
+            record = {
+                "qid": qid,
+                "docno": d,
+                "start": v.start,
+                "end": v.end,
+                "score": s,
+                "selection": round(v.score, 6),
+                "span_score": round(v.span_score, 4),
+            }
+            span_lines.append(json.dumps(record, ensure_ascii=False))
+    return run_out, span_lines
+
+
+def _sidecar(job: _Job, device: str) -> dict[str, Any]:
+    """The reranked run's own sidecar fields."""
+    from cmrkit.retrieval.neural import versions
+
+    weight, span_weight, opts = job.weight, job.span_weight, job.opts
+    return {
+        "spans": str(job.out_spans),
+        "input_run": {
+            "path": str(job.run_path),
+            "sha256": job.parameters["input_run_sha256"],
+            "system": recorded(job.sidecar_in, "system"),
+            "name": recorded(job.sidecar_in, "name"),
+        },
+        "model": {**job.ref.identity(), "tag": job.ref.tag, "trained": job.ref.metadata},
+        "device": device,
+        "batch_size": opts.batch_size,
+        "interpolation": {
+            "weight": weight,
+            "span_weight": span_weight,
+            "score": "the reader's selection score"
+            if weight == 0 and span_weight == 0
+            else "z(selection) + span_weight * z(best span score) + weight * z(input run), "
+            "z-scores over each query's reranked units",
+            "from": "--interpolation" if opts.interpolation is not None else "the reader",
+            "span_weight_from": "--span-weight" if opts.span_weight is not None else "the reader",
+        },
+        "ranking": {
+            "own_unit_removed": True,
+            "own_document_removed": any(t.exclude_doc for t in job.topics),
+            "below_depth": "input order, integer scores below the reranked units",
+            "tie_break": "score descending (as written, 6 decimals), then docno descending",
+        },
+        "versions": versions(),
+    }

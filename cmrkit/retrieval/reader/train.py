@@ -24,10 +24,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cmrkit.retrieval.training as training
 from cmrkit.collection.layout import (
     Topic,
     collection_dir,
@@ -42,21 +43,6 @@ from cmrkit.figures import plot_training
 from cmrkit.retrieval.entities import DEFAULT_MODEL as DEFAULT_SPACY_MODEL
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import check_run_of, own_document_units, read_sidecar
-from cmrkit.retrieval.training import (
-    ModelFolder,
-    TrainedModel,
-    adamw,
-    check_steps,
-    data_hashes,
-    dev_scores,
-    linear_schedule,
-    options_record,
-    seed_all,
-    total_steps,
-    train_epochs,
-    train_qrels,
-    training_log,
-)
 
 DEV_MEASURES = ("RR@10", "AP@10", "R@10")
 DEFAULT_INTERPOLATION = 2.0  # used when no dev split tunes it (see docs/dense.md)
@@ -124,15 +110,12 @@ class ReaderTrainOptions:
         ):
             if value < low:
                 raise CmrkitError(f"{flag} must be at least {low}, got {value}")
-        check_steps(self.max_steps, self.warmup)
+        training.check_steps(self.max_steps, self.warmup)
         if not self.learning_rate > 0 or not self.head_learning_rate > 0:
             raise CmrkitError("--lr and --head-lr must be above 0")
         check_weights(self.interpolation, self.span_weight)
         if not 0 <= self.dropout < 1:
             raise CmrkitError(f"--dropout must lie in [0, 1), got {self.dropout}")
-
-
-ReaderTrainResult = TrainedModel
 
 
 @dataclass
@@ -166,7 +149,7 @@ def _load_data(
     from cmrkit.trec import ranked, read_run
 
     split = opts.train_split
-    path, qrels = train_qrels(coll, split, qrels_dir)
+    path, qrels = training.train_qrels(coll, split, qrels_dir)
     texts: dict[str, str] = {}
     mentions: dict[str, list[tuple[str, str, int, int]]] = {}
     for _, record in iter_corpus(coll):
@@ -234,7 +217,7 @@ def _load_data(
             path=path,
         )
     hashes = {
-        **data_hashes(coll, path, "candidates_run", run_path),
+        **training.data_hashes(coll, path, "candidates_run", run_path),
         "candidates_run": str(run_path),
     }
     return _Data(kept_topics, positives, negatives, texts, hashes, skipped)
@@ -254,23 +237,18 @@ def _groups(
 
 
 def _dev_scores(
-    net: Any,
-    tokenizer: Any,
-    lay: Any,
+    reader: Any,
     coll: Path,
     split: str,
-    markers: tuple[str, str],
     opts: ReaderTrainOptions,
     run_path: Path,
     texts: dict[str, str],
-    device: str,
     qrels_dir: Path | None,
 ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, dict[str, float]], dict[str, Any]]:
     """The current reader's (selection, best span) scores of the candidates' top ``dev_depth``
     (``dev_queries`` judged queries of the dev split, evenly spread over its sorted qids), the
     candidates' own scores of the same units, and the judgments of those queries."""
-    from cmrkit.retrieval.reader.features import passage_tokens, query_spacy, topic_windows
-    from cmrkit.retrieval.reader.rerank import score_pairs
+    from cmrkit.retrieval.reader.scoring import score_candidates
     from cmrkit.trec import ranked, read_qrels, read_run
 
     qrels = read_qrels(qrels_path(coll, split, qrels_dir))
@@ -288,31 +266,15 @@ def _dev_scores(
     for t in topics:
         ban = {t.unit} | set(own_docs.get(t.qid, frozenset()))
         heads.append([d for d, _ in ranked(run[t.qid]) if d not in ban][: opts.dev_depth])
-    qwin = topic_windows(tokenizer, topics, markers, lay.query_budget, query_spacy(vars(opts)))
-    docnos = sorted({d for h in heads for d in h})
-    where = {d: i for i, d in enumerate(docnos)}
-    ptoks = passage_tokens(tokenizer, [texts[d] for d in docnos])
-    pairs = [(qi, where[d]) for qi, h in enumerate(heads) for d in h]
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    scored = score_pairs(
-        net,
-        lay,
-        pad,
-        qwin,
-        ptoks,
-        pairs,
-        stride=opts.stride,
-        max_span=opts.max_span,
-        batch_size=32,
-        device=device,
-    )
-    reader: dict[str, dict[str, tuple[float, float]]] = {t.qid: {} for t in topics}
-    for (qi, pi), s in zip(pairs, scored, strict=True):
-        reader[topics[qi].qid][docnos[pi]] = (round(s.score, 6), round(s.span_score, 4))
+    scored = score_candidates(reader, topics, heads, texts, batch_size=32)
+    reader_scores = {
+        t.qid: {d: (round(s.score, 6), round(s.span_score, 4)) for d, s in zip(h, v, strict=True)}
+        for t, h, v in zip(topics, heads, scored, strict=True)
+    }
     first = {
         t.qid: {d: float(run[t.qid][d]) for d in h} for t, h in zip(topics, heads, strict=True)
     }
-    return reader, first, {t.qid: qrels[t.qid] for t in topics}
+    return reader_scores, first, {t.qid: qrels[t.qid] for t in topics}
 
 
 def _measures(
@@ -336,7 +298,7 @@ def _measures(
             weight,
         )
         run[qid] = {d: round(float(v), 6) for d, v in zip(docs, final.tolist(), strict=True)}
-    return dev_scores(run, judged, DEV_MEASURES)
+    return training.dev_scores(run, judged, DEV_MEASURES)
 
 
 def tune_weights(
@@ -411,10 +373,10 @@ def train_reader(
     force: bool = False,
     progress: bool = True,
     argv: list[str] | None = None,
-) -> ReaderTrainResult:
+) -> training.TrainedModel:
     """Fine-tune a reader (base: any local Hugging Face encoder folder, default the offline
     MiniLM) on the train split of ``collection``; save it to ``output``."""
-    from cmrkit.retrieval.dense.models import quiet_hub
+    from cmrkit.retrieval.neural import quiet_hub
     from cmrkit.retrieval.reader.model import ENCODER, HEADS, READER_METADATA
 
     quiet_hub()
@@ -426,190 +388,213 @@ def train_reader(
     # the output is claimed now, as the run commands do: a second training writing the same
     # folder fails at once naming this one, instead of both training and one reader being lost
     files = [HEADS, f"{ENCODER}/config.json"]
-    with ModelFolder(
+    with training.ModelFolder(
         out, kind="reader", metadata=READER_METADATA, files=files, force=force
     ) as folder:
-        folder.check_options(options_record(opts), derived=("dev_split",))
-        return _train(
-            coll,
-            out,
-            folder,
-            model,
-            markers,
-            device,
-            opts,
-            run_options,
-            qrels_dir,
-            plot,
-            progress,
-            argv,
-            started,
+        folder.check_options(training.options_record(opts), derived=("dev_split",))
+        qdir = Path(qrels_dir) if qrels_dir is not None else None
+        base_run = RunOptions.build(run_options, {"split": opts.train_split, "argv": None})
+        session = _Training.prepare(coll, opts, model, markers, device, base_run, qdir)
+        # the sequences are counted while training (None here): the same data, options and
+        # seed give the same count, so it is not compared, nor are the weights tuned at the end
+        kept = folder.kept(
+            session.metadata(session.steps, None),
+            varying=["data.collection", "parameters.sequences", "interpolation", "span_weight"],
         )
+        if kept is not None:
+            if plot:
+                folder.plot(kept, _plot)
+            return training.TrainedModel(
+                out, session.metadata(session.steps, None), kept, up_to_date=True
+            )
+        trained, log = session.fit(progress, argv, started)
+        target = folder.target()
+        target.mkdir(parents=True, exist_ok=True)
+        session.save(target, trained)
+        folder.finish(log, _plot if plot else None)
+        return training.TrainedModel(out, trained, log)
 
 
-def _train(
-    coll: Path,
-    out: Path,
-    folder: ModelFolder,
-    model: str,
-    markers: tuple[str, str] | None,
-    device: str,
-    opts: ReaderTrainOptions,
-    run_options: RunOptions | None,
-    qrels_dir: str | Path | None,
-    plot: bool,
-    progress: bool,
-    argv: list[str] | None,
-    started: float,
-) -> ReaderTrainResult:
-    import torch
+Group = tuple[int, tuple[str, tuple[int, int] | None], list[str]]  # topic, positive, negatives
 
-    from cmrkit.retrieval.dense.models import resolve_device, resolve_model
-    from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
-    from cmrkit.retrieval.reader.features import (
-        char_to_tokens,
-        item,
-        layout,
-        passage_tokens,
-        query_spacy,
-        topic_windows,
-        window_starts,
-    )
-    from cmrkit.retrieval.reader.model import (
-        READER_FORMAT,
-        ReaderNet,
-        best_spans,
-        collate,
-        load_encoder,
-        passage_mask,
-        save_reader,
-    )
 
-    qdir = Path(qrels_dir) if qrels_dir is not None else None
-    dev_split = training_splits(coll, opts.train_split, opts.dev_split, qdir)
-    ref = resolve_model(model)
-    markers = markers or DEFAULT_MARKERS
-    base_run = RunOptions.build(run_options, {"split": opts.train_split, "argv": None})
-    t0 = time.perf_counter()
-    data = _load_data(coll, opts, base_run, qdir)
-    dev_run = (
-        candidates_run(coll, dev_split, None, base_run, "dev candidates")
-        if dev_split is not None
-        else None
-    )
-    timings: dict[str, float] = {"data": round(time.perf_counter() - t0, 3)}
+@dataclass
+class _Training:
+    """One training of the reader, from its data and starting network to the trained folder:
+    :meth:`prepare` reads the data and builds the network and the epochs' groups; :meth:`fit`
+    runs the steps (``batch_loss``), the dev reranking after each epoch (``eval_dev``) and the
+    weights' tuning; :meth:`save` writes the reader."""
 
-    seed_all(opts.seed)
-    dev = resolve_device(device)
-    encoder, tokenizer = load_encoder(ref.path)
-    net = ReaderNet(encoder, opts.select, opts.dropout).to(dev)
-    lay = layout(tokenizer, opts.max_length, opts.query_max_length)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    qwin = topic_windows(tokenizer, data.topics, markers, lay.query_budget, query_spacy(vars(opts)))
-    ptok_cache: dict[str, Any] = {}
+    coll: Path
+    opts: ReaderTrainOptions
+    base: Any  # the base encoder (ModelRef)
+    markers: tuple[str, str]
+    dev_split: str | None
+    dev_run: Path | None
+    qdir: Path | None
+    data: _Data
+    device: str
+    net: Any
+    tokenizer: Any
+    lay: Any
+    qwin: list[Any]
+    epochs: list[list[Group]]
+    steps: int
+    timings: dict[str, float]
+    pick: random.Random  # the windows of the negatives
+    n_sequences: int = 0
+    dev_scored: Any = None  # the last dev reranking (reader, first stage, judgments)
+    _passages: dict[str, Any] = field(default_factory=dict)
 
-    def ptok(docno: str) -> Any:
-        if docno not in ptok_cache:
-            ptok_cache[docno] = passage_tokens(tokenizer, [data.texts[docno]])[0]
-        return ptok_cache[docno]
+    @classmethod
+    def prepare(
+        cls,
+        coll: Path,
+        opts: ReaderTrainOptions,
+        model: str,
+        markers: tuple[str, str] | None,
+        device: str,
+        base_run: RunOptions,
+        qdir: Path | None,
+    ) -> _Training:
+        """Read the data (making the first-stage runs when needed), seed, build the network
+        and draw every epoch's groups."""
+        from cmrkit.retrieval.dense.models import resolve_model
+        from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
+        from cmrkit.retrieval.neural import resolve_device
+        from cmrkit.retrieval.reader.features import layout, query_spacy, topic_windows
+        from cmrkit.retrieval.reader.model import ReaderNet, load_encoder
 
-    rng = random.Random(opts.seed)
-    epochs = [_groups(data, opts, rng) for _ in range(opts.epochs)]
-    steps = total_steps(epochs, opts.batch_size, opts.max_steps)
+        dev_split = training_splits(coll, opts.train_split, opts.dev_split, qdir)
+        base = resolve_model(model)
+        markers = markers or DEFAULT_MARKERS
+        t0 = time.perf_counter()
+        data = _load_data(coll, opts, base_run, qdir)
+        dev_run = (
+            candidates_run(coll, dev_split, None, base_run, "dev candidates")
+            if dev_split is not None
+            else None
+        )
+        timings = {"data": round(time.perf_counter() - t0, 3)}
+        training.seed_all(opts.seed)
+        dev = resolve_device(device)
+        encoder, tokenizer = load_encoder(base.path)
+        net = ReaderNet(encoder, opts.select, opts.dropout).to(dev)
+        lay = layout(tokenizer, opts.max_length, opts.query_max_length)
+        qwin = topic_windows(
+            tokenizer, data.topics, markers, lay.query_budget, query_spacy(vars(opts))
+        )
+        rng = random.Random(opts.seed)
+        epochs = [_groups(data, opts, rng) for _ in range(opts.epochs)]
+        steps = training.total_steps(epochs, opts.batch_size, opts.max_steps)
+        return cls(
+            coll, opts, base, markers, dev_split, dev_run, qdir, data, dev, net, tokenizer, lay,
+            qwin, epochs, steps, timings, random.Random(opts.seed + 1),
+        )  # fmt: skip
 
-    def metadata(steps: int, sequences: int | None) -> dict[str, Any]:
-        params = {
-            **options_record(opts),
-            "dev_split": dev_split,
-            "steps": steps,
-            "sequences": sequences,
-            "device": dev,
-        }
+    def metadata(self, steps: int, sequences: int | None) -> dict[str, Any]:
+        """What the reader folder records of its training (``steps`` taken, ``sequences``
+        read: None before training)."""
+        from cmrkit.retrieval.reader.model import READER_FORMAT
+
+        opts, data = self.opts, self.data
         return {
             "format": READER_FORMAT,
             "select": opts.select,
-            "markers": list(markers),
-            "base_model": {**ref.identity(), "tag": ref.tag},
+            "markers": list(self.markers),
+            "base_model": {**self.base.identity(), "tag": self.base.tag},
             "data": {
-                "collection": str(coll),
+                "collection": str(self.coll),
                 "train_split": opts.train_split,
                 "n_queries": len(data.topics),
-                "n_groups": sum(len(e) for e in epochs),
+                "n_groups": sum(len(e) for e in self.epochs),
                 "skipped_queries": data.skipped,
                 **{k: v for k, v in data.hashes.items() if k != "candidates_run"},
             },
-            "parameters": params,
+            "parameters": {
+                **training.options_record(opts),
+                "dev_split": self.dev_split,
+                "steps": steps,
+                "sequences": sequences,
+                "device": self.device,
+            },
         }
 
-    # the sequences are counted while training: the same data, options and seed give the same
-    kept = folder.kept(
-        metadata(steps, None),
-        varying=["data.collection", "parameters.sequences", "interpolation", "span_weight"],
-    )
-    if kept is not None:
-        if plot:
-            folder.plot(kept, _plot)
-        return ReaderTrainResult(out, metadata(steps, None), kept, up_to_date=True)
-    named = [(n, p) for n, p in net.named_parameters() if p.requires_grad]
-    encoder_named = [(n, p) for n, p in named if n.startswith("encoder.")]
-    head_named = [(n, p) for n, p in named if not n.startswith("encoder.")]
-    optimizer = adamw(
-        [(encoder_named, opts.learning_rate), (head_named, opts.head_learning_rate)],
-        opts.weight_decay,
-    )
-    scheduler = linear_schedule(optimizer, opts.warmup, steps)
+    def fit(
+        self, progress: bool, argv: list[str] | None, started: float
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Train; the trained reader's metadata (with its weights W and S) and its training
+        log."""
+        opts = self.opts
+        named = [(n, p) for n, p in self.net.named_parameters() if p.requires_grad]
+        optimizer = training.adamw(
+            [
+                ([(n, p) for n, p in named if n.startswith("encoder.")], opts.learning_rate),
+                (
+                    [(n, p) for n, p in named if not n.startswith("encoder.")],
+                    opts.head_learning_rate,
+                ),
+            ],
+            opts.weight_decay,
+        )
+        log, step = training.train_epochs(
+            self.epochs,
+            batch_size=opts.batch_size,
+            steps=self.steps,
+            batch_loss=self.batch_loss,
+            train_mode=self.net.train,
+            parameters=[p for _, p in named],
+            optimizer=optimizer,
+            scheduler=training.linear_schedule(optimizer, opts.warmup, self.steps),
+            eval_dev=self.eval_dev if self.dev_run is not None else None,
+            timings=self.timings,
+            progress=progress,
+            label=f"training the reader on {self.coll.name} {opts.train_split}",
+            dev_before=False,  # the heads start random: a dev score before training is noise
+        )
+        seconds = self.timings
+        seconds["sequences_per_second"] = round(self.n_sequences / max(seconds["train"], 1e-9), 3)
+        trained = self.metadata(step, self.n_sequences)
+        weights, tuning = recorded_weights(opts, self.dev_scored if step else None, self.dev_split)
+        trained.update(weights)
+        if tuning is not None:
+            log["weights"] = tuning
+        run = ("candidates_run", self.data.hashes["candidates_run"])
+        return trained, training.training_log(argv, run, log, seconds, started)
 
-    def positive_item(i: int, docno: str, gold: tuple[int, int] | None) -> tuple[Any, Any]:
-        p = ptok(docno)
-        starts = window_starts(len(p.ids), lay.passage_budget, opts.stride)
-        if gold is None:
-            return item(lay, qwin[i], p, starts[0]), None
-        tokens = char_to_tokens(p.offsets, *gold)
-        if tokens is None:
-            return item(lay, qwin[i], p, starts[0]), None
-        first, last = tokens
-        inside = [s for s in starts if s <= first and last < s + lay.passage_budget]
-        if not inside:  # a mention longer than a window: read from its start
-            return item(lay, qwin[i], p, first), None
-        x = item(lay, qwin[i], p, inside[0])
-        return x, (x.passage_at + first - x.window, x.passage_at + last - x.window)
+    def save(self, target: Path, metadata: dict[str, Any]) -> None:
+        from cmrkit.retrieval.reader.model import save_reader
 
-    def negative_item(i: int, docno: str, pick: random.Random) -> Any:
-        p = ptok(docno)
-        starts = window_starts(len(p.ids), lay.passage_budget, opts.stride)
-        return item(lay, qwin[i], p, pick.choice(starts))
+        save_reader(self.net, self.tokenizer, target, metadata)
 
-    eval_dev = None
-    dev_scored: list[Any] = []
-    if dev_split is not None and dev_run is not None:
-        dev_texts = data.texts
+    def eval_dev(self) -> dict[str, float]:
+        """The dev reranking of the current network, at S = W = 0 (kept for the tuning)."""
+        from cmrkit.retrieval.reader.features import query_spacy
+        from cmrkit.retrieval.reader.scoring import Reader
 
-        def eval_dev() -> dict[str, float]:
-            scored = _dev_scores(
-                net, tokenizer, lay, coll, dev_split, markers, opts, dev_run, dev_texts, dev, qdir
-            )
-            dev_scored[:] = [scored]
-            return _measures(*scored, 0.0, 0.0)
+        assert self.dev_split is not None and self.dev_run is not None
+        opts = self.opts
+        reader = Reader(
+            self.net, self.tokenizer, self.lay, self.markers, opts.stride, opts.max_span,
+            query_spacy(vars(opts)), self.device,
+        )  # fmt: skip
+        self.dev_scored = _dev_scores(
+            reader, self.coll, self.dev_split, opts, self.dev_run, self.data.texts, self.qdir
+        )
+        return _measures(*self.dev_scored, 0.0, 0.0)
 
-    n_sequences = 0
-    pick = random.Random(opts.seed + 1)
-    ce = torch.nn.functional.cross_entropy
+    def batch_loss(self, groups: Sequence[Group]) -> Any:
+        """Cross-entropy of the selection scores across each group (the positive first), plus
+        that of the positives' span starts and ends over their passage tokens."""
+        import torch
 
-    def batch_loss(batch_groups: Sequence[Any]) -> Any:
-        nonlocal n_sequences
-        seqs: list[Any] = []
-        bounds: list[tuple[int, int]] = []
-        golds: list[tuple[int, tuple[int, int] | None]] = []
-        for i, (docno, gold), negs in batch_groups:
-            lo = len(seqs)
-            x, target = positive_item(i, docno, gold)
-            seqs.append(x)
-            golds.append((lo, target))
-            seqs.extend(negative_item(i, d, pick) for d in negs)
-            bounds.append((lo, len(seqs)))
-        n_sequences += len(seqs)
-        inputs = collate(seqs, lay, pad, dev)
-        hidden = net.hidden(inputs)
+        from cmrkit.retrieval.reader.model import best_spans, collate, passage_mask
+
+        seqs, bounds, golds = self._items(groups)
+        self.n_sequences += len(seqs)
+        net, dev, opts = self.net, self.device, self.opts
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        hidden = net.hidden(collate(seqs, self.lay, pad, dev))
         start, end = net.span_logits(hidden)
         valid = passage_mask(seqs, hidden.shape[1], dev)
         if opts.select == "cls":
@@ -622,6 +607,7 @@ def _train(
                     spans[row, 0], spans[row, 1] = target[0], target[1]
             query = torch.tensor([x.query_mention for x in seqs], device=dev)
             scores = net.coref_scores(hidden, query, spans)
+        ce = torch.nn.functional.cross_entropy
         target0 = torch.zeros(1, dtype=torch.long, device=dev)
         loss = torch.stack([ce(scores[lo:hi][None], target0) for lo, hi in bounds]).mean()
         with_span = [(row, t) for row, t in golds if t is not None]
@@ -635,38 +621,55 @@ def _train(
             loss = loss + (ce(s_log, s_gold) + ce(e_log, e_gold)) / 2
         return loss
 
-    log, step = train_epochs(
-        epochs,
-        batch_size=opts.batch_size,
-        steps=steps,
-        batch_loss=batch_loss,
-        train_mode=net.train,
-        parameters=[p for _, p in named],
-        optimizer=optimizer,
-        scheduler=scheduler,
-        eval_dev=eval_dev,
-        timings=timings,
-        progress=progress,
-        label=f"training the reader on {coll.name} {opts.train_split}",
-        dev_before=False,  # the heads start random: a dev score before training is noise
-    )
-    timings["sequences_per_second"] = round(n_sequences / max(timings["train"], 1e-9), 3)
+    def _items(
+        self, groups: Sequence[Group]
+    ) -> tuple[list[Any], list[tuple[int, int]], list[tuple[int, tuple[int, int] | None]]]:
+        """The sequences of a batch of groups (each group's positive, then its negatives), each
+        group's rows, and each positive's row with its span target (token positions; None
+        when it has none in its window)."""
+        seqs: list[Any] = []
+        bounds: list[tuple[int, int]] = []
+        golds: list[tuple[int, tuple[int, int] | None]] = []
+        for i, (docno, gold), negs in groups:
+            lo = len(seqs)
+            x, target = self._positive(i, docno, gold)
+            seqs.append(x)
+            golds.append((lo, target))
+            seqs.extend(self._negative(i, d) for d in negs)
+            bounds.append((lo, len(seqs)))
+        return seqs, bounds, golds
 
-    trained = metadata(step, n_sequences)
-    weights, tuning = recorded_weights(
-        opts, dev_scored[0] if dev_scored and step else None, dev_split
-    )
-    trained.update(weights)
-    if tuning is not None:
-        log["weights"] = tuning
-    log_out = training_log(
-        argv, ("candidates_run", data.hashes["candidates_run"]), log, timings, started
-    )
-    target = folder.target()
-    target.mkdir(parents=True, exist_ok=True)
-    save_reader(net, tokenizer, target, trained)
-    folder.finish(log_out, _plot if plot else None)
-    return ReaderTrainResult(out, trained, log_out)
+    def _passage(self, docno: str) -> Any:
+        from cmrkit.retrieval.reader.features import passage_tokens
+
+        if docno not in self._passages:
+            self._passages[docno] = passage_tokens(self.tokenizer, [self.data.texts[docno]])[0]
+        return self._passages[docno]
+
+    def _positive(self, i: int, docno: str, gold: tuple[int, int] | None) -> tuple[Any, Any]:
+        """The positive read in the first window that holds its gold mention whole (from the
+        mention's start when no window does), with the span target in that sequence."""
+        from cmrkit.retrieval.reader.features import char_to_tokens, item, window_starts
+
+        lay, p = self.lay, self._passage(docno)
+        starts = window_starts(len(p.ids), lay.passage_budget, self.opts.stride)
+        tokens = char_to_tokens(p.offsets, *gold) if gold is not None else None
+        if tokens is None:
+            return item(lay, self.qwin[i], p, starts[0]), None
+        first, last = tokens
+        inside = [s for s in starts if s <= first and last < s + lay.passage_budget]
+        if not inside:  # a mention longer than a window: read from its start
+            return item(lay, self.qwin[i], p, first), None
+        x = item(lay, self.qwin[i], p, inside[0])
+        return x, (x.passage_at + first - x.window, x.passage_at + last - x.window)
+
+    def _negative(self, i: int, docno: str) -> Any:
+        """A negative read in one of its windows, drawn at random."""
+        from cmrkit.retrieval.reader.features import item, window_starts
+
+        p = self._passage(docno)
+        starts = window_starts(len(p.ids), self.lay.passage_budget, self.opts.stride)
+        return item(self.lay, self.qwin[i], p, self.pick.choice(starts))
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
