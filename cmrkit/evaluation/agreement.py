@@ -22,13 +22,13 @@ system's score under a *reference* (the qrels trusted: complete, from people) an
 
 A statistic that is undefined (a constant ranking for the correlations) is None, never NaN.
 :func:`agreement_intervals` resamples the queries (seeded) to give each statistic a percentile
-bootstrap interval.
+bootstrap interval; :func:`qrels_agreement` scores runs under two qrels and does both.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,3 +257,115 @@ def _average_ranks(scores: np.ndarray, signs: np.ndarray) -> np.ndarray:
     below = (signs > 0).sum(axis=2)  # systems this one beats
     tied = (signs == 0).sum(axis=2)  # itself included
     return below + (tied + 1) / 2.0
+
+
+@dataclass
+class QrelsAgreement:
+    """Runs scored under two sets of qrels, and how far the two rankings of the runs agree, per
+    measure: ``reference`` and ``other`` hold each run's mean (measure -> run -> mean) over the
+    ``queries`` both qrels judge; ``agreement`` the statistics, ``intervals`` their bootstrap
+    intervals over those queries."""
+
+    runs: list[str]
+    measures: list[Any]
+    queries: list[str]
+    reference: dict[str, dict[str, float]]
+    other: dict[str, dict[str, float]]
+    agreement: dict[str, RankingAgreement]
+    intervals: dict[str, dict[str, tuple[float, float] | None]]
+    samples: int
+    ci: float
+    seed: int
+    only_reference: int = 0
+    only_other: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "measures": [m.name for m in self.measures],
+            "queries": len(self.queries),
+            "queries_only_in_reference": self.only_reference,
+            "queries_only_in_other": self.only_other,
+            "bootstrap": self.samples,
+            "ci": self.ci,
+            "seed": self.seed,
+            "per_measure": {
+                m.name: {
+                    "reference": self.reference[m.name],
+                    "other": self.other[m.name],
+                    **self.agreement[m.name].to_json(),
+                    "intervals": {
+                        k: list(v) if v else None for k, v in self.intervals[m.name].items()
+                    },
+                }
+                for m in self.measures
+            },
+        }
+
+
+def qrels_agreement(
+    runs: Mapping[str, Any],
+    reference: Any,
+    other: Any,
+    measures: Sequence[Any] | None = None,
+    *,
+    samples: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    p: float = RBO_P,
+    depth: int | None = None,
+    version: str = "10",
+    minimum: int = 3,
+) -> QrelsAgreement:
+    """Score every run under the ``reference`` qrels and the ``other`` qrels (every query both
+    judge counts, 0 where a run lacks it), and measure how far the two rankings of the runs
+    agree per measure (:func:`ranking_agreement`), with bootstrap intervals over the queries.
+    At least ``minimum`` runs (a rank correlation of two is +1 or -1)."""
+    from cmrkit.evaluation.measures import parse_measures
+    from cmrkit.evaluation.ranking import evaluate
+
+    if len(runs) < minimum:
+        raise CmrkitError(
+            f"{len(runs)} run(s) given: a rank correlation needs at least {minimum} runs"
+        )
+    common = [q for q in reference if q in other]
+    if not common:
+        raise CmrkitError(
+            "the two qrels share no query: are they of the same collection and split?"
+        )
+    keep = set(common)
+    ms = parse_measures(measures, version)
+    names = list(runs)
+    scored = {}
+    for side, qrels in (("reference", reference), ("other", other)):
+        subset = {q: qrels[q] for q in common}
+        scored[side] = {
+            name: evaluate(runs[name], subset, ms, all_queries=True, depth=depth, version=version)
+            for name in names
+        }
+    result = QrelsAgreement(
+        names, ms, common, {}, {}, {}, {}, samples, ci, seed,
+        only_reference=sum(1 for q in reference if q not in keep),
+        only_other=sum(1 for q in other if q not in keep),
+    )  # fmt: skip
+    for m in ms:
+        matrices = {
+            side: np.array([scored[side][n].values(m, common) for n in names], dtype=np.float64)
+            for side in scored
+        }
+        ref_means = {
+            n: float(v) for n, v in zip(names, matrices["reference"].mean(axis=1), strict=True)
+        }
+        oth_means = {
+            n: float(v) for n, v in zip(names, matrices["other"].mean(axis=1), strict=True)
+        }
+        result.reference[m.name], result.other[m.name] = ref_means, oth_means
+        result.agreement[m.name] = ranking_agreement(ref_means, oth_means, p=p)
+        result.intervals[m.name] = (
+            agreement_intervals(
+                matrices["reference"], matrices["other"], samples=samples, ci=ci, seed=seed, p=p
+            )
+            if samples
+            else {name: None for name in STATISTICS}
+        )
+    return result

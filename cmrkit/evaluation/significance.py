@@ -303,10 +303,15 @@ def tukey_hsd(
             )
             for i, j in pairs
         ]  # fmt: skip
+    import warnings
+
     from scipy import stats
 
-    result = stats.tukey_hsd(*arrays)
-    interval = result.confidence_interval(confidence_level=ci)
+    with warnings.catch_warnings():  # far apart, the studentized range's tail integral warns
+        warnings.simplefilter("ignore", category=RuntimeWarning)
+        warnings.simplefilter("ignore", category=UserWarning)  # scipy's IntegrationWarning
+        result = stats.tukey_hsd(*arrays)
+        interval = result.confidence_interval(confidence_level=ci)
     return [
         PairComparison(
             names[i],

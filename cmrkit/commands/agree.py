@@ -1,0 +1,173 @@
+"""`cmrkit agree`: do two sets of qrels rank the runs the same way?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from cmrkit.commands.evaluate import MEASURE, TrecVersion
+from cmrkit.commands.output import FORMAT, Format, emit, with_warnings
+from cmrkit.console import console, out, user_errors
+from cmrkit.errors import CmrkitError
+
+LABELS = {
+    "tau": "Kendall's tau",
+    "tau_b": "Kendall's tau-b",
+    "tau_ap": "tau_AP",
+    "tau_ap_b": "tau_AP,b",
+    "rbo": "RBO",
+    "pearson": "Pearson r",
+    "spearman": "Spearman rho",
+    "swap": "largest swap",
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add `agree` to the app."""
+    app.command("agree")(agree_command)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _table(result, qrels_a: Path, qrels_b: Path) -> None:
+    from cmrkit.commands.tables import Table, render
+
+    caption = (
+        f"{qrels_b} against {qrels_a} (the reference), {len(result.runs)} runs scored on the "
+        f"{len(result.queries)} queries both judge; [{result.ci:.0%} bootstrap interval over the "
+        f"queries, {result.samples:,} resamples]; RBO's p "
+        f"{result.agreement[result.measures[0].name].rbo_p}"
+    )
+    table = Table("agreement", ["statistic", *(m.name for m in result.measures)], caption=caption)
+    for name, label in LABELS.items():
+        cells = []
+        for m in result.measures:
+            value = getattr(result.agreement[m.name], name)
+            ci = result.intervals[m.name][name]
+            cells.append(_number(value) + (f"\n[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+        table.add_row(label, *cells)
+    table.add_row(
+        "swapped runs",
+        *(" / ".join(result.agreement[m.name].swapped or ("-",)) for m in result.measures),
+    )
+    render(table, out)
+    runs = Table(
+        "runs", ["run", *(f"{m.name} {side}" for m in result.measures for side in ("A", "B"))]
+    )
+    for name in result.runs:
+        runs.add_row(
+            name,
+            *(
+                m.format(getattr(result, side)[m.name][name])
+                for m in result.measures
+                for side in ("reference", "other")
+            ),
+        )
+    render(runs, out)
+
+
+def _csv(result) -> str:
+    import io
+
+    from cmrkit.escaping import csv_writer
+
+    buf = io.StringIO()
+    w = csv_writer(buf)
+    w.writerow(["measure", "statistic", "value", "low", "high"])
+    for m in result.measures:
+        for name in LABELS:
+            value = getattr(result.agreement[m.name], name)
+            ci = result.intervals[m.name][name] or (None, None)
+            w.writerow([m.name, name, *("" if x is None else repr(x) for x in (value, *ci))])
+    return buf.getvalue()
+
+
+@user_errors
+def agree_command(
+    qrels_a: Path = typer.Argument(..., help="The reference qrels (complete, or people's)."),
+    qrels_b: Path = typer.Argument(..., help="The qrels to check (a shallower pool, a judge)."),
+    runs: list[Path] = typer.Argument(..., help="Three or more TREC runs."),
+    measure: list[str] = MEASURE,
+    bootstrap: int = typer.Option(
+        1000,
+        "--bootstrap",
+        min=0,
+        max=1_000_000,
+        help="Bootstrap resamples of the queries for the intervals (0: none).",
+    ),
+    ci: float = typer.Option(0.95, "--ci", help="Confidence level of the intervals."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    rbo_p: float = typer.Option(0.9, "--rbo-p", help="RBO's persistence p (0 < p < 1)."),
+    depth: int = typer.Option(
+        None, "--depth", "-M", min=1, help="Score only the top N documents per query."
+    ),
+    dedupe: bool = typer.Option(
+        False, "--dedupe", help="Keep the best score of a document retrieved twice."
+    ),
+    trec_version: TrecVersion = typer.Option(
+        TrecVersion.v10, "--trec-eval", help="The trec_eval version to equal: 10 or 9."
+    ),
+    fmt: Format = FORMAT,
+) -> None:
+    """Do two sets of qrels rank the runs the same way? Each run is scored under both.
+
+    Reports Kendall's tau and tau-b, tau_AP (top-weighted), RBO, Pearson and Spearman of the
+    scores, and the largest swap (the two runs the second qrels order the other way that the
+    reference sets furthest apart), each with a bootstrap interval over the queries both qrels
+    judge (a query a run lacks scores 0). Default measure: AP.
+
+    Example: cmrkit agree qrels/sample.test.txt shallow.qrels runs/sample/bm25.test.trec
+    runs/sample/qe-rm3.test.trec runs/sample/hybrid.test.trec -m AP -m RR@10
+    """
+    if not 0 < ci < 1:
+        raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
+    from cmrkit.evaluation.agreement import qrels_agreement
+    from cmrkit.evaluation.significance import run_names
+    from cmrkit.trec import read_qrels, read_run_columns
+
+    if len(runs) < 3:
+        raise CmrkitError(
+            f"{len(runs)} run(s) given: a rank correlation needs at least 3 runs; give more"
+        )
+    reference = with_warnings(lambda: read_qrels(qrels_a))
+    other = with_warnings(lambda: read_qrels(qrels_b))
+    names = run_names(runs)
+    loaded = {n: read_run_columns(p, dedupe=dedupe) for n, p in zip(names, runs, strict=True)}
+    if not any(q in reference for run in loaded.values() for q in run.qids):
+        raise CmrkitError(
+            f"{qrels_a} judges none of the runs' queries: are the runs of its collection?"
+        )
+    result = qrels_agreement(
+        loaded,
+        reference,
+        other,
+        measure or ["AP"],
+        samples=bootstrap,
+        ci=ci,
+        seed=seed,
+        p=rbo_p,
+        depth=depth,
+        version=trec_version.value,
+    )
+    if fmt is Format.json:
+        import json
+
+        obj = {"reference": str(qrels_a), "other": str(qrels_b), **result.to_json()}
+        obj["paths"] = {n: str(p) for n, p in zip(names, runs, strict=True)}
+        emit(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    elif fmt is Format.csv:
+        emit(_csv(result))
+    elif fmt is Format.trec:
+        raise CmrkitError("agree prints a table, JSON or CSV: -f table|json|csv")
+    else:
+        _table(result, qrels_a, qrels_b)
+    if result.only_reference or result.only_other:
+        console.print(
+            f"left out: {result.only_reference} queries judged only in {qrels_a}, "
+            f"{result.only_other} only in {qrels_b}",
+            markup=False,
+            soft_wrap=True,
+        )
