@@ -359,13 +359,7 @@ def _evaluate_trec(pd, run, qrels, plan, all_queries, depth, dedupe):
     run_dict = _run_dict(run, dedupe=dedupe)
     if not isinstance(run_dict, dict):  # a file read as columns
         run_dict = run_dict.to_run()
-    results = te.Results({q: list(docs.items()) for q, docs in run_dict.items()}, "")
-    if version == "9":
-        from array import array
-
-        for qid, docs in results.queries.items():
-            singles = array("f", [sc for _, sc in docs]).tolist()
-            results.queries[qid] = [(d, sc) for (d, _), sc in zip(docs, singles, strict=True)]
+    results = te.Results.of(run_dict, version)
     rel_info = te.RelInfo("qrels", qrels={q: dict(d) for q, d in _qrels_dict(qrels).items()})
     result = te.evaluate(results, rel_info, plan.columns, opts)
     rows = [

@@ -404,3 +404,53 @@ def test_trec_eval_cutoff_lists_become_one_measure_per_cutoff():
     assert got == want and len(got) == 5
     with pytest.raises(CmrkitError, match="unknown measure '2'"):
         parse_measures(["AP,2"])
+
+
+def _random_case(seed: int):
+    """Runs and qrels with ties, float32-only ties, negative, zero and graded judgments,
+    queries without relevant documents and rankings of very unequal lengths."""
+    import random
+
+    r = random.Random(seed)
+    run, qrels = {}, {}
+    for q in range(r.randint(5, 30)):
+        qid = f"q{q}"
+        pool = [f"d{r.randint(0, 3000)}" for _ in range(r.choice([3, 40, 400, 2500]))]
+        pool = list(dict.fromkeys(pool))
+        grades = [-1, 0, 0, 1, 2, 3] if q % 4 else [-1, 0]
+        qrels[qid] = {d: r.choice(grades) for d in r.sample(pool, r.randint(1, len(pool)))}
+        n = r.choice([1, 2, 10, 60, len(pool)])
+        run[qid] = {
+            d: r.choice([round(r.random(), 1), 1.0 + r.choice([1e-9, 2e-9]), r.random() * 9])
+            for d in r.sample(pool, min(n, len(pool)))
+        }
+    return run, qrels
+
+
+ENGINE_MEASURES = ["AP", "AP@5", "AP@50", "infAP", "RR", "P@1", "P@7", "R@3", "R@100",
+                   "Success@2", "nDCG@4", "nDCG@30", "NumRel", "NumRet", "NumRelRet"]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("version", ["9", "10"])
+@pytest.mark.parametrize("depth", [None, 25])
+def test_the_two_engines_agree_bit_for_bit_on_random_runs(seed, version, depth):
+    """AP, AP@k, infAP, RR, P@k, R@k, Success@k, nDCG@k and the counts have two
+    implementations: ranking.py's flat arrays (`eval`'s default path, kept for its speed) and
+    trec_bulk.py's (trec_eval's engine). Every per-query double is the same."""
+    import cmrkit.evaluation.trec_eval as te
+    from cmrkit.evaluation.measures import TREC_EVAL, resolve
+
+    run, qrels = _random_case(seed)
+    ours = evaluate(run, qrels, ENGINE_MEASURES, depth=depth, version=version)
+    results = te.Results.of(run, version)
+    opts = te.Options(version=version, max_docs=depth or te.Options.max_docs)
+    columns = resolve(ENGINE_MEASURES, version, engine=TREC_EVAL).columns
+    theirs = te.evaluate(results, te.RelInfo("qrels", qrels=qrels), columns, opts).by_query()
+    assert sorted(theirs) == sorted(ours.per_query)
+    checked = 0
+    for qid, row in ours.per_query.items():
+        for m in ours.measures:
+            assert row[m.name] == theirs[qid][m.trec_name], (qid, m.name)
+            checked += 1
+    assert checked >= 5 * len(ENGINE_MEASURES)

@@ -485,7 +485,7 @@ def test_ranking_ties_by_docno_descending(module, tmp_path):
     ]  # fmt: skip
     path = tmp_path / "run"
     path.write_text("\n".join(lines) + "\n")
-    from cmrkit.evaluation.order import rank_all
+    from cmrkit.evaluation.order import MISSING, rank_all
 
     cols = trec.read_run_columns(path)
     qrels = {"q1": {"D1": 1}}
@@ -493,9 +493,10 @@ def test_ranking_ties_by_docno_descending(module, tmp_path):
         ("10", ["C", "D1a", "D10", "D1", "E", "F", "H", "G"]),
         ("9", ["C", "D1a", "D10", "D1", "F", "E", "H", "G"]),  # E = F as C floats
     ]:
-        _, _, order, rel, docnos, _ = rank_all(cols, [0], qrels, None, version)
+        ranked = rank_all(cols, [0], qrels, None, version)
+        order, rel, docnos = ranked.order, ranked.grades, ranked.docnos
         assert [docnos[i].decode() for i in order] == names
-        assert rel.tolist() == [-(1 << 40)] * 3 + [1] + [-(1 << 40)] * 4
+        assert rel.tolist() == [MISSING] * 3 + [1] + [MISSING] * 4
         pure_order = _numpy_order(cols, version)
         assert pure_order == names
 

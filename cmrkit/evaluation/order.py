@@ -9,9 +9,26 @@ dicts. Both give the same order and grades.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cmrkit.trec import Docnos, Qrels, QrelsColumns, RunColumns, extension
 
-MISSING = -(1 << 40)  # relevance of a retrieved document the qrels lack (not in the pool)
+MISSING = -(1 << 63)  # relevance of a retrieved document the qrels lack (below every grade)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The rankings of some of a run's queries in trec_eval's order: query ``k`` owns
+    ``order[starts[k]:starts[k + 1]]`` (``lens[k]`` rows of ``docnos`` and ``scores``, best
+    first, cut at the depth) and their grades ``grades[starts[k]:starts[k + 1]]`` (MISSING
+    where the qrels lack the document). numpy int64 arrays but ``docnos``."""
+
+    lens: object
+    starts: object
+    order: object
+    grades: object
+    docnos: object
+    scores: object
 
 
 def rank_all(
@@ -23,8 +40,9 @@ def rank_all(
     *,
     byte_docnos: bool = False,
 ):
-    """Per-query sizes and, in trec_eval's order (cut at ``depth``), the rows and grades.
-    ``byte_docnos``: the qrels' docnos are bytes already (as the run's, read in bulk)."""
+    """The :class:`Ranking` of the queries ``blocks`` (indexes into ``cols.qids``, in their
+    order) with their grades in ``qrels``. ``byte_docnos``: the qrels' docnos are bytes already
+    (as the run's, read in bulk)."""
     import itertools
 
     import numpy as np
@@ -97,7 +115,7 @@ def rank_all(
         order = order[keep]
         lens = np.minimum(lens, depth)
         np.cumsum(lens, out=starts[1:])
-    return lens, starts, order, grade[order], docnos, scores
+    return Ranking(lens, starts, order, grade[order], docnos, scores)
 
 
 def _numpy_order(single, lens, nq: int, docnos):

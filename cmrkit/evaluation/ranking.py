@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import SAMPLED_KINDS, TREC_EVAL_KIND, Measure, parse_measures
 from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSIONS
 from cmrkit.evaluation.order import MISSING as _MISSING
-from cmrkit.evaluation.order import rank_all as _ranking
+from cmrkit.evaluation.order import rank_all
+from cmrkit.evaluation.trec_bulk import judged_grades
 from cmrkit.trec import (
     Qrels,
-    QrelsColumns,
     Run,
     RunColumns,
     Strata,
@@ -141,7 +141,7 @@ def _native_values(
     """Per-query values of the native measures, trec_eval's formulas and order of operations
     (m_map.c, m_map_cut.c, m_infap.c, m_P.c, m_recall.c, m_recip_rank.c, m_success.c,
     m_ndcg_cut.c) on the ranked grades ``rel`` (``_MISSING`` when not in the qrels) and the
-    queries' ``judged`` grades (:func:`_judged_grades`)."""
+    queries' ``judged`` grades (``trec_bulk.judged_grades``)."""
     import numpy as np
 
     nq = len(lens)
@@ -209,7 +209,7 @@ class _Ranked:
     first: object  # rank of the first relevant document, -1 if none
     counts: dict  # cutoff -> relevant in the top k per query
     first_k: Callable  # (flags, k) -> flags set in the top k per query
-    judged: tuple  # every query's judged grades (_judged_grades)
+    judged: tuple  # every query's judged grades (trec_bulk.judged_grades)
 
 
 def _rr(c: _Ranked, k):
@@ -278,26 +278,8 @@ _COMPUTE: dict[str, Callable] = {
 }
 
 
-def _judged_grades(qrels: Mapping[str, Mapping[str, int]], qids: list[str]):
-    """(the grades of ``qids`` one query after the other, each query's first index, counts),
-    each query's grades in its qrels order."""
-    import itertools
-
-    import numpy as np
-
-    if isinstance(qrels, QrelsColumns):
-        return qrels.judged(qids)
-    rows = [qrels[q] for q in qids]
-    sizes = np.asarray([len(r) for r in rows], dtype=np.int64)
-    grades = np.fromiter(
-        itertools.chain.from_iterable(r.values() for r in rows), dtype=np.int64,
-        count=int(sizes.sum()),
-    )  # fmt: skip
-    return grades, np.cumsum(sizes) - sizes, sizes
-
-
 def _num_relevant(judged: tuple) -> list[int]:
-    """Judgments with grade >= 1, per query (``judged``: :func:`_judged_grades`)."""
+    """Judgments with grade >= 1, per query (``judged``: ``trec_bulk.judged_grades``)."""
     import numpy as np
 
     grades, starts, sizes = judged
@@ -307,7 +289,7 @@ def _num_relevant(judged: tuple) -> list[int]:
 
 
 def _ideal_dcgs(judged: tuple, k: int):
-    """:func:`_ideal_dcg` of every query (``judged``: :func:`_judged_grades`), with numpy: the
+    """:func:`_ideal_dcg` of every query (``judged``: ``trec_bulk.judged_grades``), with numpy: the
     same terms added in the same order (a zero-padded row per query, summed left to right)."""
     import numpy as np
 
@@ -337,6 +319,25 @@ def _ideal_dcg(grades: Iterable[int], k: int) -> float:
     for i, gain in enumerate(sorted((g for g in grades if g > 0), reverse=True)[:k]):
         ideal += gain / math.log2(i + 2)
     return ideal
+
+
+def _trec_eval_values(others: list[Measure], ranked, judged: tuple, qrels, version: str):
+    """The measures this module leaves to trec_eval's code (Bpref, Rprec, nDCG, set_F, ...):
+    computed by trec_bulk.py on the same rankings, a value per query."""
+    import numpy as np
+
+    from cmrkit.evaluation.measures import trec as defs
+    from cmrkit.evaluation.trec_bulk import NONPOOL, UNJUDGED, check_grades, evaluate_rows
+    from cmrkit.evaluation.trec_eval import Options
+
+    check_grades(qrels)
+    rel = ranked.grades
+    flat = np.where(rel == _MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
+    columns = [
+        defs.Column(defs.BY_NAME[m.family or m.trec_name], m.params, [m.name]) for m in others
+    ]
+    got = evaluate_rows(flat, ranked.lens, judged, columns, Options(version=version))
+    return {m.name: v for m, v in zip(others, got, strict=True)}
 
 
 def evaluate(
@@ -375,9 +376,10 @@ def evaluate(
         )
     scored = sorted(common + missing_from_run) if all_queries else common
     blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
-    lens, starts, order, rel, docnos, scores = _ranking(cols, blocks, qrels, depth, version)
+    ranked = rank_all(cols, blocks, qrels, depth, version)
+    lens, starts, rel = ranked.lens, ranked.starts, ranked.grades
     qids = [cols.qids[i] for i in blocks]
-    judged = _judged_grades(qrels, qids)
+    judged = judged_grades(qrels, qids)
     num_rel = _num_relevant(judged)
     native = [m for m in ms if _native(m) and m.kind not in SAMPLED_KINDS]
     values = _native_values(native, lens, starts, rel, num_rel, judged) if native else {}
@@ -392,32 +394,15 @@ def evaluate(
     per_query: dict[str, dict[str, float]] = {qid: {} for qid in scored}
     where = {q: k for k, q in enumerate(qids)}
     others = [m for m in ms if not _native(m)]
-    computed: dict[str, dict[str, float]] = {}
-    if others:
-        import cmrkit.evaluation.trec_eval as te
-        from cmrkit.evaluation.trec_bulk import check_grades
-
-        check_grades(qrels)
-
-        opts = te.Options(version=version)
-        for k, qid in enumerate(qids):
-            at = order[int(starts[k]) : int(starts[k + 1])].tolist()
-            names = [docnos[i] for i in at]
-            if names and isinstance(names[0], bytes):
-                names = [d.decode() for d in names]
-            rr = te.form_res_rels(names, qrels[qid], opts)
-            computed[qid] = {
-                m.trec_name: te.QRELS_MEASURES[m.family or m.trec_name](rr, m.params, opts)[0]
-                for m in others
-            }
+    values.update(_trec_eval_values(others, ranked, judged, qrels, version) if others else {})
     for qid in scored:
         row = per_query[qid]
         k = where.get(qid)
         for m in ms:
-            if not _native(m):
-                row[m.name] = computed[qid][m.trec_name] if qid in computed else 0.0
-            elif k is not None:
+            if k is not None:
                 row[m.name] = values[m.name][k]
+            elif not _native(m):
+                row[m.name] = 0.0
             elif m.kind == "NumRel":
                 row[m.name] = float(sum(g >= 1 for g in qrels[qid].values()))
             else:

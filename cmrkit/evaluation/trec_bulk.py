@@ -1,25 +1,26 @@
-"""trec_eval's qrels measures for every query at once, with numpy.
+"""trec_eval's qrels measures for every query at once, with numpy: their one implementation.
 
-The rankings of all evaluated queries are one padded matrix (a row per query, its grades in rank
-order). Each measure is the C program's per-query computation done row-wise: the same double
-operations in the same order (sums are sequential ``cumsum`` along a row; the padding adds
-``0.0``, which leaves a double unchanged), so every value is bitwise the per-query one.
-Transcendental functions (log, log2) come from Python's ``math`` (libm, as C), never numpy.
+The rankings of the evaluated queries are padded matrices (a row per query, its grades in rank
+order; rankings of similar lengths share one, :func:`evaluate_rows`). Each measure is the C
+program's per-query computation done row-wise: the same double operations in the same order
+(sums are sequential ``cumsum`` along a row; the padding adds ``0.0``, which leaves a double
+unchanged), so every value is bitwise the C program's. Transcendental functions (log, log2)
+come from Python's ``math`` (libm, as C), never numpy.
 
-Also the pieces both paths share: the relevance-level statics of form_res_rels.c
-(:func:`levels`), the gain tables of gain_init.c (:func:`gains`) and the rank discounts.
-Families without a row-wise form here are computed per query by the caller
-(:func:`values`'s ``per_query``).
+Also the pieces both engines share: the relevance-level statics of form_res_rels.c
+(:func:`levels`), the gain tables of gain_init.c (:func:`gains`), the rank discounts, each
+query's judged grades (:func:`judged_grades`) and the bound on grades (:func:`check_grades`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cmp_to_key
 
 from cmrkit.errors import CmrkitError
+from cmrkit.trec import c_atol
 
 NONPOOL = -1  # RELVALUE_NONPOOL: retrieved, not in the qrels
 UNJUDGED = -2  # RELVALUE_UNJUDGED: in the qrels with a negative grade
@@ -84,14 +85,15 @@ def check_grades(qrels, path: object = None) -> None:
     )
 
 
-def levels(judged: dict[str, int], level: int, state: dict) -> tuple[list[int], int, int]:
-    """form_res_rels.c's counts per relevance level: (rel_levels, num_rel_levels, num_rel).
+def levels(grades: Sequence[int], level: int, state: dict) -> tuple[list[int], int, int]:
+    """form_res_rels.c's counts per relevance level of one query's judgments (``grades``):
+    (rel_levels, num_rel_levels, num_rel).
 
     rel_levels lives in a buffer kept from query to query (the C statics, in ``state``): a
     query whose grades are all negative sees the previous query's levels, as in C."""
-    size = (max(judged.values()) if judged else 0) + 1
+    size = (max(grades) if len(grades) else 0) + 1
     counts = [0] * max(size, 0)
-    for r in judged.values():
+    for r in grades:
         if r >= 0:
             counts[r] += 1
     return _levels_from(counts, size, level, state)
@@ -112,34 +114,51 @@ def _levels_from(counts: list[int], size: int, level: int, state: dict):
             if i >= level:
                 num_rel += buf[i]
     state["num_rel_levels"] = num_rel_levels
-    return list(buf), num_rel_levels, num_rel
+    # the measures read the buffer below num_rel_levels, and bpref below -l (where C reads what
+    # earlier queries left): a copy of that much, not of the whole buffer, per query
+    return buf[: max(num_rel_levels, level)], num_rel_levels, num_rel
 
 
-def levels_all(judged: list[dict], level: int, state: dict) -> list[tuple[list[int], int, int]]:
-    """:func:`levels` of each query in turn (the same statics), the counting done with numpy."""
-    import itertools
-
+def levels_all(grades, sizes, level: int, state: dict) -> list[tuple[list[int], int, int]]:
+    """:func:`levels` of each query in turn (the same statics), the counting done with numpy:
+    ``grades`` holds the queries' judgments one query after the other, ``sizes`` how many each
+    (numpy int64 arrays)."""
     import numpy as np
 
-    sizes = [len(j) for j in judged]
-    grades = np.fromiter(
-        itertools.chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=sum(sizes)
-    )
+    nq = len(sizes)
+    starts = np.cumsum(sizes) - sizes
     if len(grades) == 0 or int(grades.max()) > 1000:
-        return [levels(j, level, state) for j in judged]
-    nq = len(judged)
+        bounds = zip(starts.tolist(), (starts + sizes).tolist(), strict=True)
+        return [levels(grades[a:b].tolist(), level, state) for a, b in bounds]
     width = max(int(grades.max()) + 1, 1)
     rows = np.repeat(np.arange(nq), sizes)
     ok = grades >= 0
     counts = np.bincount(rows[ok] * width + grades[ok], minlength=nq * width).reshape(nq, width)
     highest = np.zeros(nq, dtype=np.int64)  # 0 for a query without judgments, as in levels
-    filled = np.asarray(sizes) > 0
-    starts = np.cumsum(sizes) - np.asarray(sizes)
+    filled = sizes > 0
     highest[filled] = np.maximum.reduceat(grades, starts[filled])
     return [
         _levels_from(row, top + 1, level, state)
         for row, top in zip(counts.tolist(), highest.tolist(), strict=True)
     ]
+
+
+def judged_grades(qrels, qids: list[str]):
+    """(the judgments' grades of ``qids`` one query after the other, each query's first index,
+    each query's count), numpy int64 arrays, each query's grades in its qrels order."""
+    import itertools
+
+    import numpy as np
+
+    if hasattr(qrels, "judged"):  # the compiled reader's columns
+        return qrels.judged(qids)
+    rows = [qrels[q] for q in qids]
+    sizes = np.asarray([len(r) for r in rows], dtype=np.int64)
+    grades = np.fromiter(
+        itertools.chain.from_iterable(r.values() for r in rows), dtype=np.int64,
+        count=int(sizes.sum()),
+    )  # fmt: skip
+    return grades, np.cumsum(sizes) - sizes, sizes
 
 
 _L2: list[float] = []  # _L2[i] == math.log2(i + 2), the rank discount, grown on demand
@@ -157,17 +176,8 @@ def log2_discounts(n: int):
     return _L2_ARRAY[0][:n]
 
 
-_LONG = re.compile(r"\s*[+-]?\d+")
-
-
-def atol(s: str) -> int:
-    """C's atol: the leading integer, 0 when there is none."""
-    m = _LONG.match(s)
-    return int(m.group(0)) if m else 0
-
-
 def _valid_int(s: str) -> bool:
-    return re.fullmatch(r"[+-]?\d+", s) is not None
+    return re.fullmatch(r"[+-]?[0-9]+", s) is not None
 
 
 def gains(rel_levels: list[int], num_rel_levels: int, pairs, version: str) -> list[list]:
@@ -177,7 +187,7 @@ def gains(rel_levels: list[int], num_rel_levels: int, pairs, version: str) -> li
     for name, value in pairs or ():
         if version == "10" and not _valid_int(name):
             continue
-        out.append([atol(name), float(value), 0])
+        out.append([c_atol(name), float(value), 0])
     for i in range(num_rel_levels):
         for g in out:
             if g[0] == i:
@@ -260,6 +270,12 @@ class Block:
         self.opts = opts
         self._cache: dict = {}
 
+    def row(self, k: int) -> Block:
+        """Row ``k`` alone, as a block of its own length."""
+        n = int(self.n[k])
+        return Block(self.A[k : k + 1, :n], self.n[k : k + 1], self.level, [self.rel_levels[k]],
+                     [self.num_rel_levels[k]], [int(self.R[k])], self.opts)  # fmt: skip
+
     def cached(self, key, make):
         value = self._cache.get(key)
         if value is None:
@@ -305,18 +321,15 @@ class Block:
         return self.cached("ap", make)
 
     def gain_rows(self, gmaps: list[dict[int, float]]):
-        """Each ranked document's gain (0.0 where its level has none); None when a gain is
-        given to a level below -2 (left to the per-query code)."""
+        """Each ranked document's gain (0.0 where its level has none; a gain given to a level
+        below -2 meets no ranked document: they hold grades, NONPOOL or UNJUDGED)."""
         np = self.np
-        keys = [k for gm in gmaps for k, g in gm.items() if g != 0]
-        lo = min([NONPOOL, UNJUDGED, *keys])
-        if lo < UNJUDGED:
-            return None
+        lo = UNJUDGED
         hi = int(self.A.max(initial=0)) if self.L else 0
         table = np.zeros((self.nq, hi - lo + 1))
         for q, gm in enumerate(gmaps):
             for k, g in gm.items():
-                if g != 0 and k <= hi:
+                if g != 0 and lo <= k <= hi:
                     table[q, k - lo] = g
         idx = np.where(self.valid, self.A - lo, 0)
         out = np.take_along_axis(table, idx, axis=1)
@@ -342,10 +355,14 @@ class Block:
         return out, sizes
 
 
-def block(flat, lens, judged: list[dict[str, int]], opts) -> Block | None:
-    """The matrix of the grades ``flat`` (rankings one after the other, ``lens`` long each, in
-    evaluation order) with each query's ``judged`` grades; None when the rankings' lengths vary
-    so much that the matrix would be mostly padding."""
+def evaluate_rows(flat, lens, judged: tuple, columns, opts) -> list[list]:
+    """The values of ``columns`` (trec_eval's families as set up, ``measures/trec.py``'s
+    Column) for rankings of grades: ``flat`` holds them one after the other in trec_eval's rank
+    order (NONPOOL and UNJUDGED marked), ``lens`` how long each is, ``judged`` each row's
+    judgments (:func:`judged_grades`). One list per printed value name, a value per row.
+
+    The rows are evaluated in as few matrices as their lengths allow (one when they are alike),
+    the relevance-level statics kept in row order, as trec_eval goes query by query."""
     import numpy as np
 
     if opts.judged_only:
@@ -355,20 +372,69 @@ def block(flat, lens, judged: list[dict[str, int]], opts) -> Block | None:
         kept = np.concatenate(([0], np.cumsum(keep)))
         lens = kept[bounds[1:]] - kept[bounds[:-1]]
         flat = flat[keep]
+    lens = np.asarray(lens, dtype=np.int64)
+    grades, _, sizes = judged
+    per = levels_all(grades, sizes, opts.level, opts.state)
+    starts = np.cumsum(lens) - lens
+    out: list[list] | None = None
+    for rows in _chunks(lens):
+        B = _block(flat, lens, starts, rows, per, opts)
+        got = values(B, columns)
+        if rows is None:
+            return got
+        if out is None:
+            out = [[0.0] * len(lens) for _ in got]
+        for column, chunk in zip(out, got, strict=True):
+            for row, value in zip(rows.tolist(), chunk, strict=True):
+                column[row] = value
+    return out if out is not None else [[] for c in columns for _ in c.names]
+
+
+def _chunks(lens) -> list:
+    """Rows grouped so that no matrix is mostly padding: [None] (every row, in order) when the
+    lengths allow one matrix, else groups of rows of similar lengths (numpy index arrays)."""
+    import numpy as np
+
+    nq = len(lens)
+    total = int(lens.sum())
+    if nq * int(lens.max(initial=0)) <= _SPARSE * total + (1 << 20):
+        return [None]
+    order = np.argsort(lens, kind="stable")
+    ordered = lens[order].tolist()
+    chunks = []
+    start = 0
+    while start < nq:
+        end, size = start + 1, ordered[start]
+        while end < nq and (end + 1 - start) * ordered[end] <= _SPARSE * (size + ordered[end]) + (
+            1 << 20
+        ):
+            size += ordered[end]
+            end += 1
+        chunks.append(order[start:end])
+        start = end
+    return chunks
+
+
+def _block(flat, lens, starts, rows, per, opts) -> Block:
+    """The matrix of the rankings ``rows`` (None: all, in order)."""
+    import numpy as np
+
+    if rows is not None:
+        lens = lens[rows]
+        take = np.repeat(starts[rows] - (np.cumsum(lens) - lens), lens)
+        flat = flat[np.arange(int(lens.sum())) + take]
+        per = [per[k] for k in rows.tolist()]
     nq = len(lens)
     L = int(lens.max(initial=0))
-    if nq * L > _SPARSE * len(flat) + (1 << 20):
-        return None
     if nq and int(lens.min()) == L:  # rankings of one length: the grades as they are
         A = np.ascontiguousarray(flat, dtype=np.int64).reshape(nq, L)
     else:
         A = np.full((nq, L), PAD, dtype=np.int64)
-        rows = np.repeat(np.arange(nq), lens)
+        at = np.repeat(np.arange(nq), lens)
         cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
-        A[rows, cols] = flat
-    per = levels_all(judged, opts.level, opts.state)
-    return Block(A, np.asarray(lens, dtype=np.int64), opts.level, [p[0] for p in per],
-                 [p[1] for p in per], [p[2] for p in per], opts)  # fmt: skip
+        A[at, cols] = flat
+    return Block(A, lens, opts.level, [p[0] for p in per], [p[1] for p in per],
+                 [p[2] for p in per], opts)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- measures
@@ -631,13 +697,12 @@ def _c_div(np, a, b):
 
 def _gain_setup(B, p):
     """(tables, gains of the ranked documents, ideal sequences, their zero-padded matrix at
-    least L wide, their lengths); None when they do not fit the matrix."""
+    least L wide, their lengths); None when the ideal rankings would make the matrix mostly
+    padding (the caller then takes the block a row at a time)."""
 
     def make():
         tables = _tables(B, p)
         g = B.gain_rows([gain_map(t) for t in tables])
-        if g is None:
-            return False
         seqs = [ideal_seq(t) for t in tables]
         total = sum(len(s) for s in seqs) + B.nq * B.L
         widest = max([B.L] + [len(s) for s in seqs])
@@ -844,8 +909,6 @@ def m_rbp(B, p):
                 g[1] = (g[1] - lo) / (hi - lo)
         gmaps.append(gain_map(table))
     g = B.gain_rows(gmaps)
-    if g is None:
-        return None
     s = B.row_sums(g * _powers(B, persistence, B.L))
     return [np.where(B.n > 0, (1.0 - persistence) * s, 0.0)]
 
@@ -920,19 +983,20 @@ MEASURES: dict[str, Callable] = {
 }
 
 
-def values(B: Block, columns, per_query: Callable[[str, object], list]) -> list:
-    """One list per printed value name (a value per query, in the block's order), for the
-    ``columns`` of trec_eval's driver; ``per_query(name, params)`` computes a family this
-    module has no row-wise form for (or whose parameters it leaves to the C-like code)."""
+def values(B: Block, columns) -> list:
+    """One list per printed value name (a value per row of the block), for ``columns``; a
+    family that does not fit the block (gains whose ideal rankings would make it mostly
+    padding) is computed a row at a time."""
     out: list = []
     for col in columns:
         name = col.family.name
         if name == "runid":
             continue
-        fn = MEASURES.get(name)
+        fn = MEASURES[name]
         with B.np.errstate(all="ignore"):
-            got = fn(B, col.params) if fn is not None else None
-        if got is None:
-            got = per_query(name, col.params)
+            got = fn(B, col.params)
+            if got is None:
+                rows = [fn(B.row(k), col.params) for k in range(B.nq)]
+                got = [[r[j][0] for r in rows] for j in range(len(col.names))]
         out.extend(v if isinstance(v, list) else v.tolist() for v in got)
     return out

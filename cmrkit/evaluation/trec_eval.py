@@ -2,7 +2,9 @@
 
 Every measure of ``-m all_trec``, ``all_prefs`` and ``qrels_jg`` (the definitions are in
 ``evaluation/measures/trec.py``), the options ``-q -c -l -M -N -n -J -R -Z``, and output
-byte-identical to trec_eval's stdout. The code follows trec_eval's C files operation for
+byte-identical to trec_eval's stdout. This module reads the inputs as trec_eval does, runs its
+main loop and prints its output; the qrels measures are ``trec_bulk.py``'s (all queries at once)
+and the prefs measures ``trec_prefs.py``'s, both following trec_eval's C files operation for
 operation (same doubles, sums in the same order), so every printed digit agrees.
 
 The differences between the versions (their CHANGELOG, and the sources):
@@ -27,29 +29,19 @@ import math
 import os
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import trec as defs
 from cmrkit.evaluation.trec_bulk import (
-    INFAP_EPSILON,
     MIN_GEO_MEAN,
     NONPOOL,
     UNJUDGED,
     check_grades,
+    evaluate_rows,
+    judged_grades,
 )
-from cmrkit.evaluation.trec_bulk import block as _block
-from cmrkit.evaluation.trec_bulk import c_div as _div
-from cmrkit.evaluation.trec_bulk import c_log as _log
-from cmrkit.evaluation.trec_bulk import gain_map as _gmap
-from cmrkit.evaluation.trec_bulk import gains as _gain_table
-from cmrkit.evaluation.trec_bulk import ideal_seq as _ideal_seq
-from cmrkit.evaluation.trec_bulk import ideal_walk as _ideal_walk
-from cmrkit.evaluation.trec_bulk import levels as _levels
-from cmrkit.evaluation.trec_bulk import log2_discounts as _l2
-from cmrkit.evaluation.trec_bulk import rbp_persistence as _rbp_p
-from cmrkit.evaluation.trec_bulk import values as _bulk_rows
 from cmrkit.trec import (
     c_fields,
     parse_relevance,
@@ -135,6 +127,16 @@ class Results:
     @property
     def qids(self) -> list[str]:
         return list(self.cols.qids) if self._queries is None else list(self._queries)
+
+    @classmethod
+    def of(cls, run: dict[str, dict[str, float]], version: str, runid: str = "") -> Results:
+        """A {qid: {docno: score}} run as trec_eval reads one (scores as C floats in 9.0.8)."""
+        queries = {q: list(docs.items()) for q, docs in run.items() if docs}
+        if version == "9":
+            for qid, docs in queries.items():
+                singles = array("f", [x for _, x in docs]).tolist()
+                queries[qid] = [(d, x) for (d, _), x in zip(docs, singles, strict=True)]
+        return cls(queries, runid)
 
 
 def _read_bytes(path: str | os.PathLike) -> bytes:
@@ -451,103 +453,25 @@ class Options:
 # ----------------------------------------------------------------------------- ranking
 
 
-@dataclass
-class ResRels:
-    """te_form_res_rels: the ranking's grades and counts for one query."""
-
-    rel_list: list[int]
-    num_ret: int
-    num_rel_ret: int
-    num_nonpool: int
-    num_unjudged_in_pool: int
-    num_rel: int
-    rel_levels: list[int]
-    num_rel_levels: int
-
-    def arr(self):
-        """The grades as a numpy array (cached)."""
-        cache = self.__dict__.setdefault("_cache", {})
-        a = cache.get("arr")
-        if a is None:
-            import numpy as np
-
-            a = cache["arr"] = np.asarray(self.rel_list, dtype=np.int64)
-        return a
-
-
-def _np():
-    import numpy as np
-
-    return np
-
-
-def _ranked(docs: list[tuple[str, float]], opts: Options, prefs: bool = False) -> list[str]:
-    """Docnos by score descending, ties by docno descending (ascending for prefs, as
-    form_prefs_counts.c sorts), cut at -M."""
-    if prefs:
-        order = sorted(docs, key=lambda d: _cbytes(d[0]))
-        order.sort(key=lambda d: d[1], reverse=True)
-    else:
-        order = sorted(docs, key=lambda d: (d[1], _cbytes(d[0])), reverse=True)
+def _ranked(docs: list[tuple[str, float]], opts: Options) -> list[str]:
+    """Docnos by score descending, ties by docno ascending (as form_prefs_counts.c sorts for
+    prefs), cut at -M."""
+    order = sorted(docs, key=lambda d: _cbytes(d[0]))
+    order.sort(key=lambda d: d[1], reverse=True)
     return [d for d, _ in order[: opts.max_docs]]
 
 
-def _check_duplicates(ranked: list[str], qid: str, path) -> None:
-    if len(set(ranked)) != len(ranked):
-        seen = set()
-        for d in ranked:
-            if d in seen:
-                raise CmrkitError(
-                    f"query {qid}: document {d} is retrieved twice; trec_eval refuses such "
-                    "runs (cmrkit eval --dedupe keeps the best score)",
-                    path=path,
-                )
-            seen.add(d)
-
-
-def form_res_rels(
-    ranked: list[str] | None, judged: dict[str, int], opts: Options, grades: list | None = None
-) -> ResRels:
-    """te_form_res_rels on the ranked docnos (or their grades in rank order, ``grades``, with
-    NONPOOL and UNJUDGED already marked)."""
-    rel_levels, num_rel_levels, num_rel = _levels(judged, opts.level, opts.state)
-    # num_rel_ret counts judged documents only (grades >= 0) at -l or above: with -l below 0,
-    # NONPOOL and UNJUDGED are >= -l for the measures that walk the ranking, not for it
-    judged_level = max(opts.level, 0)
-    if isinstance(grades, tuple):  # (list, numpy array) of a run ranked in bulk
-        rel_list, arr = grades
-        if opts.judged_only:
-            arr = arr[arr >= 0]
-            rel_list = arr.tolist()
-            nonpool = unjudged = 0
-        else:
-            nonpool = int((arr == NONPOOL).sum())
-            unjudged = int((arr == UNJUDGED).sum())
-        rr = ResRels(rel_list, len(rel_list), int((arr >= judged_level).sum()), nonpool,
-                     unjudged, num_rel, rel_levels, num_rel_levels)  # fmt: skip
-        rr.__dict__["_cache"] = {"arr": arr}
-        return rr
-    if grades is not None:
-        rel_list = grades
-    else:
-        rel_list = []
-        append = rel_list.append
-        get = judged.get
-        for d in ranked:
-            r = get(d)
-            append(NONPOOL if r is None else (UNJUDGED if r < 0 else r))
-    if opts.judged_only:
-        rel_list = [r for r in rel_list if r >= 0]
-        nonpool = unjudged = 0
-    else:
-        nonpool = rel_list.count(NONPOOL)
-        unjudged = rel_list.count(UNJUDGED)
-    num_rel_ret = sum(1 for r in rel_list if r >= judged_level)
-    return ResRels(rel_list, len(rel_list), num_rel_ret, nonpool, unjudged, num_rel, rel_levels,
-                   num_rel_levels)  # fmt: skip
-
-
-# ----------------------------------------------------------------------------- measures
+def _check_duplicates(ranked: Iterable, qid: str, path) -> None:
+    seen = set()
+    for d in ranked:
+        if d in seen:
+            d = d.decode() if isinstance(d, bytes) else d
+            raise CmrkitError(
+                f"query {qid}: document {d} is retrieved twice; trec_eval refuses such "
+                "runs (cmrkit eval --dedupe keeps the best score)",
+                path=path,
+            )
+        seen.add(d)
 
 
 def _f(v: float) -> str:
@@ -555,552 +479,6 @@ def _f(v: float) -> str:
     if math.isnan(v):
         return f"{'-nan' if math.copysign(1.0, v) < 0 else 'nan':>6}"
     return f"{v:6.4f}"
-
-
-def _prefix(rr: ResRels, key: str, flag: Callable) -> list[int]:
-    """pre[i]: documents among the top i with ``flag`` (a numpy mask of the grades; cached)."""
-    cache = rr.__dict__.setdefault("_cache", {})
-    pre = cache.get(key)
-    if pre is None:
-        np = _np()
-        pre = [0, *np.cumsum(flag(rr.arr())).tolist()]
-        cache[key] = pre
-    return pre
-
-
-def _cut_values(rr: ResRels, cutoffs, at: Callable[[int, int], float], pre) -> list[float]:
-    """The m_P.c loop: the value at each cutoff k from the count over the top k documents
-    (all of them when the ranking is shorter)."""
-    n = rr.num_ret
-    return [at(pre[k if k < n else n], k) for k in cutoffs]
-
-
-def _rel_prefix(rr: ResRels, level: int) -> list[int]:
-    return _prefix(rr, f"rel{level}", lambda a: a >= level)
-
-
-def _ap_terms(rr: ResRels, level: int) -> list[float]:
-    """psum[i]: the AP sum over the top i documents, added term by term as m_map.c does
-    (numpy's cumsum adds sequentially; adding 0.0 leaves a double unchanged)."""
-    cache = rr.__dict__.setdefault("_cache", {})
-    key = f"ap{level}"
-    if key not in cache:
-        np = _np()
-        mask = rr.arr() >= level
-        found = np.cumsum(mask)
-        terms = np.where(mask, found / np.arange(1, len(mask) + 1, dtype=np.float64), 0.0)
-        cache[key] = [0.0, *np.cumsum(terms).tolist()]
-    return cache[key]
-
-
-def _ap_sum(rr: ResRels, level: int) -> tuple[float, int]:
-    return _ap_terms(rr, level)[-1], _rel_prefix(rr, level)[-1]
-
-
-def m_map(rr, p, o):
-    s, found = _ap_sum(rr, o.level)
-    return [_div(s, rr.num_rel) if found else 0.0]  # (R is 0 where -l < 0 finds NONPOOL)
-
-
-def m_gm_map(rr, p, o):
-    s, found = _ap_sum(rr, o.level)
-    if found:
-        s = _div(s, rr.num_rel)
-    return [math.log(max(s, MIN_GEO_MEAN))]
-
-
-def m_yaap(rr, p, o):
-    s, _ = _ap_sum(rr, o.level)
-    return [_log(_div(1.0 + s, 1.0 + rr.num_rel - s))]
-
-
-def m_Rprec(rr, p, o):
-    n = min(rr.num_ret, rr.num_rel)
-    if n == 0:
-        return [0.0]
-    return [_rel_prefix(rr, o.level)[n] / rr.num_rel]
-
-
-def _bpref(rr, o) -> float:
-    """m_bpref.c: for each relevant document, 1 - (judged non-relevant above it, at most R)
-    / min(judged non-relevant, R); summed in rank order, over R."""
-    cache = rr.__dict__.setdefault("_cache", {})
-    if "bpref" in cache:
-        return cache["bpref"]
-    np = _np()
-    level = o.level
-    num_nonrel = sum(rr.rel_levels[:level]) if level > 0 else 0
-    a = rr.arr()
-    nonrel = (a >= 0) & (a < level)
-    rel = (a >= 0) & ~nonrel
-    before = np.cumsum(nonrel)[rel]
-    bpref = 0.0
-    if len(before):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            part = np.minimum(before, rr.num_rel) / float(min(num_nonrel, rr.num_rel))
-        terms = np.where(before > 0, 1.0 - part, 1.0)
-        bpref = float(np.cumsum(terms)[-1])
-    if rr.num_rel:
-        bpref /= rr.num_rel
-    cache["bpref"] = bpref
-    return bpref
-
-
-def m_bpref(rr, p, o):
-    return [_bpref(rr, o)]
-
-
-def m_gm_bpref(rr, p, o):
-    return [math.log(max(_bpref(rr, o), MIN_GEO_MEAN))]
-
-
-def m_recip_rank(rr, p, o):
-    level = o.level
-    for i, r in enumerate(rr.rel_list):
-        if r >= level:
-            return [1.0 / (i + 1)]
-    return [0.0]
-
-
-def _recall_cutoffs(percents, num_rel: int, version: str, *, always_09: bool = False):
-    if version == "9" or always_09:
-        return [int(x * num_rel + 0.9) for x in percents]
-    return [_lround(x * num_rel) for x in percents]
-
-
-def _lround(x: float) -> int:
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
-
-
-def _interpolated(rr, percents, o) -> list[float]:
-    """m_iprec_at_recall.c: interpolated precision at each recall cutoff: at the rank of the
-    c-th relevant document, the best precision at that rank or below it.
-
-    The C loop walks up from the bottom with rel_so_far = num_rel_ret, one less at each grade
-    >= -l, and stops where it reaches 0: at rank i it holds (grades >= -l in the top i) -
-    extra, extra being how many more such grades the ranking has than num_rel_ret (NONPOOL
-    and UNJUDGED with -l below 0; else 0); so cutoff c is met at the (c + extra)-th."""
-    cutoffs = _recall_cutoffs(percents, rr.num_rel, o.version)
-    found = rr.num_rel_ret
-    init = _div(found, rr.num_ret)
-    if found == 0:
-        return [0.0 if c > found else init for c in cutoffs]
-    np = _np()
-    counts = _rel_prefix(rr, o.level)
-    extra = counts[-1] - found
-    pre = np.asarray(counts[1:], dtype=np.float64)
-    if extra:
-        pre = pre - extra
-    prec = pre / np.arange(1, rr.num_ret + 1, dtype=np.float64)
-    best = np.maximum.accumulate(prec[::-1])[::-1]
-    at = best[np.flatnonzero(rr.arr() >= o.level)].tolist()  # at the k-th grade >= -l
-    return [0.0 if c > found else at[(c - 1 if c >= 1 else 0) + extra] for c in cutoffs]
-
-
-def m_iprec_at_recall(rr, p, o):
-    return _interpolated(rr, p, o)
-
-
-def m_11pt_avg(rr, p, o):
-    if not p:
-        raise CmrkitError("11pt_avg needs at least one recall point")
-    values = _interpolated(rr, p, o)
-    s = 0.0
-    for v in reversed(values):  # summed from the last cutoff down, as m_11pt_avg.c
-        s += v
-    return [s / len(p)]
-
-
-def m_P(rr, p, o):
-    return _cut_values(rr, p, lambda k, i: k / i, _rel_prefix(rr, o.level))
-
-
-def m_recall(rr, p, o):
-    if rr.num_rel == 0:
-        return [0.0] * len(p)
-    return _cut_values(rr, p, lambda k, i: k / rr.num_rel, _rel_prefix(rr, o.level))
-
-
-def m_relative_P(rr, p, o):
-    if rr.num_rel == 0:
-        return [0.0] * len(p)
-    return _cut_values(
-        rr, p, lambda k, i: k / (rr.num_rel if i > rr.num_rel else i), _rel_prefix(rr, o.level)
-    )
-
-
-def m_success(rr, p, o):
-    return _cut_values(rr, p, lambda k, i: 1.0 if k else 0.0, _rel_prefix(rr, o.level))
-
-
-def m_unj(rr, p, o):
-    pre = _prefix(rr, "unj", lambda a: (a == NONPOOL) | (a == UNJUDGED))
-    return _cut_values(rr, p, lambda k, i: k / i, pre)
-
-
-def m_map_cut(rr, p, o):
-    if rr.num_rel == 0:
-        return [0.0] * len(p)
-    return _cut_values(rr, p, lambda s, i: s / rr.num_rel, _ap_terms(rr, o.level))
-
-
-def m_ndcg_cut(rr, p, o):
-    """m_ndcg_cut.c: DCG over the top k with the grades as gains, over the ideal's."""
-    np = _np()
-    a = rr.arr()
-    n = len(a)
-    gains = np.where(a > 0, a, 0).astype(np.float64)
-    results = [0.0, *np.cumsum(gains / _l2(n)).tolist()] if n else [0.0]
-    seq: list[float] = []
-    for level in range(rr.num_rel_levels - 1, 0, -1):
-        seq.extend([float(level)] * rr.rel_levels[level])
-    m = len(seq)
-    ideal = [0.0, *np.cumsum(np.asarray(seq) / _l2(m)).tolist()] if m else [0.0]
-    out = []
-    for k in p:
-        value = results[min(k, n)]
-        i = ideal[min(k, m)]
-        out.append(value / i if i > 0.0 else value)
-    return out
-
-
-def m_infAP(rr, p, o):
-    """m_infap.c, term by term in rank order."""
-    np = _np()
-    level = o.level
-    a = rr.arr()
-    nonrel = (a >= 0) & (a < level)
-    rel = (a >= 0) & ~nonrel
-    at = np.flatnonzero(rel)
-    inf_ap = 0.0
-    if len(at):
-        r = np.cumsum(rel)[at] - 1  # relevant above
-        nr = np.cumsum(nonrel)[at]
-        unj = np.cumsum(a == UNJUDGED)[at]
-        fj = at.astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((r + nr + unj) / fj) * (
-                (r + INFAP_EPSILON) / ((r + nr) + 2 * INFAP_EPSILON)
-            )
-        terms[at == 0] = 1.0
-        inf_ap = float(np.cumsum(terms)[-1])
-    if rr.num_rel:
-        inf_ap /= rr.num_rel
-    return [inf_ap]
-
-
-def m_Rprec_mult(rr, p, o):
-    """m_Rprec_mult.c: precision at rank c = (long)(x * R + 0.9); past the ranking, the
-    relevant retrieved over c; 0 above the first relevant document. (With -l below 0 the C
-    loop's rel_so_far at rank c is the grades >= -l in the top c less ``extra``; see
-    :func:`_interpolated`.)"""
-    pre = _rel_prefix(rr, o.level)
-    extra = pre[-1] - rr.num_rel_ret
-    out = []
-    for x in p:
-        c = int(x * rr.num_rel + 0.9)
-        if c > rr.num_ret:
-            out.append(_div(rr.num_rel_ret, c))
-        elif c > 0 and pre[c] - extra > 0:
-            out.append((pre[c] - extra) / c)
-        else:
-            out.append(0.0)
-    return out
-
-
-def m_utility(rr, p, o):
-    if len(p) != 4:
-        raise CmrkitError(
-            f"utility takes 4 coefficients (utility.a,b,c,d), not {len(p)}; e.g. utility.1,-1,0,0"
-        )
-    return [
-        p[0] * rr.num_rel_ret
-        + p[1] * (rr.num_ret - rr.num_rel_ret)
-        + p[2] * (rr.num_rel - rr.num_rel_ret)
-        + p[3] * (o.num_docs_in_coll + rr.num_rel_ret - rr.num_ret - rr.num_rel)
-    ]
-
-
-def m_binG(rr, p, o):
-    """m_binG.c: 1 / log2(2 + non-relevant above) per relevant document, over R."""
-    np = _np()
-    mask = rr.arr() >= o.level
-    at = np.flatnonzero(mask)
-    if not len(at):
-        return [0.0]
-    before = at - np.arange(len(at))  # 3 + i - rel_so_far == 2 + (i + 1 - rel_so_far)
-    s = float(np.cumsum(1.0 / _l2(int(before.max()) + 1)[before])[-1])
-    return [_div(s, rr.num_rel)]
-
-
-# --- gains (gain_init.c; per file in 9.0.8): the tables are evaluation/trec_bulk.py's
-
-
-def _gains(rr: ResRels, pairs, version: str) -> list[list]:
-    return _gain_table(rr.rel_levels, rr.num_rel_levels, pairs, version)
-
-
-def _gain_vector(rr: ResRels, gm: dict[int, float]):
-    """The gain of each ranked document (0.0 where the level has none)."""
-    np = _np()
-    a = rr.arr()
-    g = np.zeros(len(a))
-    for level, gain in gm.items():
-        if gain != 0:
-            g[a == level] = gain
-    return g
-
-
-def _dcgs(rr, gains):
-    """m_ndcg.c: (results_dcg, ideal_dcg), each summed term by term in rank order."""
-    np = _np()
-    g = _gain_vector(rr, _gmap(gains))
-    seq = _ideal_seq(gains)
-    n, m = len(g), len(seq)
-    results = float(np.cumsum(g / _l2(n))[-1]) if n else 0.0
-    ideal = float(np.cumsum(np.asarray(seq) / _l2(m))[-1]) if m else 0.0
-    return results, ideal
-
-
-def m_ndcg(rr, p, o):
-    r, ideal = _dcgs(rr, _gains(rr, p, o.version))
-    return [r / ideal if ideal > 0.0 else 0.0]
-
-
-def m_dcg(rr, p, o):
-    return [_dcgs(rr, _gains(rr, p, o.version))[0]]
-
-
-def m_ideal_dcg(rr, p, o):
-    return [_dcgs(rr, _gains(rr, p, o.version))[1]]
-
-
-def m_ndcg_rel(rr, p, o):
-    """m_ndcg_rel.c: the mean over relevant documents of nDCG at their ranks (the ideal's
-    relevant beyond the ranking scored with the final nDCG)."""
-    np = _np()
-    gains = _gains(rr, p, o.version)
-    g = _gain_vector(rr, _gmap(gains))
-    seq = _ideal_seq(gains)
-    n, m = len(g), len(seq)
-    results = np.cumsum(g / _l2(n)) if n else np.zeros(0)
-    ideal = np.cumsum(np.asarray(seq) / _l2(m)) if m else np.zeros(0)
-    total_r = float(results[-1]) if n else 0.0
-    total_i = float(ideal[-1]) if m else 0.0
-    pos = np.flatnonzero(g > 0)
-    s = 0.0
-    if len(pos):
-        at_ideal = np.where(pos < m, ideal[np.minimum(pos, max(m - 1, 0))] if m else 0.0, total_i)
-        for r, i in zip(results[pos].tolist(), at_ideal.tolist(), strict=True):
-            s += _div(r, i)
-    s += _div((m - len(pos)) * total_r, total_i)
-    return [_div(s, m) if s > 0.0 else 0.0]
-
-
-def m_Rndcg(rr, p, o):
-    """m_Rndcg.c: nDCG taken where the ideal ranking's gain changes, averaged."""
-    np = _np()
-    gains = _gains(rr, p, o.version)
-    if rr.num_rel == 0:
-        return [0.0]
-    if not gains or gains[-1][1] <= 0.0:
-        init = gains[-1][1] if gains else 0.0
-        seq, stop = [], init
-    else:
-        init = gains[-1][1]
-        seq, stop = _ideal_walk(gains)
-    g = _gain_vector(rr, _gmap(gains))
-    n, m = len(g), len(seq)
-    rp = [0.0, *np.cumsum(g / _l2(n)).tolist()] if n else [0.0]
-    ip = [0.0, *np.cumsum(np.asarray(seq) / _l2(m)).tolist()] if m else [0.0]
-    s = 0.0
-    changed = 0
-    if init > 0.0:  # the walk over ranks 0..m (m: where the ideal gain drops to <= 0)
-        old = init
-        for j in range(m + 1):
-            gain = seq[j] if j < m else stop
-            if gain != old:
-                ideal = ip[min(j, m)]
-                if ideal > 0.0:
-                    s += rp[min(j, n)] / ideal
-                    changed += 1
-                old = gain
-        end1 = min(n, m + 1)
-    else:
-        end1 = 0
-    if end1 < n and ip[m] > 0.0:  # documents ranked below the ideal's last relevant
-        s += rp[n] / ip[m]
-        changed += 1
-    return [_div(s, changed)]
-
-
-def m_G(rr, p, o):
-    """m_G.c: gain over log2 of (2 + ideal cost so far - gain so far), normalised by the ideal
-    gain; the cost of a rank is the ideal gain there, at least 1."""
-    np = _np()
-    gains = _gains(rr, p, o.version)
-    g = _gain_vector(rr, _gmap(gains))
-    seq = _ideal_seq(gains)
-    n, m = len(g), len(seq)
-    cost = np.ones(n)
-    if m and n:
-        head = np.asarray(seq[:n])
-        cost[: len(head)] = np.where(head >= 1.0, head, 1.0)
-    sum_results = np.cumsum(g)
-    sum_cost = np.cumsum(cost)
-    results_g = 0.0
-    nz = np.flatnonzero(g != 0)
-    for gain, sc, sr in zip(g[nz].tolist(), sum_cost[nz].tolist(), sum_results[nz].tolist(),
-                            strict=True):  # fmt: skip
-        results_g += gain / math.log2(2 + sc - sr)
-    sum_ideal = float(np.cumsum(seq)[-1]) if m else 0.0
-    return [results_g / sum_ideal if sum_ideal > 0.0 else 0.0]
-
-
-def m_rbp(rr, p, o):
-    np = _np()
-    persistence = _rbp_p(p)
-    gains = _gains(rr, p, o.version)
-    # m_rbp.c leaves min and max uninitialised; built without optimisation they start at 0
-    lo = min([0.0] + [g[1] for g in gains])
-    hi = max([0.0] + [g[1] for g in gains])
-    if lo < 0 or hi > 1:
-        for g in gains:
-            g[1] = (g[1] - lo) / (hi - lo)
-    gvec = _gain_vector(rr, _gmap(gains))
-    n = len(gvec)
-    if not n:
-        return [0.0]
-    steps = np.full(n, persistence)
-    steps[0] = 1.0
-    cur_p = np.cumprod(steps)  # 1, p, p*p, ... multiplied one by one as m_rbp.c does
-    s = float(np.cumsum(gvec * cur_p)[-1])
-    return [(1.0 - persistence) * s]
-
-
-def m_rbp_resid(rr, p, o):
-    np = _np()
-    persistence = _rbp_p(p)
-    a = rr.arr()
-    n = len(a)
-    unj = a < 0
-    if not n or not unj.any():
-        return [0.0]
-    steps = np.full(n + 1, persistence)
-    steps[0] = 1.0
-    cur_p = np.cumprod(steps)
-    s = float(np.cumsum(np.where(unj, cur_p[:n], 0.0))[-1])
-    return [float(cur_p[n]) + (1 - persistence) * s]
-
-
-def m_set_P(rr, p, o):
-    return [rr.num_rel_ret / rr.num_ret if rr.num_ret else 0.0]
-
-
-def m_set_relative_P(rr, p, o):
-    if rr.num_ret and rr.num_rel:
-        return [rr.num_rel_ret / min(rr.num_ret, rr.num_rel)]
-    return [0.0]
-
-
-def m_set_recall(rr, p, o):
-    return [rr.num_rel_ret / rr.num_rel if rr.num_rel else 0.0]
-
-
-def m_set_map(rr, p, o):
-    if rr.num_ret and rr.num_rel:
-        return [(float(rr.num_rel_ret) * float(rr.num_rel_ret)) / (float(rr.num_ret) * rr.num_rel)]
-    return [0.0]
-
-
-def m_set_F(rr, p, o):
-    if not rr.num_rel_ret:
-        return [0.0]
-    P = rr.num_rel_ret / rr.num_ret
-    R = rr.num_rel_ret / rr.num_rel
-    x = p[0]
-    return [(x + 1.0) * P * R / (x * P + R)]
-
-
-def m_num_ret(rr, p, o):
-    return [float(rr.num_ret)]
-
-
-def m_num_rel(rr, p, o):
-    return [float(rr.num_rel)]
-
-
-def m_num_rel_ret(rr, p, o):
-    return [float(rr.num_rel_ret)]
-
-
-def m_num_nonrel_judged_ret(rr, p, o):
-    return [float(rr.num_ret - rr.num_nonpool - rr.num_unjudged_in_pool - rr.num_rel_ret)]
-
-
-def m_num_q(rr, p, o):
-    return [1.0]
-
-
-def m_relstring(rr, p, o):
-    n = max(min(int(p[0]), rr.num_ret), 0)
-    chars = []
-    for r in rr.rel_list[:n]:
-        if r > 9:
-            chars.append(">")
-        elif r >= 0:
-            chars.append(chr(48 + r))
-        elif r == NONPOOL:
-            chars.append("-")
-        elif r == UNJUDGED:
-            chars.append(".")
-        else:
-            chars.append("<")
-    return ["".join(chars)]
-
-
-QRELS_MEASURES: dict[str, Callable] = {
-    name[2:]: fn for name, fn in list(globals().items()) if name.startswith("m_")
-}
-
-
-# --- judgment groups (qrels_jg)
-
-
-def _jg_measure(per_group: Callable) -> Callable:
-    def compute(groups: list[ResRels], p, o):
-        total = None
-        for rr in groups:
-            values = per_group(rr, p, o)
-            total = values if total is None else [t + v for t, v in zip(total, values, strict=True)]
-        if total is None:
-            return [0.0] * max(len(p or ()), 1)
-        if len(groups) > 1:
-            total = [t / len(groups) for t in total]
-        return total
-
-    return compute
-
-
-def _map_jg(rr, p, o):
-    s, found = _ap_sum(rr, o.level)
-    return [_div(s, rr.num_rel) if found else 0.0]
-
-
-def _P_jg(rr, p, o):
-    return m_P(rr, p, o)
-
-
-def _rprec_mult_jg(rr, p, o):
-    # m_Rprec_mult_avgjg.c adds the precision only where i reaches a cutoff (no interpolation)
-    return m_Rprec_mult(rr, p, o)
-
-
-JG_MEASURES = {
-    "map_avgjg": _jg_measure(_map_jg),
-    "P_avgjg": _jg_measure(_P_jg),
-    "Rprec_mult_avgjg": _jg_measure(_rprec_mult_jg),
-}
 
 
 # ----------------------------------------------------------------------------- driver
@@ -1215,9 +593,42 @@ def evaluate(
 ) -> TrecResult:
     """trec_eval's main loop: every query with judgments and results (with -c, every query
     with judgments), the measures in trec_eval's order, then the summary."""
-    version = opts.version
-    fmt = "prefs" if rel_info.format in ("prefs", "qrels_prefs") else rel_info.format
     columns = list(columns)
+    fmt = "prefs" if rel_info.format in ("prefs", "qrels_prefs") else rel_info.format
+    _check_formats(columns, fmt, rel_info.format)
+    rel_qids = rel_info.qids
+    evaluated, missing_from_run, missing_from_qrels = _queries(results, rel_qids, opts)
+    if fmt == "prefs":
+        by_name = _prefs_values(results, rel_info, evaluated, columns, opts, run_path)
+    else:
+        by_name = _ranking_values(results, rel_info, evaluated, columns, opts, run_path)
+    names = [n for c in columns for n in c.names]
+    _empty_rankings(by_name, names, evaluated, set(missing_from_run))
+    per_query = {q: [values[k] for values in by_name] for k, q in enumerate(evaluated)}
+    notes: list[str] = []
+    if zscores is not None:
+        notes = _apply_zscores(per_query, columns, zscores)
+        by_name = [[per_query[q][k] for q in evaluated] for k in range(len(names))]
+    num_q = len(rel_qids) if opts.complete else len(evaluated)
+    summary = _summary(columns, by_name, num_q, len(evaluated), rel_info, opts)
+    return TrecResult(
+        opts.version,
+        opts,
+        columns,
+        results.runid,
+        list(evaluated),
+        per_query,
+        summary,
+        list(evaluated),
+        missing_from_run,
+        missing_from_qrels,
+        zscores=zscores is not None,
+        notes=notes,
+    )
+
+
+def _check_formats(columns: list[defs.Column], fmt: str, read_as: str) -> None:
+    """Each measure's judgments are of the format read (-R)."""
     for n in (c.family.name for c in columns):
         need = defs.BY_NAME[n].rel_format
         if need != fmt and n not in ("runid", "num_q"):
@@ -1225,88 +636,225 @@ def evaluate(
                 need, "-R qrels (the default)"
             )
             raise CmrkitError(
-                f"measure {n} needs {need} judgments ({hint}); the judgments were read as "
-                f"{rel_info.format}"
+                f"measure {n} needs {need} judgments ({hint}); the judgments were read as {read_as}"
             )
-    names = [n for c in columns for n in c.names]
-    rel_qids = rel_info.qids
+
+
+def _queries(results: Results, rel_qids: list[str], opts: Options):
+    """(the queries evaluated in trec_eval's order, the qrels queries the run lacks, the run
+    queries the qrels lack). 10.0 with -c evaluates every qrels query; else those in both."""
     run_qids = set(results.qids)
     common = [q for q in rel_qids if q in run_qids]
     missing_from_run = [q for q in rel_qids if q not in run_qids]
-    missing_from_qrels = sorted((q for q in run_qids if q not in set(rel_qids)), key=_cbytes)
-    if not common and not (opts.complete and version == "10"):
+    judged = set(rel_qids)
+    missing_from_qrels = sorted((q for q in run_qids if q not in judged), key=_cbytes)
+    if not common and not (opts.complete and opts.version == "10"):
         raise CmrkitError(
             "no query in common between the run and the qrels (run queries such as "
             f"{min(run_qids)!r}, qrels queries such as {rel_qids[0]!r}); "
             "check that the files belong together"
         )
-    if version == "10" and opts.complete:
-        evaluated = rel_qids
-    else:
-        evaluated = common
-    if results.cols is None or fmt != "qrels" or len(evaluated) != len(common):
-        rel_info.as_text()  # docnos meet the run's one query at a time
-    per_query: dict[str, list] = {}
-    z_queries: list[str] = []
-    z_measures: set[str] = set()
+    evaluated = rel_qids if opts.version == "10" and opts.complete else common
+    return evaluated, missing_from_run, missing_from_qrels
+
+
+def _run_columns(results: Results, evaluated: list[str], rel_info: RelInfo):
+    """The run as columns for ranking: the bulk reader's, or made from the queries read line
+    by line (then the qrels' docnos become str as well); a query 10.0 evaluates with -c
+    without results gets trec_eval's one-document dummy ranking."""
+    import numpy as np
+
+    from cmrkit.trec import RunColumns
+
+    cols = results.cols
+    have = set(results.qids)
+    dummy = [q for q in evaluated if q not in have]
+    if cols is not None and not dummy:
+        return cols
+    rel_info.as_text()  # the docnos meet str docnos
+    queries = dict(results.queries)
+    queries.update({q: [(BOGUS_DOCNO, 1.0)] for q in dummy})
+    qids = list(queries)
+    sizes = np.asarray([len(queries[q]) for q in qids], dtype=np.int64)
+    starts = np.zeros(len(qids) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    docnos = [d for q in qids for d, _ in queries[q]]
+    scores = np.fromiter((x for q in qids for _, x in queries[q]), np.float64, len(docnos))
+    return RunColumns(qids, starts, docnos, scores)
+
+
+def _ranked_rows(cols, results: Results, rel_info: RelInfo, evaluated: list[str],
+                 opts: Options, run_path, qrels) -> tuple:  # fmt: skip
+    """(flat, lens, docnos): the evaluated queries' rankings (``cols``: :func:`_run_columns`)
+    in trec_eval's order, cut at -M, one after the other: their grades in ``qrels`` (NONPOOL
+    and UNJUDGED marked), how many each, and a function giving a query's ranked docnos."""
+    import numpy as np
+
+    from cmrkit.evaluation.order import MISSING, rank_all
+
+    index = {q: i for i, q in enumerate(cols.qids)}
+    wanted = {index[q] for q in evaluated}
+    blocks = [i for i in range(len(cols.qids)) if i in wanted]
+    depth = None if opts.max_docs == Options.max_docs else opts.max_docs
+    ranked = rank_all(cols, blocks, qrels, depth, opts.version,
+                      byte_docnos=rel_info.byte_docnos)  # fmt: skip
+    where = {cols.qids[i]: k for k, i in enumerate(blocks)}
+    rows = np.asarray([where[q] for q in evaluated], dtype=np.int64)
+    lens = ranked.lens[rows]
+    take = np.repeat(ranked.starts[:-1][rows] - (np.cumsum(lens) - lens), lens)
+    at = np.arange(int(lens.sum())) + take
+    grades = ranked.grades[at]
+    flat = np.where(grades == MISSING, NONPOOL, np.where(grades < 0, UNJUDGED, grades))
+
+    def docnos(k: int) -> list:
+        a, b = int(ranked.starts[where[evaluated[k]]]), int(ranked.starts[where[evaluated[k]] + 1])
+        return [ranked.docnos[i] for i in ranked.order[a:b].tolist()]
+
+    if results.cols is None:  # read line by line: trec_eval refuses a document twice
+        for k, qid in enumerate(evaluated):
+            _check_duplicates(docnos(k), qid, run_path)
+    return flat, lens, docnos
+
+
+def _ranking_values(results, rel_info, evaluated, columns, opts, run_path) -> list[list]:
+    """qrels and qrels_jg judgments: every evaluated query's values at once (trec_bulk.py),
+    a list per printed name."""
+    import numpy as np
+
+    cols = _run_columns(results, evaluated, rel_info)
+    if rel_info.format == "qrels":
+        flat, lens, _ = _ranked_rows(cols, results, rel_info, evaluated, opts, run_path,
+                                     rel_info.qrels)  # fmt: skip
+        judged = judged_grades(rel_info.qrels, evaluated)
+        return evaluate_rows(flat, lens, judged, columns, opts)
+    # qrels_jg: a row per judgment group, averaged over the query's groups
+    groups = [rel_info.jg[q] for q in evaluated]
+    _, lens, docnos = _ranked_rows(cols, results, rel_info, evaluated, opts, run_path,
+                                   {q: {} for q in evaluated})  # fmt: skip
+    rows, judged = [], []
+    for k, by_group in enumerate(groups):
+        ranked = [d.decode() if isinstance(d, bytes) else d for d in docnos(k)]
+        for group in by_group:
+            rows.extend(_mark(group.get(d)) for d in ranked)
+            judged.append(list(group.values()))
+    flat = np.asarray(rows, dtype=np.int64)
+    row_lens = np.repeat(lens, [len(g) for g in groups])
+    sizes = np.asarray([len(j) for j in judged], dtype=np.int64)
+    grades = np.asarray([g for j in judged for g in j], dtype=np.int64)
+    per_row = evaluate_rows(flat, row_lens, (grades, np.cumsum(sizes) - sizes, sizes),
+                            [_jg_column(c) for c in columns], opts)  # fmt: skip
+    return _group_means(per_row, [len(g) for g in groups], columns)
+
+
+def _mark(grade: int | None) -> int:
+    return NONPOOL if grade is None else (UNJUDGED if grade < 0 else grade)
+
+
+_JG_BASE = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
+
+
+def _jg_column(column: defs.Column) -> defs.Column:
+    """The qrels measure a judgment-group measure averages (map_avgjg is map's mean over the
+    groups), set up with the same parameters."""
+    base = _JG_BASE.get(column.family.name)
+    if base is None:
+        return column
+    return defs.Column(defs.BY_NAME[base], column.params, column.names)
+
+
+def _group_means(per_row: list[list], counts: list[int], columns) -> list[list]:
+    """m_*_avgjg.c: each query's values summed over its judgment groups in order, divided by
+    their number when there are several; num_q is 1."""
+    out = []
+    k = 0
+    for col in columns:
+        for _ in col.names:
+            values, at = [], 0
+            for n in counts:
+                if col.family.name == "num_q" or n == 0:
+                    values.append(1.0 if col.family.name == "num_q" else 0.0)
+                else:
+                    total = per_row[k][at]
+                    for v in per_row[k][at + 1 : at + n]:
+                        total = total + v
+                    values.append(total / n if n > 1 else total)
+                at += n
+            out.append(values)
+            k += 1
+    return out
+
+
+def _prefs_values(results, rel_info, evaluated, columns, opts, run_path) -> list[list]:
+    """prefs judgments (trec_prefs.py): query by query, a list per printed name."""
+    import cmrkit.evaluation.trec_prefs as trec_prefs
+
+    have = set(results.qids)
+    rows = []
+    for qid in evaluated:
+        docs = results.queries[qid] if qid in have else [(BOGUS_DOCNO, 1.0)]
+        ranked = _ranked(docs, opts)
+        _check_duplicates(ranked, qid, run_path)
+        counts = trec_prefs.form_prefs_counts(ranked, rel_info.prefs[qid], qid)
+        values: list = []
+        for col in columns:
+            name = col.family.name
+            if name == "num_q":
+                values.append(1.0)
+            elif name != "runid":
+                values.append(trec_prefs.MEASURES[name](counts))
+        rows.append(values)
+    width = sum(len(c.names) for c in columns)
+    return [[row[k] for row in rows] for k in range(width)]
+
+
+def _empty_rankings(by_name: list[list], names: list[str], evaluated: list[str],
+                    missing: set[str]) -> None:  # fmt: skip
+    """10.0's -c queries without results (scored on its dummy ranking): no document
+    retrieved for the measures that count them."""
+    rows = [k for k, q in enumerate(evaluated) if q in missing]
+    for name, values in zip(names, by_name, strict=True):
+        if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
+            for k in rows:
+                values[k] = 0.0
+        elif name == "relstring":
+            for k in rows:
+                values[k] = ""
+
+
+def _apply_zscores(per_query: dict[str, list], columns, zscores) -> list[str]:
+    """-Z: each value as (value - mean) / stddev of its query's line in the z-score file;
+    notes for the queries and measures the file lacks."""
+    names = [n for c in columns for n in c.names]
     # the values -q prints (gm_map, num_q and relstring are never z-scored on a line)
     z_names = [
         n for c in columns if c.family.per_query and c.family.name != "relstring" for n in c.names
     ]
-    graded = _bulk_grades(results, rel_info, opts) if fmt == "qrels" else None
-    by_name = _bulk_values(graded, evaluated, rel_info, columns, opts)
-    rows = None if by_name is None else list(zip(*by_name, strict=True))
-    if rows is not None:  # every query at once (trec_bulk.py), the same doubles
-        per_query = dict(zip(evaluated, map(list, rows), strict=True))
-    for qid in evaluated if rows is None else ():
-        bogus = qid not in run_qids
-        if graded is not None and not bogus:
-            values = _qrels_values(None, graded[qid], rel_info.qrels[qid], columns, opts)
+    z_queries: list[str] = []
+    z_measures: set[str] = set()
+    for qid, values in per_query.items():
+        table = zscores.get(qid)
+        if table is None:
+            z_queries.append(qid)
         else:
-            docs = [(BOGUS_DOCNO, 1.0)] if bogus else results.queries[qid]
-            values = _query_values(qid, docs, rel_info, columns, opts, fmt, run_path)
-        if bogus:
-            for i, name in enumerate(names):
-                if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
-                    values[i] = 0.0
-                elif name == "relstring":
-                    values[i] = ""
-        if zscores is not None:
-            table = zscores.get(qid)
-            if table is None:
-                z_queries.append(qid)
-            else:
-                z_measures.update(n for n in z_names if n not in table)
-            values = _zscore(values, names, table)
-        per_query[qid] = values
-    if rows is not None and zscores is not None:
-        for qid in evaluated:
-            table = zscores.get(qid)
-            if table is None:
-                z_queries.append(qid)
-            else:
-                z_measures.update(n for n in z_names if n not in table)
-            per_query[qid] = _zscore(per_query[qid], names, table)
-    num_q = len(rel_qids) if opts.complete else len(evaluated)
+            z_measures.update(n for n in z_names if n not in table)
+        per_query[qid] = _zscore(values, names, table)
+    return _z_notes(z_queries, z_measures)
+
+
+def _summary(columns, by_name: list[list], num_q: int, evaluated: int, rel_info, opts) -> list:
+    """The ``all`` values: each family's summary (meas_avg.c) of its per-query values."""
     summary: list = []
     k = 0
     for col in columns:
         fam = col.family
-        for j in range(len(col.names)):
-            if by_name is not None and zscores is None:
-                acc = _sum_in_order(by_name[k + j])
-            else:
-                acc = 0.0
-                for qid in evaluated:
-                    v = per_query[qid][k + j]
-                    if not isinstance(v, str):
-                        acc += v
+        for _ in col.names:
+            acc = _sum_in_order(by_name[k])
             if fam.summary == defs.MEAN:
                 value = acc / num_q if num_q else acc
             elif fam.summary == defs.GEOMETRIC:
                 if num_q > 0:
                     if opts.complete:
-                        acc += (num_q - len(evaluated)) * math.log(MIN_GEO_MEAN)
+                        acc += (num_q - evaluated) * math.log(MIN_GEO_MEAN)
                     value = math.exp(acc / num_q)
                 else:
                     value = acc
@@ -1319,22 +867,8 @@ def evaluate(
             else:
                 value = acc
             summary.append(value)
-        k += len(col.names)
-    printed = evaluated
-    return TrecResult(
-        version,
-        opts,
-        columns,
-        results.runid,
-        list(evaluated),
-        per_query,
-        summary,
-        list(printed),
-        missing_from_run,
-        missing_from_qrels,
-        zscores=zscores is not None,
-        notes=_z_notes(z_queries, z_measures),
-    )
+            k += 1
+    return summary
 
 
 def _sum_in_order(values: list) -> float:
@@ -1374,139 +908,6 @@ def _all_relevant(rel_info: RelInfo) -> int:
     if rel_info.format == "qrels":
         return sum(1 for docs in rel_info.qrels.values() for r in docs.values() if r > 0)
     raise CmrkitError("num_rel with -c needs qrels or qrels_jg judgments")
-
-
-@dataclass
-class Graded:
-    """The grades of a run read in bulk, in trec_eval's rank order (NONPOOL and UNJUDGED
-    marked): query ``qids[k]`` owns ``marked[starts[k]:starts[k + 1]]``."""
-
-    qids: list[str]
-    marked: object  # numpy int64
-    lens: object
-    starts: object
-    _lists: dict | None = None
-
-    def __contains__(self, qid: str) -> bool:
-        return qid in self.index
-
-    @property
-    def index(self) -> dict[str, int]:
-        if self._lists is None:
-            self._lists = {q: k for k, q in enumerate(self.qids)}
-        return self._lists
-
-    def __getitem__(self, qid: str) -> tuple[list[int], object]:
-        k = self.index[qid]
-        arr = self.marked[int(self.starts[k]) : int(self.starts[k + 1])]
-        return arr.tolist(), arr
-
-
-def _bulk_grades(results: Results, rel_info: RelInfo, opts: Options) -> Graded | None:
-    """The grades in trec_eval's rank order for a run read in bulk, ranked with numpy."""
-    if results.cols is None:
-        return None
-    import numpy as np
-
-    from cmrkit.evaluation.order import MISSING, rank_all
-
-    cols = results.cols
-    qrels = rel_info.qrels
-    blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
-    if not blocks:
-        return Graded([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64))
-    depth = None if opts.max_docs == Options.max_docs else opts.max_docs
-    lens, starts, _, rel, _, _ = rank_all(
-        cols, blocks, qrels, depth, opts.version, byte_docnos=rel_info.byte_docnos
-    )
-    marked = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
-    return Graded([cols.qids[i] for i in blocks], marked, lens, starts)
-
-
-def _bulk_values(graded: Graded | None, evaluated: list[str], rel_info: RelInfo, columns,
-                 opts: Options) -> list | None:  # fmt: skip
-    """Every evaluated query's values at once (a list per printed value name, a value per
-    query), when all of them were ranked in bulk; None otherwise (the per-query loop then
-    computes them)."""
-    if graded is None or not evaluated or any(q not in graded for q in evaluated):
-        return None
-    import numpy as np
-
-    order = np.asarray([graded.index[q] for q in evaluated], dtype=np.int64)
-    lens = graded.lens[order]
-    if np.array_equal(order, np.arange(len(graded.qids))):
-        flat = graded.marked
-    elif len(lens) and int(graded.lens.min()) == int(graded.lens.max()):  # rows of one length
-        flat = graded.marked.reshape(len(graded.qids), -1)[order].ravel()
-    else:
-        starts = graded.starts
-        rows = np.repeat(starts[:-1][order] - (np.cumsum(lens) - lens), lens)
-        flat = graded.marked[np.arange(int(lens.sum())) + rows]
-    judged = [rel_info.qrels[q] for q in evaluated]
-    B = _block(flat, lens, judged, opts)
-    if B is None:
-        return None
-    made: list = []
-
-    def per_query(name: str, params) -> list:
-        if not made:
-            for k in range(B.nq):
-                arr = B.A[k, : B.n[k]]
-                rr = ResRels(arr.tolist(), int(B.n[k]), int(B.nrr[k]),
-                             int((arr == NONPOOL).sum()), int((arr == UNJUDGED).sum()),
-                             int(B.R[k]), B.rel_levels[k], B.num_rel_levels[k])  # fmt: skip
-                rr.__dict__["_cache"] = {"arr": arr}
-                made.append(rr)
-        fn = QRELS_MEASURES[name]
-        return [list(v) for v in zip(*(fn(rr, params, opts) for rr in made), strict=True)]
-
-    return _bulk_rows(B, columns, per_query)
-
-
-def _qrels_values(ranked, grades, judged, columns, opts) -> list:
-    values: list = []
-    rr = form_res_rels(ranked, judged, opts, grades)
-    for col in columns:
-        name = col.family.name
-        if name == "runid":
-            continue
-        values.extend(QRELS_MEASURES[name](rr, col.params, opts))
-    return values
-
-
-def _query_values(qid, docs, rel_info, columns, opts, fmt, run_path) -> list:
-    if fmt == "qrels":
-        ranked = _ranked(docs, opts)
-        _check_duplicates(ranked, qid, run_path)
-        return _qrels_values(ranked, None, rel_info.qrels[qid], columns, opts)
-    if fmt == "qrels_jg":
-        ranked = _ranked(docs, opts)
-        _check_duplicates(ranked, qid, run_path)
-        groups = [form_res_rels(ranked, g, opts) for g in rel_info.jg[qid]]
-        return _family_values(
-            columns, lambda name, col: JG_MEASURES[name](groups, col.params, opts)
-        )
-    import cmrkit.evaluation.trec_prefs as trec_prefs
-
-    ranked = _ranked(docs, opts, prefs=True)
-    _check_duplicates(ranked, qid, run_path)
-    counts = trec_prefs.form_prefs_counts(ranked, rel_info.prefs[qid], qid)
-    return _family_values(columns, lambda name, col: [trec_prefs.MEASURES[name](counts)])
-
-
-def _family_values(columns, measure) -> list:
-    """A query's values of judgment groups or prefs: ``measure(name, column)`` gives each
-    column's values; runid has none, num_q is 1."""
-    values: list = []
-    for col in columns:
-        name = col.family.name
-        if name == "runid":
-            continue
-        if name == "num_q":
-            values.append(1.0)
-        else:
-            values.extend(measure(name, col))
-    return values
 
 
 # ----------------------------------------------------------------------------- reports
