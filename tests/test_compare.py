@@ -224,6 +224,22 @@ def test_compare_bad_options(systems, extra, words):
     assert result.stderr.count("\n") == 1
 
 
+def test_swapped_qrels_and_run_give_the_usage(tmp_path):
+    """`compare RUN QRELS RUN` (eval's order) names the swap, as `eval` does (trip 6); a run
+    where the qrels go says so."""
+    qrels, run, other = tmp_path / "q.txt", tmp_path / "a.trec", tmp_path / "b.trec"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    run.write_text("q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\n")
+    other.write_text("q1 Q0 d2 1 2.0 b\nq1 Q0 d1 2 1.0 b\n")
+    for args, words in (
+        ([run, qrels, other], "the arguments are swapped"),
+        ([run, other], "looks like a run, not qrels"),
+    ):
+        result = CliRunner().invoke(app, ["compare", *map(str, args)])
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+        assert words in result.stderr and "usage: cmrkit compare QRELS RUN RUN" in result.stderr
+
+
 def test_compare_needs_two_runs(systems):
     _, qrels, runs = systems
     result = CliRunner().invoke(app, ["compare", str(qrels), str(runs[0])])

@@ -259,14 +259,25 @@ def test_eval_spans_top1_and_best_of_k(tiny, cli):
         ('{"qid": "m1", "docno": "P:m2", "score": 1}', "line 1: an answer needs 'text'"),
         ('{"qid": "m1", "docno": "P:m2", "text": "a", "score": "x"}', "'score' must be a number"),
         ("not json", "line 1: malformed JSON"),
+        ('{"qid": "m1", "docno": "P:nosuch", "text": "x", "score": 1}',
+         "line 1: unit 'P:nosuch' is no unit of the collection"),
+        ('{"qid": "m1", "docno": "P:m2", "text": "x"}\n{"qid": "m4", "docno": "P:m1", "text": "y"}'
+         '\n{"qid": "m1", "docno": "P:m2", "text": "x"}', "line 3: the same answer as on line 1"),
     ],
-)
+)  # fmt: skip
 def test_eval_spans_bad_input(tiny, cli, answers, words):
     (tiny / "a.jsonl").write_text(answers + "\n")
     r = cli("eval-spans", "a.jsonl", "qrels/tiny.test.txt", "--collection", "collections/tiny")
     assert r.exit_code == 2
     assert r.stderr.startswith("error: a.jsonl: ") and words in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+def test_eval_spans_swapped_arguments_give_the_usage(tiny, cli):
+    (tiny / "a.jsonl").write_text('{"qid": "m1", "docno": "P:m2", "text": "x"}\n')
+    r = cli("eval-spans", "qrels/tiny.test.txt", "a.jsonl", "--collection", "collections/tiny")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+    assert "swapped" in r.stderr and "usage: cmrkit eval-spans SPANS QRELS" in r.stderr
 
 
 def test_eval_coref_formats_and_per_document(cli, tmp_path):

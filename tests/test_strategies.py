@@ -482,3 +482,22 @@ def test_next_reads_blind_answers_through_the_export_key(three, cli):
     assert r.exit_code == 0, r.output
     assert chosen(tmp / "p2.jsonl") == MTF[:2]
     assert {p.label for p in read_pool(tmp / "p2.jsonl").pairs if p.docno == "d1"} == {0}
+
+
+def test_sample_qrels_say_why_none_apply(three, cli):
+    """A complete depth pool whose qrels judge none of its queries is no strata pool (the
+    issue's `export --sample-qrels`: it said 'are they from another pool?'); empty qrels (an
+    aggregation that kept no query) say so; a strata pool's foreign qrels are another pool's."""
+    from cmrkit.pooling import sample_qrels
+
+    tmp, _, _, _ = three
+    foreign = write_qrels(tmp / "foreign.txt", {"q9": {"d1": 1}})
+    depth = create(cli, three, "--strategy", "depth", "--depth", "4")
+    r = cli("pool", "sample-qrels", depth, foreign, "-o", tmp / "s.txt")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+    assert "this is a depth pool, not a strata pool" in r.stderr
+    with pytest.raises(CmrkitError, match="hold no judgment"):
+        sample_qrels(read_pool(depth), {})
+    strata = create(cli, three, "--strategy", "strata", "--strata", "1-1:1.0,2-4:0.5")
+    r = cli("pool", "sample-qrels", strata, foreign, "-o", tmp / "s2.txt")
+    assert r.exit_code == 2 and "are they from another pool?" in r.stderr

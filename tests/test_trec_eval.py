@@ -371,6 +371,13 @@ def test_swapped_arguments_give_the_usage(tmp_path):
     assert "swapped" in result.stderr and "usage: cmrkit eval RUN QRELS" in result.stderr
 
 
+def test_run_and_qrels_cannot_both_be_stdin(tmp_path):
+    qrels, _ = _write_case(tmp_path, 7, complete_run=True)
+    result = CliRunner().invoke(app, ["eval", "-", "-"], input=qrels.read_text())
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert "cannot both come from stdin" in result.stderr
+
+
 def test_zscores_missing_a_query_or_measure_as_trec_eval_and_said(trec_eval, tmp_path):
     folder = trec_eval["10"]
     lines = (folder / "test" / "zscores_file").read_text().splitlines()

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from cmrkit.commands.choices import choices
-from cmrkit.commands.output import FORMAT, Format, coverage, emit, with_warnings
+from cmrkit.commands.output import FORMAT, Format, check_order, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -351,6 +351,9 @@ def _spans_collection(spans: Path) -> Path:
     return Path("collections/sample")
 
 
+SPANS_USAGE = "usage: cmrkit eval-spans SPANS QRELS (the answer spans first, then the qrels)"
+
+
 @user_errors
 def eval_spans_command(
     spans: Path = typer.Argument(
@@ -385,6 +388,7 @@ def eval_spans_command(
 
     Example: cmrkit eval-spans answers.jsonl qrels/sample.test.txt --collection collections/sample -k 1 -k 5
     """  # noqa: E501
+    check_order([(spans, "JSON lines"), (qrels, "qrels")], SPANS_USAGE)
     from cmrkit import evaluation
     from cmrkit.evaluation.spans import evaluate_spans, read_span_run, span_measures
     from cmrkit.evaluation.units import read_annotated_units

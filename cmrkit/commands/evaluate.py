@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.output import FORMAT, Format, coverage, emit, with_warnings
+from cmrkit.commands.output import FORMAT, Format, check_order, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -104,29 +104,12 @@ def _single_blas() -> None:
 USAGE = "usage: cmrkit eval RUN QRELS [-m MEASURE ...] (the run first, then the qrels)"
 
 
-def _first_fields(path: Path) -> int | None:
-    """Number of fields on the first line that is not blank or a comment (None: unreadable)."""
-    if str(path) == "-":
-        return None
-    try:
-        with open(path, "rb") as fh:
-            for _, line in zip(range(1000), fh, strict=False):
-                fields = line.split()
-                if fields and not fields[0].startswith(b"#"):
-                    return len(fields)
-    except OSError:
-        return None
-    return None
-
-
 def _check_order(run: Path, qrels: Path) -> None:
     """`eval QRELS RUN` (swapped): say so with the usage, before any other error."""
-    first, second = _first_fields(run), _first_fields(qrels)
-    if first in (4, 5) and second is not None and second >= 6:
-        raise CmrkitError(
-            f"{run} looks like qrels ({first} fields) and {qrels} like a run ({second} fields): "
-            f"the arguments are swapped; {USAGE}"
-        )
+    check_order([(run, "a run"), (qrels, "qrels")], USAGE)
+
+
+COMPARE_USAGE = "usage: cmrkit compare QRELS RUN RUN [...] (the qrels first, then the runs)"
 
 
 # options `eval` and `compare` declare alike
@@ -246,7 +229,8 @@ def eval_command(
     version = trec_version.value
     trec_only = {"-l": level is not None, "-N": num_docs is not None, "-n": no_summary,
                  "-J": judged_only, "-R": rel_format is not None, "-Z": zscores is not None,
-                 "a run from stdin": str(run) == "-"}  # fmt: skip
+                 "a run from stdin": str(run) == "-",
+                 "qrels from stdin": str(qrels) == "-"}  # fmt: skip
     from cmrkit.evaluation.measures import TREC_EVAL
 
     plan = _eval_plan(measure, version, fmt, by, [k for k, v in trec_only.items() if v])
@@ -574,6 +558,7 @@ def compare_command(
     runs/sample/qe-rm3.test.trec -c -m AP -m RR@10 --test wilcoxon --correction bh
     --plot-means means.pdf
     """
+    check_order([(qrels, "qrels"), *((r, "a run") for r in runs)], COMPARE_USAGE)
     from cmrkit import evaluation
     from cmrkit.evaluation.measures import parse_measure, parse_measures
     from cmrkit.figures import figure_format

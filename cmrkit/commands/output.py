@@ -1,16 +1,19 @@
-"""What the scoring commands (`eval`, `compare`, `eval-coref`, `eval-spans`) share in their
-output: the formats, loader warnings as lines, the coverage line under a table, raw output."""
+"""What the scoring commands (`eval`, `compare`, `eval-coref`, `eval-spans`) share: the formats,
+loader warnings as lines, the coverage line under a table, raw output, and the check that their
+file arguments come in the order the usage gives."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import typer
 
 from cmrkit.commands.choices import choices
 from cmrkit.console import console, out
+from cmrkit.errors import CmrkitError
 
 T = TypeVar("T")
 
@@ -50,3 +53,45 @@ def emit(text: str) -> None:
     """Machine-readable output (JSON, CSV, trec_eval text) to stdout as it is."""
     out.file.write(text)
     out.file.flush()
+
+
+def first_line(path: Path) -> bytes | None:
+    """The first line that is not blank or a ``#`` comment, among the first 1000 (None: none,
+    unreadable, or stdin)."""
+    if str(path) == "-":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            for _, line in zip(range(1000), fh, strict=False):
+                fields = line.split()
+                if fields and not fields[0].startswith(b"#"):
+                    return line
+    except OSError:
+        return None
+    return None
+
+
+def looks_like(path: Path) -> str | None:
+    """ "qrels" (4 or 5 fields), "a run" (6 or more) or "JSON lines" by the first line."""
+    line = first_line(path)
+    if line is None:
+        return None
+    if line.lstrip()[:1] == b"{":
+        return "JSON lines"
+    fields = len(line.split())
+    return "qrels" if fields in (4, 5) else "a run" if fields >= 6 else None
+
+
+def check_order(named: Sequence[tuple[Path, str]], usage: str) -> None:
+    """Refuse arguments given in another order than ``usage``'s, before any other error:
+    ``named`` pairs each file argument with what it should be ("qrels", "a run", "JSON
+    lines"); when one looks like what another should be, they are swapped."""
+    wrong = [(p, want, looks_like(p)) for p, want in named]
+    wrong = [(p, want, got) for p, want, got in wrong if got is not None and got != want]
+    for _, want, got in wrong:
+        if any(got == other_want for _, other_want, _ in wrong if other_want != want):
+            swapped = ", ".join(f"{p} looks like {g}" for p, _, g in wrong)
+            raise CmrkitError(f"{swapped}: the arguments are swapped; {usage}")
+    for path, want, got in wrong:
+        if want == "qrels":
+            raise CmrkitError(f"{path} looks like {got}, not qrels; {usage}")

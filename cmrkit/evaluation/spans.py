@@ -99,6 +99,7 @@ def read_span_run(path: str | os.PathLike, units: AnnotatedUnits) -> SpanRun:
     """Read a span run; offsets are checked against the annotated units' text."""
     run = SpanRun(str(path))
     scored: bool | None = None
+    seen: dict[tuple, int] = {}
     for n, obj in iter_jsonl(path, what="an answer object per line"):
         where = f"line {n}"
         for name in ("qid", "docno"):
@@ -149,13 +150,41 @@ def read_span_run(path: str | os.PathLike, units: AnnotatedUnits) -> SpanRun:
                 path=path,
                 where=where,
             )
+        key = (qid, docno, obj.get("start"), obj.get("end"), text)
+        if key in seen:
+            raise CmrkitError(
+                f"the same answer as on line {seen[key]} (query {qid}, unit {docno}); give "
+                "each answer once",
+                path=path,
+                where=where,
+            )
+        seen[key] = n
         run.answers.setdefault(qid, []).append(Answer(docno, text, score, n))
     if not run.answers:
         raise CmrkitError("no answers in the span run", path=path)
+    _check_units(run, units, path)
     if scored:
         for answers in run.answers.values():
             answers.sort(key=lambda a: -a.score)  # stable: file order breaks ties
     return run
+
+
+def _check_units(run: SpanRun, units: AnnotatedUnits, path) -> None:
+    """Every answer's docno is a unit of the collection (a typo, or spans of another
+    collection, would score 0 silently)."""
+    docnos = {a.docno for answers in run.answers.values() for a in answers}
+    missing = units.no_units(docnos)
+    if missing:
+        first = min(
+            (a for answers in run.answers.values() for a in answers if a.docno in missing),
+            key=lambda a: a.line,
+        )
+        raise CmrkitError(
+            f"unit {first.docno!r} is no unit of the collection ({len(missing)} such docnos); "
+            "are the spans from another collection? name it with --collection",
+            path=path,
+            where=f"line {first.line}",
+        )
 
 
 def evaluate_spans(

@@ -33,10 +33,24 @@ class AnnotatedUnits:
     contents: dict[str, str]
     mentions: dict[str, list[UnitMention]]
     unit_of: dict[str, str]  # mention id -> docno
+    corpus: Path | None = None  # the corpus they were read from (its distractors come after)
 
     def mention_of_qid(self) -> dict[str, str]:
         """qid -> mention id (a qid is the mention id with whitespace turned into '_')."""
         return {"_".join(m.split()): m for m in self.unit_of}
+
+    def no_units(self, docnos: set[str]) -> set[str]:
+        """Those of ``docnos`` that are no unit of the corpus: neither annotated nor a
+        distractor (the distractors are read only when a docno is not annotated, and only
+        until every one is found)."""
+        left = {d for d in docnos if d not in self.contents}
+        if not left or self.corpus is None:
+            return left
+        for _, record in iter_jsonl(self.corpus, what="one unit object per line"):
+            left.discard(str(record.get("id")))
+            if not left:
+                break
+        return left
 
 
 def read_annotated_units(collection: str | Path) -> AnnotatedUnits:
@@ -66,7 +80,7 @@ def read_annotated_units(collection: str | Path) -> AnnotatedUnits:
             mentions[docno] = found
             for m in found:
                 unit_of[m.mention_id] = docno
-    return AnnotatedUnits(contents, mentions, unit_of)
+    return AnnotatedUnits(contents, mentions, unit_of, corpus)
 
 
 def gold_clusters_path(collection: str | Path, split: str) -> Path:

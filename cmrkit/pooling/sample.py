@@ -49,5 +49,16 @@ def sample_qrels(pool: Pool, qrels: Qrels) -> tuple[Qrels, Strata]:
             out[qid] = docs
             strata[qid] = where
     if not set(out) & set(pool.queries):
+        if not qrels:
+            raise CmrkitError(
+                "the qrels hold no judgment (nothing judged yet, or the aggregation kept no "
+                "query): sample_eval's qrels need the pool's judgments"
+            )
+        if name != "strata":
+            raise CmrkitError(
+                f"this is a {name} pool, not a strata pool, and the qrels judge none of its "
+                "queries: sample_eval's qrels come from the judgments of a strata pool "
+                "(`cmrkit pool create --strategy strata`)"
+            )
         raise CmrkitError("the qrels judge none of the pool's queries; are they from another pool?")
     return out, strata

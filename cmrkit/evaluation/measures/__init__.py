@@ -323,7 +323,7 @@ def _trec_error(item: _Item) -> CmrkitError:
     if isinstance(item.marks, _Unknown) and item.native:
         return CmrkitError(
             f"measure {item.text!r} is cmrkit's own, not trec_eval's: it goes with neither "
-            "trec_eval's options (-l, -N, -n, -J, -R, -Z) nor a run read from stdin"
+            "trec_eval's options (-l, -N, -n, -J, -R, -Z) nor a run or qrels read from stdin"
         )
     return item.marks
 
