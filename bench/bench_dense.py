@@ -2,13 +2,15 @@
 
 Usage: python bench/bench_dense.py [--texts 256] [--lengths 128,256] [--batch-size 32]
        [--repeat 2] [--vectors 100000] [--queries 1000] [--k 100,1000] [--train-steps 8]
-       [--skip encode,search,train]
+       [--skip encode,search,train] [--smoke]
 
 1. Encoding: the first N passages of the embedded sample (`cmrkit build-collection` first), with
    the default model (all-MiniLM-L6-v2), per passage length: cmrkit's encoder (tokenize once,
-   sort by token count, batch) against sentence-transformers' own `encode` on the same texts,
-   batch size and length (`max_seq_length`), interleaved; min of the repeats; passages/s, the
-   ratio, and the largest difference between the two sets of vectors.
+   sort by token count, batch), fp32 and with `--precision int8` (the transformer's linear
+   layers dynamically quantized), against sentence-transformers' own `encode` on the same
+   texts, batch size and length (`max_seq_length`), interleaved; min of the repeats;
+   passages/s, the ratios, the largest difference between cmrkit's and sentence-transformers'
+   fp32 vectors and the lowest cosine of an int8 vector with its fp32 one.
 2. Exact search: random unit vectors (384 dims) for N passages and Q queries, top k by inner
    product: `cmrkit.retrieval.dense.search.search` (scores, ties, final ranked lists) against
    FAISS `IndexFlatIP.search` (needs faiss-cpu: pip install 'cmrkit[bench]'); queries/s, the
@@ -42,9 +44,12 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 
 def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> None:
+    import tempfile
+
     from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
     from cmrkit.retrieval.dense.models import load_encoders, resolve_model
     from cmrkit.retrieval.neural import quiet_hub
+    from cmrkit.retrieval.quantized import quantize
 
     quiet_hub()
     if not (SAMPLE / "corpus.jsonl.gz").exists():
@@ -52,35 +57,53 @@ def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> No
     with gzip.open(SAMPLE / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
         texts = [json.loads(line)["contents"] for _, line in zip(range(n), f, strict=False)]
     model = load_encoders(resolve_model("all-MiniLM-L6-v2"), "cpu").passage
+    int8 = load_encoders(resolve_model("all-MiniLM-L6-v2"), "cpu").passage
+    with tempfile.TemporaryDirectory() as tmp:  # --precision int8, without touching the cache
+        int8[0].model, _ = quantize(int8[0].model, Path(tmp), "bench")
     rows = []
     for length in lengths:
-        ours, theirs = [], []
-        a = b = None
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            a = encode_ids(
-                model, passage_ids(model.tokenizer, texts, length), batch_size=batch_size
-            )
-            ours.append(time.perf_counter() - t0)
-            model.max_seq_length = length
-            t0 = time.perf_counter()
-            b = model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
-            theirs.append(time.perf_counter() - t0)
-        diff = float(np.abs(a - b).max())
+        times: dict[str, list[float]] = {"st": [], "ours": [], "int8": []}
+        out: dict[str, np.ndarray] = {}
+        for r in range(repeat):
+            sides = ("st", "ours", "int8") if r % 2 == 0 else ("int8", "ours", "st")
+            for side in sides:  # alternating, so a load drift hits every side alike
+                t0 = time.perf_counter()
+                if side == "st":
+                    model.max_seq_length = length
+                    out[side] = model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
+                else:
+                    m = model if side == "ours" else int8
+                    ids = passage_ids(m.tokenizer, texts, length)
+                    out[side] = encode_ids(m, ids, batch_size=batch_size)
+                times[side].append(time.perf_counter() - t0)
+        best = {k: min(v) for k, v in times.items()}
         rows.append(
             [
                 str(length),
                 str(batch_size),
-                f"{len(texts) / min(theirs):.1f}",
-                f"{len(texts) / min(ours):.1f}",
-                f"{min(theirs) / min(ours):.2f}",
-                f"{diff:.1e}",
+                f"{len(texts) / best['st']:.1f}",
+                f"{len(texts) / best['ours']:.1f}",
+                f"{len(texts) / best['int8']:.1f}",
+                f"{best['st'] / best['ours']:.2f}",
+                f"{best['st'] / best['int8']:.2f}",
+                f"{float(np.abs(out['ours'] - out['st']).max()):.1e}",
+                f"{float((out['int8'] * out['ours']).sum(1).min()):.4f}",
             ]
         )
     _table(
         f"corpus encoding, {len(texts)} sample passages, all-MiniLM-L6-v2, CPU "
         f"({os.cpu_count()} cores), min of {repeat}",
-        ["tokens", "batch", "ST encode p/s", "cmrkit p/s", "ratio", "max |diff|"],
+        [
+            "tokens",
+            "batch",
+            "ST p/s",
+            "cmrkit p/s",
+            "int8 p/s",
+            "cmrkit/ST",
+            "int8/ST",
+            "max |diff|",
+            "min cos int8",
+        ],
         rows,
     )
 
@@ -174,7 +197,11 @@ def main() -> None:
     p.add_argument("--k", default="100,1000")
     p.add_argument("--train-steps", type=int, default=8)
     p.add_argument("--skip", default="")
+    p.add_argument("--smoke", action="store_true", help="a few seconds: tiny sizes of each part")
     a = p.parse_args()
+    if a.smoke:
+        a.texts, a.lengths, a.repeat, a.vectors, a.queries, a.k = 8, "64", 1, 2000, 20, "10"
+        a.train_steps = 1
     skip = set(a.skip.split(","))
     if "encode" not in skip:
         bench_encode(a.texts, [int(x) for x in a.lengths.split(",")], a.batch_size, a.repeat)

@@ -2,7 +2,7 @@
 
 Usage: python bench/bench_rerank.py [--queries 16] [--depth 10] [--batch-size 32]
        [--max-length 192] [--query-max-length 64] [--stride 128] [--select cls]
-       [--repeat 2] [--device cpu]
+       [--repeat 2] [--device cpu] [--precision fp32,int8] [--smoke]
 
 The pairs are the top ``--depth`` units of BM25's ranking (``runs/sample/bm25.test.trec``; made
 with ``cmrkit run bm25`` first when missing) for the first ``--queries`` test queries of the
@@ -15,10 +15,14 @@ wheel) and batch size:
 - plain: the sequences in pair order, padded per batch by the tokenizer, through
   ``AutoModel``'s forward and a linear span layer (``torch.inference_mode``), nothing else.
 
-Interleaved in alternating order (plain, cmrkit, cmrkit, plain, ...); prints sequences/s of
-both (min of ``--repeat``), the ratio of the minima (cmrkit / plain throughput) and the median
-of the ratios of each round's adjacent pair, which a load that drifts between rounds moves
-less. ``--device cuda`` runs both on the GPU.
+- cmrkit int8: the same as cmrkit with ``--precision int8`` (the encoder's linear layers
+  dynamically quantized to int8, ``retrieval/quantized.py``).
+
+Interleaved in alternating order (plain, cmrkit, cmrkit int8, then backwards, ...); prints
+sequences/s of each side (min of ``--repeat``), its throughput over plain's (min / min) and the
+median of the rounds' ratios, which a load that drifts between rounds moves less; and the
+largest difference of an int8 selection score from fp32's. ``--device cuda`` runs the fp32
+sides on the GPU (int8 is CPU only).
 """
 
 from __future__ import annotations
@@ -42,7 +46,18 @@ def main() -> None:
     parser.add_argument("--select", default="cls", choices=["cls", "coref"])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--precision",
+        default="fp32,int8",
+        help="cmrkit sides to time: fp32, int8 (--precision int8: int8 linear layers), or both",
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help="a few seconds: 2 queries x depth 2, 64 tokens, once"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.queries, args.depth, args.repeat, args.max_length = 2, 2, 1, 64
+        args.query_max_length, args.stride = 24, 32
 
     import torch
 
@@ -85,12 +100,33 @@ def main() -> None:
     pairs = [(qi, where[d]) for qi, h in enumerate(heads) for d in h]
     units = [texts[d] for d in docnos]
     reader = Reader(net, tokenizer, lay, DEFAULT_MARKERS, args.stride, args.max_span, None, device)
+    readers = {}
+    for precision in args.precision.split(","):
+        if precision == "fp32":
+            readers["cmrkit"] = reader
+            continue
+        import copy
+        import tempfile
+
+        from cmrkit.retrieval.quantized import quantize
+
+        net8 = copy.deepcopy(net)
+        with tempfile.TemporaryDirectory() as tmp:
+            net8.encoder, int8 = quantize(net.encoder, Path(tmp), "bench")
+        readers[f"cmrkit {precision}"] = Reader(
+            net8, tokenizer, lay, DEFAULT_MARKERS, args.stride, args.max_span, None, device, None,
+            int8,
+        )  # fmt: skip
     seqs = [x for qi, pi in pairs for x in items(lay, qwin[qi], ptoks[pi], args.stride)]
 
-    def ours() -> float:
+    scores: dict[str, list[float]] = {}
+
+    def ours(side: str) -> float:
         t0 = time.perf_counter()
-        score_pairs(reader, topics, units, pairs, batch_size=args.batch_size)
-        return time.perf_counter() - t0
+        found = score_pairs(readers[side], topics, units, pairs, batch_size=args.batch_size)
+        seconds = time.perf_counter() - t0
+        scores[side] = [x.score for x in found]
+        return seconds
 
     def plain() -> float:
         t0 = time.perf_counter()
@@ -109,28 +145,32 @@ def main() -> None:
                 net.span(hidden).float().cpu()
         return time.perf_counter() - t0
 
-    times: dict[str, list[float]] = {"cmrkit": [], "plain": []}
-    for r in range(args.repeat):  # alternate the order, so a load drift hits both sides
-        for side in ("plain", "cmrkit") if r % 2 == 0 else ("cmrkit", "plain"):
-            times[side].append(plain() if side == "plain" else ours())
+    sides = ["plain", *readers]
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    for r in range(args.repeat):  # alternate the order, so a load drift hits every side alike
+        for side in sides if r % 2 == 0 else sides[::-1]:
+            times[side].append(plain() if side == "plain" else ours(side))
     best = {k: min(v) for k, v in times.items()}
-    rounds = sorted(p / c for p, c in zip(times["plain"], times["cmrkit"], strict=True))
-    mid = len(rounds) // 2
-    median = rounds[mid] if len(rounds) % 2 else (rounds[mid - 1] + rounds[mid]) / 2
     n = len(seqs)
     print(
         f"\nreranking {len(pairs)} pairs ({n} sequences, {args.max_length} tokens at most, "
         f"batch {args.batch_size}, select {args.select}) on {device}, "
-        f"torch threads {torch.get_num_threads()}"
+        f"torch threads {torch.get_num_threads()}, min of {args.repeat}"
     )
-    print(f"{'':8}{'seconds':>10}{'seq/s':>10}")
-    for k in ("plain", "cmrkit"):
-        print(f"{k:8}{best[k]:>10.2f}{n / best[k]:>10.1f}")
-    print(f"ratio cmrkit / plain throughput (min / min): {best['plain'] / best['cmrkit']:.2f}x")
-    print(
-        f"median of the {len(rounds)} rounds' ratios: {median:.2f}x "
-        f"(each round: {', '.join(f'{r:.2f}' for r in rounds)})"
-    )
+    print(f"{'':14}{'seconds':>10}{'seq/s':>10}{'x plain':>10}{'median x':>10}")
+    for k in sides:
+        rounds = sorted(p / c for p, c in zip(times["plain"], times[k], strict=True))
+        mid = len(rounds) // 2
+        median = rounds[mid] if len(rounds) % 2 else (rounds[mid - 1] + rounds[mid]) / 2
+        print(
+            f"{k:14}{best[k]:>10.2f}{n / best[k]:>10.1f}{best['plain'] / best[k]:>10.2f}"
+            f"{median:>10.2f}"
+        )
+    if "cmrkit" in scores:
+        for k in readers:
+            if k != "cmrkit":
+                diff = max(abs(a - b) for a, b in zip(scores[k], scores["cmrkit"], strict=True))
+                print(f"{k}: largest |selection score - fp32's| over the pairs: {diff:.4f}")
 
 
 if __name__ == "__main__":

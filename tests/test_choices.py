@@ -24,6 +24,7 @@ def _library() -> dict[str, tuple[str, ...]]:
     from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.distributed.engine import ENGINES
     from cmrkit.retrieval.fusion import METHODS, NORMS
+    from cmrkit.retrieval.quantized import PRECISIONS
     from cmrkit.retrieval.queries import FORMULATIONS
     from cmrkit.retrieval.reader.model import SELECTS
     from cmrkit.retrieval.systems import PRESETS
@@ -32,6 +33,7 @@ def _library() -> dict[str, tuple[str, ...]]:
 
     return {
         "Device": DEVICES,
+        "Precision": PRECISIONS,
         "Select": SELECTS,
         "FuseMethod": METHODS,
         "Norm": NORMS,

@@ -542,3 +542,72 @@ def test_help_and_eval_do_not_import_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_int8_encoding_and_run_are_kept_apart_cached_and_rerun_identically(
+    tmp_path, monkeypatch, caplog, capsys
+):
+    """--precision int8: the encoding goes to its own -int8 folder, the int8 weights are made
+    once (in the cmrkit cache folder for the packaged model) and recorded with their hashes; a
+    cache made from other weights or changed since is made again with a note; reruns give the
+    same bytes; the int8 vectors stay close to fp32's."""
+    from cmrkit.retrieval import quantized
+
+    monkeypatch.setenv("CMRKIT_CACHE_DIR", str(tmp_path / "cache"))
+    coll = _write(tmp_path)
+    int8 = DenseOptions(**{**DENSE.__dict__, "precision": "int8"})
+    fp32_index = encode(coll, DENSE, progress=False)
+    index = encode(coll, int8, progress=False)
+    assert index.path.name == fp32_index.path.name + "-int8"
+    record = index.manifest["precision"]["passage"]
+    weights = Path(record["weights"])
+    assert weights.parent.parent.parent == tmp_path / "cache" / "int8"
+    assert record["sha256"] == quantized._sha256(weights)
+    assert record["source_sha256"] == resolve_model("all-MiniLM-L6-v2").sha256
+    assert index.manifest["identity"]["precision"] == "int8"
+    assert "precision" not in fp32_index.manifest["identity"]
+    a, b = fp32_index.vectors(), index.vectors()
+    assert not np.array_equal(a, b) and float((a * b).sum(1).min()) > 0.95
+    first = index.vectors().tobytes()
+    # a stale record (other source weights) and changed weights: made again, with a note
+    meta = weights.parent / quantized.RECORD
+    found = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**found, "source_sha256": "0" * 64}))
+    again = encode(coll, int8, force=True, progress=False)
+    assert "made from other weights" in caplog.text + capsys.readouterr().err
+    assert json.loads(meta.read_text())["source_sha256"] == found["source_sha256"]
+    assert again.vectors().tobytes() == first
+    weights.write_bytes(b"changed")
+    again = encode(coll, int8, force=True, progress=False)
+    assert "differ from what was written" in caplog.text + capsys.readouterr().err
+    assert quantized._sha256(weights) == found["sha256"]
+    assert again.vectors().tobytes() == first
+    result = run_dense(coll, dense=int8, options=_opts(tmp_path, k=5))
+    assert result.sidecar["parameters"]["precision"] == "int8"
+    assert result.sidecar["precision"]["passage"]["sha256"] == found["sha256"]
+    assert result.sidecar["index"]["path"] == str(index.path)
+    assert ":int8" in result.run_path.read_text().split("\n")[0]
+    assert run_dense(coll, dense=int8, options=_opts(tmp_path, k=5)).up_to_date
+    plain = run_dense(coll, dense=DENSE, options=_opts(tmp_path, k=5, name="fp32"))
+    assert "precision" not in plain.sidecar["parameters"] and "precision" not in plain.sidecar
+
+
+def test_int8_refuses_a_gpu_and_a_model_without_linear_layers_in_one_line(cli, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import StaticEmbedding
+
+    _write(tmp_path)
+    r = cli("encode", "collections/tiny", "--device", "cuda", "--precision", "int8", "--quiet")
+    assert r.exit_code == 2 and "--precision int8 runs on the CPU" in r.stderr, r.output
+    assert len(r.stderr.strip().splitlines()) == 1
+    tokenizer = resolve_model("all-MiniLM-L6-v2").path
+    from transformers import AutoTokenizer
+
+    static = StaticEmbedding(AutoTokenizer.from_pretrained(str(tokenizer)), embedding_dim=8)
+    SentenceTransformer(modules=[static], device="cpu").save(str(tmp_path / "static"))
+    args = ("--model", str(tmp_path / "static"), "--device", "cpu", "--quiet")
+    r = cli("encode", "collections/tiny", *args, "--precision", "int8")
+    assert r.exit_code == 2, r.output
+    assert "StaticEmbedding; use --precision fp32" in r.stderr, r.output
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not list((tmp_path / "collections/tiny").glob("dense/*-int8*"))

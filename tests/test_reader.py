@@ -554,6 +554,54 @@ def test_damaged_heads_are_refused_in_one_line_before_any_work(trained, cli):
         assert sorted(p.name for p in out_dir.iterdir()) == before
 
 
+def test_int8_rerank_is_cached_in_the_reader_folder_recorded_and_reruns_identically(trained, cli):
+    """--precision int8: the int8 weights are made once into the reader folder's .cache/ (not
+    part of its identity), recorded in the sidecar with their hashes; a rerun gives the same
+    bytes; a GPU is refused in one line."""
+    from cmrkit.retrieval import quantized
+    from cmrkit.retrieval.reader.model import resolve_reader
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+
+    root, coll, train = trained
+    model = _rerank_model(root, train)
+    run_in = write_candidates(root, coll, "test", TEST)
+    identity = resolve_reader(model).sha256
+
+    def rerank(precision: str, force: bool = False):
+        return run_rerank(
+            run_in,
+            model,
+            options=RerankOptions(depth=4, batch_size=3, device="cpu", precision=precision),
+            name=f"rr-{precision}",
+            runs_dir=root / "runs",
+            force=force,
+        )
+
+    result = rerank("int8")
+    record = result.sidecar["precision"]
+    weights = Path(record["weights"])
+    assert weights == model / ".cache" / "cmrkit-int8" / quantized.WEIGHTS
+    assert record["sha256"] == quantized._sha256(weights)
+    assert record["source_sha256"] == identity == resolve_reader(model).sha256
+    assert result.sidecar["parameters"]["precision"] == "int8"
+    spans = result.run_path.with_name("rr-int8.test.spans.jsonl")
+    first = (result.run_path.read_bytes(), spans.read_bytes())
+    assert rerank("int8").up_to_date
+    assert not rerank("int8", force=True).up_to_date
+    assert (result.run_path.read_bytes(), spans.read_bytes()) == first
+    plain = rerank("fp32")
+    assert "precision" not in plain.sidecar["parameters"] and "precision" not in plain.sidecar
+    int8_pairs = sorted((q, d) for q, docs in result.run.items() for d, _ in docs)
+    assert int8_pairs == sorted((q, d) for q, docs in plain.run.items() for d, _ in docs)
+    res = cli(
+        "run", "rerank", run_in, "--model", model, "--runs-dir", root / "runs",
+        "--device", "cuda", "--precision", "int8", "--name", "rr-gpu",
+    )  # fmt: skip
+    assert res.exit_code == 2 and "--precision int8 runs on the CPU" in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not list((root / "runs" / coll.name).glob("rr-gpu*"))
+
+
 def test_interpolation_with_the_first_stage(trained, cli):
     """S = W = 0 is the reader's selection score alone; otherwise the run score is
     z(selection) + S * z(best span score) + W * z(first stage) over each query's reranked units;

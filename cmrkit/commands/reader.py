@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.choices import Device, Select
-from cmrkit.commands.dense import DEVICE, MARKERS, parse_markers
+from cmrkit.commands.choices import Device, Precision, Select, plain
+from cmrkit.commands.dense import DEVICE, MARKERS, PRECISION, parse_markers
 from cmrkit.commands.runs import (
     COLLECTION_ARG,
     FORCE,
@@ -205,6 +205,7 @@ def rerank_command(
         "score alone [default: the S the reader records].",
     ),
     device: Device = DEVICE,
+    precision: Precision = PRECISION,
     runs_dir: Path = RUNS,
     force: bool = FORCE,
     quiet: bool = QUIET,
@@ -228,6 +229,7 @@ def rerank_command(
         markers=parse_markers(markers),
         interpolation=interpolation,
         span_weight=span_weight,
+        precision=plain(precision),
     )
     result = run_rerank(
         run,

@@ -233,12 +233,25 @@ def load_sentence_transformer(path: Path, device: str) -> Any:
 
 @dataclass
 class Encoders:
-    """The loaded query and passage encoders (the same object for a shared encoder)."""
+    """The loaded query and passage encoders (the same object for a shared encoder); ``int8``:
+    the int8 weights each runs (``quantized.Int8Weights`` by ``query`` / ``passage``), empty in
+    fp32."""
 
     ref: ModelRef
     device: str
     query: Any
     passage: Any
+    int8: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def precision(self) -> str:
+        return "int8" if self.int8 else "fp32"
+
+    def precision_record(self) -> dict[str, Any]:
+        """What a run or an encoding records of the int8 weights (nothing in fp32)."""
+        if not self.int8:
+            return {}
+        return {"precision": {k: v.record() for k, v in sorted(self.int8.items())}}
 
     @property
     def max_length(self) -> int:
@@ -246,13 +259,36 @@ class Encoders:
         return int(self.passage.max_seq_length or 512)
 
 
-def load_encoders(ref: ModelRef, device: str) -> Encoders:
-    """Load a resolved model's encoders onto ``device`` (``cpu``, ``cuda`` or ``auto``)."""
+def load_encoders(ref: ModelRef, device: str, precision: str = "fp32") -> Encoders:
+    """Load a resolved model's encoders onto ``device`` (``cpu``, ``cuda`` or ``auto``); with
+    ``precision`` ``int8``, their transformers' linear layers in int8 (made once and cached:
+    ``retrieval/quantized.py``)."""
+    from cmrkit.retrieval import quantized
+
+    quantized.check_precision(precision, device)
     dev = resolve_device(device)
+    quantized.check_precision(precision, dev)
     passage = load_sentence_transformer(ref.path, dev)
     query = (
         load_sentence_transformer(ref.path / QUERY_ENCODER, dev)
         if ref.separate_query_encoder
         else passage
     )
-    return Encoders(ref, dev, query, passage)
+    encoders = Encoders(ref, dev, query, passage)
+    if precision == "int8":
+        import torch
+
+        folder = quantized.cache_folder(ref.path, ref.source, ref.tag)
+        sides = {"passage": passage} if query is passage else {"passage": passage, "query": query}
+        for side, model in sides.items():
+            transformer = model[0]
+            if not isinstance(getattr(transformer, "model", None), torch.nn.Module):
+                raise CmrkitError(
+                    f"--precision int8 quantizes a transformer's linear layers, and this "
+                    f"model's first module is {type(transformer).__name__}; use --precision fp32",
+                    path=ref.path,
+                )
+            transformer.model, encoders.int8[side] = quantized.quantize(
+                transformer.model, folder / side, ref.sha256
+            )
+    return encoders

@@ -23,7 +23,8 @@ class DenseOptions:
     (``download`` fetches a missing one). ``markers`` wrap the query mention; None takes the
     markers the model was trained with (its cmrkit metadata), else ``<S>``/``</S>``.
     ``query_max_length`` and ``passage_max_length`` count tokens, special tokens included
-    (None: 64 for queries, the model's own limit for passages).
+    (None: 64 for queries, the model's own limit for passages). ``precision`` ``int8`` runs
+    the encoders with int8 linear layers on the CPU (``retrieval/quantized.py``).
     """
 
     model: str = DEFAULT_MODEL
@@ -34,12 +35,16 @@ class DenseOptions:
     markers: tuple[str, str] | None = None
     shard_size: int = 8192
     download: bool = False
+    precision: str = "fp32"  # int8: the encoders' linear layers in int8, on the CPU
 
     def __post_init__(self) -> None:
         if self.markers is not None:
             object.__setattr__(self, "markers", tuple(self.markers))
         if self.device not in DEVICES:
             raise CmrkitError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        from cmrkit.retrieval.quantized import check_precision
+
+        check_precision(self.precision, self.device)
         if self.batch_size < 1:
             raise CmrkitError(f"--batch-size must be at least 1, got {self.batch_size}")
         if self.shard_size < 1:

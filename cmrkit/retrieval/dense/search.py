@@ -122,21 +122,22 @@ def ensure_encoded(
     from cmrkit.console import console
     from cmrkit.retrieval.dense import store
 
-    found = store.state(collection, ref, passage_max_length)
+    precision = dense.precision
+    found = store.state(collection, ref, passage_max_length, precision)
     damage = ""
     if found == "current" and auto:
-        index = store.open_dense(collection, ref, passage_max_length)
+        index = store.open_dense(collection, ref, passage_max_length, precision)
         try:
             index.load()  # every byte checked now, while a damaged encoding can still be redone
             return index
         except store.DamagedEncoding as e:
             found, damage = "damaged", str(e).split("; re-encode it")[0]
     if found in ("current", "foreign") or not auto:
-        return store.open_dense(collection, ref, passage_max_length)
+        return store.open_dense(collection, ref, passage_max_length, precision)
     if found == "damaged":
         if not damage:
             try:
-                store.open_dense(collection, ref, passage_max_length)
+                store.open_dense(collection, ref, passage_max_length, precision)
             except store.DamagedEncoding as e:
                 damage = str(e).split("; re-encode it")[0]
         log.warning(f"{damage}; encoding the corpus again")
@@ -153,6 +154,7 @@ def ensure_encoded(
         force=True,
         progress=progress,
         loader=loader,
+        precision=precision,
     )
 
 
@@ -194,6 +196,8 @@ def run_dense(
         "k": opts.k,
         "similarity": "inner product",
     }
+    if dense.precision != "fp32":  # fp32 runs keep the identity they always had
+        parameters["precision"] = dense.precision
     spec = RunSpec.for_collection(
         opts.runs_dir,
         coll,
@@ -256,7 +260,7 @@ class _DenseRun:
         from cmrkit.retrieval.dense.models import load_encoders
 
         if not self._loaded:
-            self._loaded.append(load_encoders(self.ref, self.dense.device))
+            self._loaded.append(load_encoders(self.ref, self.dense.device, self.dense.precision))
         return self._loaded[0]
 
     def compute(self, encoded: Any, split: str) -> Computed:
@@ -289,6 +293,7 @@ class _DenseRun:
         run: RankedRun = {t.qid: docs for t, docs in zip(topics, hits, strict=True)}
         timings["search"] = round(time.perf_counter() - t0, 3)
         tag = _tag(self.name, self.ref, self.query_len, self.passage_len)
+        tag += "" if self.dense.precision == "fp32" else f":{self.dense.precision}"
         return Computed(run, tag, self.sidecar(encoders, encoded, tokens), timings)
 
     def sidecar(self, encoders: Any, encoded: Any, tokens: list[list[int]]) -> dict[str, Any]:
@@ -307,6 +312,7 @@ class _DenseRun:
                 "separate_query_encoder": ref.separate_query_encoder,
             },
             "device": encoders.device,
+            **encoders.precision_record(),
             "batch_size": self.dense.batch_size,
             "ranking": {
                 "own_unit_removed": True,

@@ -108,9 +108,11 @@ def _damaged(
 ) -> DamagedEncoding:
     model = (manifest.get("model") or {}).get("name", "MODEL")
     length = manifest.get("passage_max_length", "N")
+    precision = (manifest.get("identity") or {}).get("precision")
+    also = f" --precision {precision}" if precision else ""
     return DamagedEncoding(
         f"the dense encoding is damaged: this file {reason}; re-encode it with `cmrkit encode "
-        f"{collection.as_posix()} --model {model} --max-length {length} --force`",
+        f"{collection.as_posix()} --model {model} --max-length {length}{also} --force`",
         path=path,
     )
 
@@ -215,23 +217,39 @@ class DenseIndex(StoredIndex):
         return ids, vectors
 
 
-def store_tag(ref: ModelRef, passage_max_length: int) -> str:
-    """The folder name of an encoding: the model's tag and the passage length."""
-    return f"{ref.tag}-p{passage_max_length}"
+def store_tag(ref: ModelRef, passage_max_length: int, precision: str = "fp32") -> str:
+    """The folder name of an encoding: the model's tag and the passage length (and ``-int8``
+    for an encoding made with int8 linear layers)."""
+    return f"{ref.tag}-p{passage_max_length}" + ("" if precision == "fp32" else f"-{precision}")
 
 
-def dense_path(collection: Path, ref: ModelRef, passage_max_length: int) -> Path:
-    return Path(collection) / DENSE_DIR / store_tag(ref, passage_max_length)
+def dense_path(
+    collection: Path, ref: ModelRef, passage_max_length: int, precision: str = "fp32"
+) -> Path:
+    return Path(collection) / DENSE_DIR / store_tag(ref, passage_max_length, precision)
 
 
-def _identity(ref: ModelRef, corpus_sha: str, passage_max_length: int, shard_size: int) -> dict:
-    return {
+def _identity(
+    ref: ModelRef, corpus_sha: str, passage_max_length: int, shard_size: int, precision: str
+) -> dict:
+    found = {
         "format": FORMAT,
         "model": ref.identity(),
         "corpus_sha256": corpus_sha,
         "passage_max_length": passage_max_length,
         "shard_size": shard_size,
     }
+    if precision != "fp32":  # fp32 encodings keep the identity they always had
+        found["precision"] = precision
+    return found
+
+
+def encode_command(ref: ModelRef, collection: Path, passage_max_length: int, precision: str) -> str:
+    """The ``cmrkit encode`` command that makes this encoding."""
+    return (
+        f"cmrkit encode {collection.as_posix()} --model {ref.name} --max-length "
+        f"{passage_max_length}" + ("" if precision == "fp32" else f" --precision {precision}")
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -242,10 +260,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def state(collection: Path, ref: ModelRef, passage_max_length: int) -> str:
+def state(collection: Path, ref: ModelRef, passage_max_length: int, precision: str = "fp32") -> str:
     """``missing``, ``foreign`` (not cmrkit's), ``stale`` (another corpus), ``damaged`` (a file
     missing or of the wrong size or shape: :func:`check_files`) or ``current``."""
-    target = dense_path(collection, ref, passage_max_length)
+    target = dense_path(collection, ref, passage_max_length, precision)
     found = stored.state(collection, target, MANIFEST, FORMAT)
     if found != "current":
         return found
@@ -256,17 +274,18 @@ def state(collection: Path, ref: ModelRef, passage_max_length: int) -> str:
     return "current"
 
 
-def open_dense(collection: str | Path, ref: ModelRef, passage_max_length: int) -> DenseIndex:
+def open_dense(
+    collection: str | Path, ref: ModelRef, passage_max_length: int, precision: str = "fp32"
+) -> DenseIndex:
     """The current encoding of a collection's corpus by ``ref``; a clear error otherwise."""
     coll = collection_dir(collection)
-    target = dense_path(coll, ref, passage_max_length)
-    name = coll.as_posix()
-    found = state(coll, ref, passage_max_length)
+    target = dense_path(coll, ref, passage_max_length, precision)
+    command = encode_command(ref, coll, passage_max_length, precision)
+    found = state(coll, ref, passage_max_length, precision)
     if found == "missing":
         raise CmrkitError(
-            f"the corpus is not encoded with this model and passage length; run `cmrkit encode "
-            f"{name} --model {ref.name} --max-length {passage_max_length}` (or drop "
-            "--no-auto-index)",
+            f"the corpus is not encoded with this model, passage length and precision; run "
+            f"`{command}` (or drop --no-auto-index)",
             path=target,
         )
     if found == "foreign":
@@ -278,8 +297,7 @@ def open_dense(collection: str | Path, ref: ModelRef, passage_max_length: int) -
     if found == "stale":
         raise CmrkitError(
             f"encoded from another corpus (the collection changed since); re-encode it with "
-            f"`cmrkit encode {name} --model {ref.name} --max-length {passage_max_length} "
-            "--force`",
+            f"`{command} --force`",
             path=target,
         )
     manifest = _read_json(target / MANIFEST) or {}
@@ -298,19 +316,21 @@ def encode_corpus(
     force: bool = False,
     progress: bool = True,
     loader: Any = None,
+    precision: str = "fp32",
 ) -> DenseIndex:
-    """Encode every unit of the corpus with the passage encoder into ``dense/<model-tag>/``.
+    """Encode every unit of the corpus with the passage encoder into ``dense/<model-tag>/``
+    (``-int8`` appended for ``precision`` int8: ``encoders`` must then be the int8 ones).
 
     ``encoders`` is the loaded model, or None with ``loader`` (called once, only when there is
     work to do) returning it. An existing current encoding with the same settings is kept (its
     content checked); a stale, damaged or different one is refused unless ``force``.
     """
     coll = collection_dir(collection)
-    target = dense_path(coll, ref, passage_max_length)
+    target = dense_path(coll, ref, passage_max_length, precision)
     corpus_sha = sha256_file(corpus_path(coll))
-    wanted = _identity(ref, corpus_sha, passage_max_length, shard_size)
+    wanted = _identity(ref, corpus_sha, passage_max_length, shard_size, precision)
     if target.exists() and not force:
-        kept = open_dense(coll, ref, passage_max_length)
+        kept = open_dense(coll, ref, passage_max_length, precision)
         if kept.manifest.get("identity") == wanted:
             kept.load()  # every byte checked: a damaged encoding is not "up to date"
             return kept
@@ -399,6 +419,7 @@ def _encode_into(
             "sha256": hashlib.sha256(ids_data).hexdigest(),
         },
         "device": encoders.device,
+        **encoders.precision_record(),
         "batch_size": batch_size,
         "resumed_shards": len(done),
         "versions": versions(),
@@ -577,5 +598,6 @@ def encode(
         shard_size=dense.shard_size,
         force=force,
         progress=progress,
-        loader=lambda: load_encoders(ref, dense.device),
+        loader=lambda: load_encoders(ref, dense.device, dense.precision),
+        precision=dense.precision,
     )

@@ -73,9 +73,13 @@ class RerankOptions:
     markers: tuple[str, str] | None = None
     interpolation: float | None = None  # None: the reader's own weight
     span_weight: float | None = None  # None: the reader's own weight
+    precision: str = "fp32"  # int8: the encoder's linear layers in int8, on the CPU
 
     def check(self) -> None:
+        from cmrkit.retrieval.quantized import check_precision
+
         check_weights(self.interpolation, self.span_weight)
+        check_precision(self.precision, self.device)
         if self.depth < 1:
             raise CmrkitError(f"--depth must be at least 1, got {self.depth}")
         if self.batch_size < 1:
@@ -272,6 +276,8 @@ def _job(
         "span_weight": span_weight,
         "input_run_sha256": sha256_file(run_path),
     }
+    if opts.precision != "fp32":  # fp32 runs keep the identity they always had
+        parameters["precision"] = opts.precision
     return _Job(
         run_path, ref, opts, weight, span_weight, sidecar_in, coll, split, topics, ranking,
         name, spans_path(out_run), parameters,
@@ -283,16 +289,17 @@ def _compute(job: _Job, progress: bool, started: float) -> Computed:
     texts = {record["id"]: record["contents"] for _, record in iter_corpus(job.coll)}
     heads, tails = _candidates(job, texts)
     timings: dict[str, float] = {"read": round(time.perf_counter() - started, 3)}
-    device, scored = _score(job, heads, texts, progress, timings)
+    reader, scored = _score(job, heads, texts, progress, timings)
     run_out, span_lines = _reranked(job, heads, tails, scored)
     tag = (
         f"{job.name}:depth={job.opts.depth}"
         + (f":s={job.span_weight:g}" if job.span_weight else "")
         + (f":w={job.weight:g}" if job.weight else "")
+        + (f":{reader.precision}" if reader.int8 is not None else "")
     )
     spans = "".join(line + "\n" for line in span_lines)
     return Computed(
-        run_out, tag.replace(" ", "_"), _sidecar(job, device), timings, {job.out_spans: spans}
+        run_out, tag.replace(" ", "_"), _sidecar(job, reader), timings, {job.out_spans: spans}
     )
 
 
@@ -329,14 +336,20 @@ def _score(
     texts: dict[str, str],
     progress: bool,
     timings: dict[str, float],
-) -> tuple[str, dict[tuple[str, str], Scored]]:
-    """The reader's verdict on every (query, candidate) pair, and the device it ran on."""
+) -> tuple[Any, dict[tuple[str, str], Scored]]:
+    """The reader's verdict on every (query, candidate) pair, and the reader that read them."""
     from cmrkit.console import progress_bar
     from cmrkit.retrieval.reader.scoring import open_reader, score_candidates
 
     t0 = time.perf_counter()
     opts = job.opts
-    reader = open_reader(job.ref, device=opts.device, stride=opts.stride, max_span=opts.max_span)
+    reader = open_reader(
+        job.ref,
+        device=opts.device,
+        stride=opts.stride,
+        max_span=opts.max_span,
+        precision=opts.precision,
+    )
     timings["load_model"] = round(time.perf_counter() - t0, 3)
     by_qid = {t.qid: t for t in job.topics}
     qids = [q for q in sorted(heads) if heads[q]]
@@ -359,7 +372,7 @@ def _score(
         for q, verdicts in zip(qids, scored, strict=True)
         for d, s in zip(heads[q], verdicts, strict=True)
     }
-    return reader.device, out
+    return reader, out
 
 
 def _reranked(
@@ -404,12 +417,14 @@ def _reranked(
     return run_out, span_lines
 
 
-def _sidecar(job: _Job, device: str) -> dict[str, Any]:
-    """The reranked run's own sidecar fields."""
+def _sidecar(job: _Job, reader: Any) -> dict[str, Any]:
+    """The reranked run's own sidecar fields (``precision``: the int8 weights, when used)."""
     from cmrkit.retrieval.neural import versions
 
     weight, span_weight, opts = job.weight, job.span_weight, job.opts
+    precision = {} if reader.int8 is None else {"precision": reader.int8.record()}
     return {
+        **precision,
         "spans": str(job.out_spans),
         "input_run": {
             "path": str(job.run_path),
@@ -418,7 +433,7 @@ def _sidecar(job: _Job, device: str) -> dict[str, Any]:
             "name": recorded(job.sidecar_in, "name"),
         },
         "model": {**job.ref.identity(), "tag": job.ref.tag, "trained": job.ref.metadata},
-        "device": device,
+        "device": reader.device,
         "batch_size": opts.batch_size,
         "interpolation": {
             "weight": weight,

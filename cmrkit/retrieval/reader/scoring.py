@@ -60,6 +60,11 @@ class Reader:
     spacy_model: str | None  # the query window is followed by its context's entities
     device: str
     ref: Any = None
+    int8: Any = None  # the int8 weights the encoder runs (``quantized.Int8Weights``); None: fp32
+
+    @property
+    def precision(self) -> str:
+        return "fp32" if self.int8 is None else "int8"
 
     @property
     def pad(self) -> int:
@@ -74,18 +79,28 @@ def open_reader(
     stride: int | None = None,
     max_span: int | None = None,
     markers: tuple[str, str] | None = None,
+    precision: str = "fp32",
 ) -> Reader:
     """Load a reader folder (a path, or a ``ReaderRef``) for :func:`score_pairs`; ``stride`` and
-    ``max_span`` default to the reader's own; ``markers``, when given, must be the reader's."""
+    ``max_span`` default to the reader's own; ``markers``, when given, must be the reader's.
+    ``precision`` ``int8`` runs the encoder with int8 linear layers on the CPU (made once and
+    cached in the reader folder's ``.cache/``; see ``retrieval/quantized.py``)."""
+    from cmrkit.retrieval import quantized
     from cmrkit.retrieval.neural import quiet_hub, resolve_device
     from cmrkit.retrieval.reader.features import layout
     from cmrkit.retrieval.reader.model import ReaderRef, load_reader, resolve_reader
 
     quiet_hub()
+    quantized.check_precision(precision, device)
     ref = model if isinstance(model, ReaderRef) else resolve_reader(model)
     check_markers(ref, markers)
     dev = resolve_device(device)
+    quantized.check_precision(precision, dev)
     net, tokenizer = load_reader(ref, dev)
+    int8 = None
+    if precision == "int8":
+        folder = quantized.cache_folder(ref.path, "local", ref.tag)
+        net.encoder, int8 = quantized.quantize(net.encoder, folder, ref.sha256)
     params = ref.metadata["parameters"]
     return Reader(
         net,
@@ -97,6 +112,7 @@ def open_reader(
         query_spacy(params),
         dev,
         ref,
+        int8,
     )
 
 

@@ -1,0 +1,202 @@
+"""Fast CPU inference: a model's transformer encoder with int8 linear layers (torch dynamic
+quantization), made once and cached with the hash of the weights it was made from.
+
+``--precision int8`` (``encode``, ``run dense``, ``run rerank``, the reader judge) replaces every
+``nn.Linear`` of the encoder (attention projections, feed-forward layers: nearly all of its
+arithmetic) by torch's dynamically quantized one: int8 weights per output channel, activations
+quantized per batch at run time (fbgemm kernels). Embeddings, LayerNorm, the attention products,
+pooling and the reader's heads stay fp32. ``fp32`` (the default) is torch as before. Because an
+activation's scale is taken over its whole batch, an int8 score can move by a quantization step
+with the sequences batched beside it; the same inputs and batch size give the same bytes on the
+same CPU.
+
+The int8 weights are kept in a cache folder (:func:`cache_folder`): beside the model, in
+``MODEL/.cache/cmrkit-int8/`` (``.cache`` is never part of a model's identity), for model folders
+of the user; under the cmrkit cache folder (``$CMRKIT_CACHE_DIR``, else
+``$XDG_CACHE_HOME/cmrkit``) in ``int8/<tag>/`` for the packaged default model and the Hugging
+Face cache. ``cmrkit-int8.json`` beside them records the sha256 of the model they were made
+from, their own sha256, the recipe and the torch version. A cache made from other weights, or
+whose file is not what was recorded, is made again with a note, never used silently.
+
+torch is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmrkit.errors import CmrkitError
+
+PRECISIONS = ("fp32", "int8")
+FORMAT = "cmrkit-int8/1"
+WEIGHTS = "encoder.int8.pt"
+RECORD = "cmrkit-int8.json"
+BESIDE = Path(".cache") / "cmrkit-int8"
+RECIPE = {
+    "runtime": "torch dynamic quantization (torch.ao.quantization.quantize_dynamic)",
+    "quantized": "every nn.Linear of the encoder: int8 weights per output channel, activations "
+    "quantized per batch at run time",
+    "fp32": "embeddings, LayerNorm, attention products, pooling, the reader's heads",
+}
+
+log = logging.getLogger("cmrkit")
+
+
+def check_precision(precision: str, device: str = "cpu") -> None:
+    """``fp32`` or ``int8``; int8 runs on the CPU only."""
+    if precision not in PRECISIONS:
+        raise CmrkitError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "int8" and device == "cuda":
+        raise CmrkitError(
+            "--precision int8 runs on the CPU (torch's int8 kernels); use --device cpu, or "
+            "--precision fp32 on the GPU"
+        )
+
+
+def cache_folder(model_path: Path, source: str, tag: str) -> Path:
+    """Where the int8 weights of a model are kept: beside a model folder of the user
+    (``source`` ``local``), else under the cmrkit cache folder (the packaged model, the
+    Hugging Face cache)."""
+    from cmrkit.nercache import cache_root
+
+    if source == "local":
+        return Path(model_path) / BESIDE
+    root = cache_root()
+    if root is None:
+        raise CmrkitError(
+            "--precision int8 keeps the int8 weights of this model in the cmrkit cache folder, "
+            "which an empty $CMRKIT_CACHE_DIR turns off; set it to a folder"
+        )
+    return root / "int8" / tag
+
+
+@dataclass(frozen=True)
+class Int8Weights:
+    """The int8 weights in their cache folder, checked against the model they were made from."""
+
+    path: Path
+    sha256: str
+    source_sha256: str
+
+    def record(self) -> dict[str, Any]:
+        """What a run's sidecar (or an encoding's manifest) records of them."""
+        import torch
+
+        return {
+            "precision": "int8",
+            "weights": str(self.path),
+            "sha256": self.sha256,
+            "source_sha256": self.source_sha256,
+            **RECIPE,
+            "engine": torch.backends.quantized.engine,
+        }
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _cached(folder: Path, source_sha256: str) -> Int8Weights | None:
+    """The weights in ``folder`` when they were made from ``source_sha256`` and are what their
+    record says; None (with a note saying why, when there is a cache) otherwise."""
+    record_path, weights = folder / RECORD, folder / WEIGHTS
+    if not record_path.exists() and not weights.exists():
+        return None
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        log.warning(f"{folder}: the int8 cache has no readable {RECORD}; making it again")
+        return None
+    if record.get("source_sha256") != source_sha256:
+        log.warning(
+            f"{folder}: the int8 weights were made from other weights (sha256 "
+            f"{str(record.get('source_sha256'))[:12]}..., the model is {source_sha256[:12]}...); "
+            "making them again"
+        )
+        return None
+    found = _sha256(weights) if weights.is_file() else None
+    if found != record.get("sha256"):
+        log.warning(f"{weights}: the int8 weights differ from what was written; making them again")
+        return None
+    return Int8Weights(weights, found, source_sha256)
+
+
+def quantize(encoder: Any, folder: Path, source_sha256: str) -> tuple[Any, Int8Weights]:
+    """``encoder`` (fp32, on the CPU) with int8 linear layers, and the cached weights it runs:
+    read from the cache ``folder`` when they were made from ``source_sha256``, else made and
+    cached first. ``encoder`` itself is left as it was."""
+    import torch
+
+    linear = [n for n, m in encoder.named_modules() if isinstance(m, torch.nn.Linear)]
+    if not linear:
+        raise CmrkitError(
+            f"--precision int8 quantizes a transformer's linear layers and this model's encoder "
+            f"({type(encoder).__name__}) has none; use --precision fp32"
+        )
+    if torch.backends.quantized.engine not in ("fbgemm", "x86", "qnnpack"):
+        raise CmrkitError(
+            f"--precision int8: this torch build has no int8 engine for this CPU (engine "
+            f"{torch.backends.quantized.engine!r}); use --precision fp32"
+        )
+    model = _quantized(encoder)
+    found = _cached(folder, source_sha256)
+    if found is not None:
+        with warnings.catch_warnings():  # TypedStorage's deprecation, inside torch.load
+            warnings.simplefilter("ignore")
+            state = torch.load(found.path, map_location="cpu", weights_only=True)
+            model.load_state_dict(state)
+        return model, found
+    folder.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()  # not a file name: torch names the archive after it
+    torch.save(model.state_dict(), buffer)
+    data = buffer.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".weights-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
+        os.replace(tmp, folder / WEIGHTS)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    record = {
+        "format": FORMAT,
+        "source_sha256": source_sha256,
+        "sha256": digest,
+        **RECIPE,
+        "torch": torch.__version__,
+    }
+    # the record goes in last: a record names only weights that are whole
+    (folder / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", "utf-8")
+    return model, Int8Weights(folder / WEIGHTS, digest, source_sha256)
+
+
+def _quantized(encoder: Any) -> Any:
+    """A copy of ``encoder`` (eval mode) with each ``nn.Linear`` dynamically quantized."""
+    import torch
+
+    with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao
+        warnings.simplefilter("ignore")
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        return quantize_dynamic(
+            encoder.eval(),
+            {torch.nn.Linear: per_channel_dynamic_qconfig},
+            dtype=torch.qint8,
+            inplace=False,
+        )
