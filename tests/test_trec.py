@@ -143,3 +143,14 @@ def test_duplicate_judgments(tmp_path):
     conflict.write_text("q1 0 a 1\nq1 0 b 0\nq1 0 a 2\n")
     with pytest.raises(CmrkitError, match=r"line 3: query q1 document a judged 1 on line 1 and 2"):
         read_qrels(conflict)
+
+
+def test_fields_split_where_trec_evals_c_splits_them(tmp_path):
+    """C's isspace (the "C" locale): a U+00A0 or U+3000 inside a docno is part of it, a \\v or
+    \\f between fields separates them (str.split() splits on all of these)."""
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d\u00a01 1 2.0 t\nq1\vQ0 d\u30002 2 1.0\ft\n", encoding="utf-8")
+    assert read_run(run) == {"q1": {"d\u00a01": 2.0, "d\u30002": 1.0}}
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d\u00a01 1\nq1 0 d\x1c2 0\n", encoding="utf-8")
+    assert read_qrels(qrels) == {"q1": {"d\u00a01": 1, "d\x1c2": 0}}

@@ -215,6 +215,10 @@ IRREGULAR_RUNS = {
     "blank line": BASE_RUN.replace("t\nq2", "t\n\nq2"),
     "blank last line": BASE_RUN + "\n",
     "non-ascii docno": BASE_RUN.replace("q2 Q0 a", "q2 Q0 \u00e9"),
+    "nbsp inside a docno": BASE_RUN.replace("q2 Q0 a", "q2 Q0 a\u00a0b"),
+    "unit separator inside a docno": BASE_RUN.replace("q2 Q0 a", "q2 Q0 a\x1fb"),
+    "arabic-indic score": BASE_RUN.replace("1.5", "\u0661\u066b\u0665"),
+    "fullwidth score": BASE_RUN.replace("1.5", "\uff11"),
     "five fields": BASE_RUN.replace("q2 Q0 a 1 0.5 t", "q2 Q0 a 1 0.5"),
     "extra column": BASE_RUN.replace("0.5 t", "0.5 t extra"),
     "score word": BASE_RUN.replace("1.5", "high"),
@@ -308,7 +312,8 @@ def _invoke(pure, off: bool, args: list[str], stdin: bytes | None = None):
     return result.exit_code, result.stdout, result.stderr
 
 
-FAILING = {"score word", "five fields", "repeated docno", "score nan", "score underscore", "empty"}
+FAILING = {"score word", "five fields", "repeated docno", "score nan", "score underscore", "empty",
+           "arabic-indic score", "fullwidth score"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(IRREGULAR_RUNS) + sorted(REGULAR_RUNS))
