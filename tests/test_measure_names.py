@@ -200,3 +200,27 @@ def test_measures_only_cmrkit_has_and_only_trec_eval_has_are_asked_apart(tmp_pat
         app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", "RR@10", "-J"]
     )
     assert out.exit_code == 2 and "cmrkit's own" in out.stderr, out.output
+
+
+def test_a_measure_of_the_other_version_is_refused_by_both_engines():
+    """rbp is trec_eval 10.0's: with --trec-eval 9, groups and compare (the ranking engine)
+    refuse it as `-f trec` does (they used to compute it)."""
+    from cmrkit.evaluation.measures import RANKING, TREC_EVAL, resolve
+
+    for engine in (RANKING, TREC_EVAL):
+        with pytest.raises(CmrkitError, match="10.0 only, not in 9.0.8"):
+            resolve(["rbp"], "9", engine=engine)
+    assert [m.name for m in resolve(["rbp"], "10", engine=RANKING).measures] == ["rbp"]
+
+
+def test_a_grade_equal_to_the_old_missing_mark_is_a_judgment(tmp_path):
+    """A retrieved document judged -1099511627776 (-2**40, the value that marked documents
+    missing from the qrels) is in the qrels: Judged@1 is 1."""
+    (tmp_path / "q.txt").write_text("q1 0 a -1099511627776\nq1 0 b 1\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\n")
+    out = CliRunner().invoke(
+        app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"), "-m", "Judged@1",
+              "-f", "json"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.stderr
+    assert json.loads(out.stdout)["measures"]["Judged@1"] == 1.0
