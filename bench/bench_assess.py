@@ -18,7 +18,8 @@ Loopback only; every loop is bounded by the deadline.
 
     python bench/bench_assess.py                                   # SQLite, 50 x 60 s, crash
     python bench/bench_assess.py --postgres postgresql://cmrkit@127.0.0.1:55432/cmrkit_test
-    python bench/bench_assess.py --assessors 10 --seconds 10      # a quick check
+    python bench/bench_assess.py --assessors 3 --no-crash         # 3 assessors at full pace
+    python bench/bench_assess.py --smoke                          # seconds: CI's check
 """
 
 from __future__ import annotations
@@ -168,6 +169,14 @@ class Server:
                 pass
             time.sleep(0.2)
         raise SystemExit("the server did not start")
+
+    def cpu(self) -> float:
+        """CPU seconds the server process has used (user + system; NaN without /proc)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, AttributeError):
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -346,14 +355,17 @@ def run_case(
                 await a.login()
 
         await asyncio.gather(*(login(a) for a in people))
-        t = time.monotonic()
+        t, cpu = time.monotonic(), server.cpu()
         ref_ms, ends = await load(server, people, seconds, seconds / 2 if crash else None)
         took = time.monotonic() - t
+        # the server's CPU per judgment (its GET /api/next, its POST, the reference's share):
+        # what the machine's load does not change (a restarted server is not counted)
+        cpu = float("nan") if crash else server.cpu() - cpu
         for a in people:
             await a.http.aclose()
-        return people, ref_ms, ends, took
+        return people, ref_ms, ends, took, cpu
 
-    people, ref_ms, ends, took = asyncio.run(main())
+    people, ref_ms, ends, took, cpu = asyncio.run(main())
     server.stop()
     acked = [x for a in people for x in a.acked]
     nxt = [x for a in people for x in a.next_ms]
@@ -371,6 +383,7 @@ def run_case(
         "judge_p50": pct(jud, 50),
         "judge_p95": pct(jud, 95),
         "ref_p95": pct(ref_ms, 95),
+        "cpu_ms": cpu * 1000 / max(1, len(acked)),
         "ends": dict(ends),
         "exactly_once": verdict,
     }
@@ -396,7 +409,15 @@ def main() -> None:
         "case each) [default: 0, no pause]",
     )
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a check in seconds: 3 assessors for 3 s on a 5 x 10 pool, SQLite, no kill -9",
+    )
     args = ap.parse_args()
+    if args.smoke:
+        args.assessors, args.seconds, args.queries, args.docs = 3, 3.0, 5, 10
+        args.no_crash, args.postgres = True, None
     from rich.console import Console
     from rich.table import Table
 
@@ -430,6 +451,7 @@ def main() -> None:
         "judg. p95",
         "/healthz p95",
         "p95 / ref",
+        "server CPU / judgment",
         "assessors ended by",
         "exactly once",
     ):
@@ -446,6 +468,7 @@ def main() -> None:
             f"{r['judge_p95']:.1f} ms",
             f"{r['ref_p95']:.1f} ms",
             f"{max(r['next_p95'], r['judge_p95']) / r['ref_p95']:.1f}x",
+            "-" if r["cpu_ms"] != r["cpu_ms"] else f"{r['cpu_ms']:.1f} ms",
             ", ".join(f"{k} {v}" for k, v in sorted(r["ends"].items())),
             r["exactly_once"],
         )
@@ -453,6 +476,8 @@ def main() -> None:
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()}, files: {folder}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    if not all(r["exactly_once"].startswith("yes") for r in rows):
+        raise SystemExit("an acknowledged judgment was lost or doubled")
 
 
 if __name__ == "__main__":

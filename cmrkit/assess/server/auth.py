@@ -201,16 +201,17 @@ def session_user(conn: Connection, key: str, now: float) -> User | None:
     return None if row is None else _user(row)
 
 
+_SESSION_UNTIL = sa.select(sessions.c.expires_at).where(
+    sessions.c.id == sa.bindparam("key"), sessions.c.user_id == sa.bindparam("uid")
+)
+
+
 def session_alive(conn: Connection, user: User, now: float) -> bool:
     """Is the session the request came with (``user.session``) still live? True for a caller
     that has no session (the library used without HTTP)."""
     if user.session is None:
         return True
-    until = conn.execute(
-        sa.select(sessions.c.expires_at).where(
-            sessions.c.id == user.session, sessions.c.user_id == user.id
-        )
-    ).scalar()
+    until = conn.execute(_SESSION_UNTIL, {"key": user.session, "uid": user.id}).scalar()
     return until is not None and until > now
 
 

@@ -175,7 +175,15 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         def _begin(conn):  # pragma: no cover - run by SQLAlchemy
             # writers take the write lock at the start: no deadlock between two readers turning
             # writers; readers take a snapshot (WAL: they never wait)
-            read_only = conn.get_execution_options().get("cmrkit_read", False)
+            options = conn.get_execution_options()
+            read_only = options.get("cmrkit_read", False)
+            if not read_only:
+                # the commit waits for the disk (FULL) unless the writer said it need not
+                sync = "FULL" if options.get("cmrkit_durable", True) else "NORMAL"
+                info = conn.connection.info
+                if info.get("cmrkit_sync") != sync:
+                    conn.exec_driver_sql(f"PRAGMA synchronous={sync}")
+                    info["cmrkit_sync"] = sync
             conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         ENGINES.add(engine)
@@ -225,15 +233,22 @@ _locks_guard = threading.Lock()
 
 
 @contextmanager
-def write(engine: Engine):
+def write(engine: Engine, *, durable: bool = True):
     """A write transaction; on SQLite the threads of this process take turns, first come first
     served (one writer at a time is all SQLite allows, and waiting here is cheaper and fairer
-    than its busy loop)."""
+    than its busy loop).
+
+    ``durable=False`` (SQLite): the commit does not wait for the disk (``synchronous=NORMAL``),
+    for writes that a power cut may undo without harm (a pair handed out: it goes back to the
+    queue). A killed process loses nothing either way, and the next durable commit (every
+    judgment's) puts everything written before it on the disk too."""
     if is_sqlite(engine):
         with _locks_guard:
             lock = _write_locks.setdefault(id(engine), FifoLock())
-        with lock, engine.begin() as conn:
-            yield conn
+        with lock, engine.connect() as conn:
+            conn.execution_options(cmrkit_durable=durable)
+            with conn.begin():
+                yield conn
     else:
         with engine.begin() as conn:
             yield conn

@@ -312,6 +312,81 @@ def secret(engine: Engine) -> str:
 # --- handing out pairs ---------------------------------------------------------------------
 
 
+# The statements of every request, built once: building a statement costs SQLAlchemy several
+# times what running it costs SQLite (the values travel as bound parameters).
+_b = sa.bindparam
+_OPEN = sa.select(settings.c.key, settings.c.value).where(settings.c.key.in_(("closed", "options")))
+_ACCOUNT = sa.select(users.c.paused, users.c.flag, users.c.disabled, users.c.epoch).where(
+    users.c.id == _b("uid")
+)
+_OPEN_PAIR = (
+    sa.select(assignments.c.id.label("aid"), pairs)
+    .join(pairs, pairs.c.id == assignments.c.pair_ref)
+    .where(assignments.c.user_id == _b("uid"), assignments.c.judged_at.is_(None))
+    .order_by(assignments.c.id)
+    .limit(1)
+)
+_RENEW = assignments.update().where(assignments.c.id == _b("aid")).values(lease_until=_b("until"))
+_EXPIRED = (
+    sa.select(assignments.c.id, assignments.c.pair_ref)
+    .where(assignments.c.judged_at.is_(None), assignments.c.lease_until < _b("now"))
+    .limit(100)
+)
+_RELEASE = assignments.delete().where(
+    assignments.c.id == _b("aid"),
+    assignments.c.judged_at.is_(None),
+    assignments.c.lease_until < _b("now"),
+)
+_UNTAKE = pairs.update().where(pairs.c.id == _b("ref")).values(taken=pairs.c.taken - 1)
+_JUDGED_BY = (
+    sa.select(sa.func.count())
+    .select_from(assignments)
+    .where(assignments.c.user_id == _b("uid"), assignments.c.judged_at.is_not(None))
+)
+_HANDED = sa.select(users.c.handed).where(users.c.id == _b("uid"))
+_CANDIDATE = (
+    sa.select(pairs.c.id)
+    .where(
+        pairs.c.is_gold.is_(False),
+        pairs.c.active.is_(True),
+        pairs.c.taken == _b("taken"),
+        ~sa.exists().where(
+            assignments.c.pair_ref == pairs.c.id, assignments.c.user_id == _b("uid")
+        ),
+    )
+    .order_by(pairs.c.seq)
+    .limit(1)
+)
+_CANDIDATE_SKIP = _CANDIDATE.with_for_update(skip_locked=True)
+_TAKE = (
+    pairs.update()
+    .where(pairs.c.id == _b("ref"), pairs.c.taken < _b("n"))
+    .values(taken=pairs.c.taken + 1)
+)
+_PAIR = sa.select(pairs).where(pairs.c.id == _b("ref"))
+_HAND = users.update().where(users.c.id == _b("uid")).values(handed=users.c.handed + 1)
+_MINE = (
+    sa.select(
+        assignments.c.id,
+        assignments.c.label,
+        assignments.c.judged_at,
+        pairs.c.id.label("ref"),
+        pairs.c.is_gold,
+        pairs.c.gold,
+        pairs.c.round,
+    )
+    .join(pairs, pairs.c.id == assignments.c.pair_ref)
+    .where(pairs.c.pair_id == _b("pid"), assignments.c.user_id == _b("uid"))
+)
+_JUDGE = (
+    assignments.update()
+    .where(assignments.c.id == _b("aid"), assignments.c.judged_at.is_(None))
+    .values(label=_b("given"), judged_at=_b("at"))
+)
+_ONE_MORE = pairs.update().where(pairs.c.id == _b("ref")).values(judged=pairs.c.judged + 1)
+_JUDGED = sa.select(pairs.c.judged).where(pairs.c.id == _b("ref"))
+
+
 def _task(row, lease_until: float, opts: Options, stats: dict[str, int]) -> dict[str, Any]:
     return {
         "pair_id": row.pair_id,
@@ -326,20 +401,10 @@ def _check_open(conn: Connection, user: User, now: float) -> Options:
     """The options, once the pool is open and the assessor's session still live (neither logged
     out nor expired, the account neither disabled nor changed since login) and not paused: one
     settings, one user and one session read."""
-    found = dict(
-        conn.execute(
-            sa.select(settings.c.key, settings.c.value).where(
-                settings.c.key.in_(("closed", "options"))
-            )
-        ).all()
-    )
+    found = dict(conn.execute(_OPEN).all())
     if json.loads(found.get("closed", "false")):
         raise ApiError(409, "the pool is closed; no more judgments are taken")
-    row = conn.execute(
-        sa.select(users.c.paused, users.c.flag, users.c.disabled, users.c.epoch).where(
-            users.c.id == user.id
-        )
-    ).first()
+    row = conn.execute(_ACCOUNT, {"uid": user.id}).first()
     if row is None or row.disabled or row.epoch != user.epoch:
         raise ApiError(401, "the session has ended (account changed or disabled); log in again")
     if not session_alive(conn, user, now):
@@ -353,34 +418,18 @@ def _check_open(conn: Connection, user: User, now: float) -> Options:
     return Options(**json.loads(found.get("options", "{}")))
 
 
-def _reclaim(conn: Connection, now: float, limit: int = 100) -> int:
-    """Return expired, unjudged leases to the queue."""
-    expired = conn.execute(
-        sa.select(assignments.c.id, assignments.c.pair_ref)
-        .where(assignments.c.judged_at.is_(None), assignments.c.lease_until < now)
-        .limit(limit)
-    ).all()
+def _reclaim(conn: Connection, now: float) -> int:
+    """Return expired, unjudged leases to the queue (up to 100 at a time)."""
     n = 0
-    for aid, ref in expired:
-        gone = conn.execute(
-            assignments.delete().where(
-                assignments.c.id == aid,
-                assignments.c.judged_at.is_(None),
-                assignments.c.lease_until < now,
-            )
-        )
-        if gone.rowcount:
-            conn.execute(pairs.update().where(pairs.c.id == ref).values(taken=pairs.c.taken - 1))
+    for aid, ref in conn.execute(_EXPIRED, {"now": now}).all():
+        if conn.execute(_RELEASE, {"aid": aid, "now": now}).rowcount:
+            conn.execute(_UNTAKE, {"ref": ref})
             n += 1
     return n
 
 
 def _stats(conn: Connection, user: User) -> dict[str, int]:
-    judged = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(assignments)
-        .where(assignments.c.user_id == user.id, assignments.c.judged_at.is_not(None))
-    ).scalar_one()
+    judged = conn.execute(_JUDGED_BY, {"uid": user.id}).scalar_one()
     return {"judged": int(judged)}
 
 
@@ -396,40 +445,33 @@ def _not_mine(user: User):
 
 
 def _claim(conn: Connection, user: User, n: int):
-    """Claim a place on the first pool pair in the queue that has fewer than ``n`` live
-    assignments and none of this assessor's; None when there is none.
+    """Claim a place on a pool pair that has fewer than ``n`` live assignments and none of this
+    assessor's: the nearest to its ``n`` first (so complete pairs accumulate), then the first in
+    the queue; None when there is none.
 
-    PostgreSQL: the candidate row is locked with SKIP LOCKED (the queue pattern), so concurrent
-    requests take different pairs instead of waiting on each other; when only locked rows are
-    left, one plain look decides. The conditional update (``taken < n``) is the guard either
-    way."""
-    queue = (
-        sa.select(pairs)
-        .where(
-            pairs.c.is_gold.is_(False),
-            pairs.c.active.is_(True),
-            pairs.c.taken < n,
-            _not_mine(user),
-        )
-        .order_by(pairs.c.seq)
-        .limit(1)
-    )
+    One indexed look per count of live assignments (``taken = t``, in queue order): a look for
+    ``taken < n`` in queue order would sort every open pair of the pool. PostgreSQL: the
+    candidate row is locked with SKIP LOCKED (the queue pattern), so concurrent requests take
+    different pairs instead of waiting on each other; when only locked rows are left, one plain
+    look decides. The conditional update (``taken < n``) is the guard either way."""
     skip = conn.dialect.name == "postgresql"
     for _ in range(50):  # bounded: each miss is a place another assessor just took
-        cand = None
-        if skip:
-            cand = conn.execute(queue.with_for_update(skip_locked=True)).first()
-        if cand is None:
-            cand = conn.execute(queue).first()
-            if cand is None:
-                return None
-        got = conn.execute(
-            pairs.update()
-            .where(pairs.c.id == cand.id, pairs.c.taken < n)
-            .values(taken=pairs.c.taken + 1)
-        )
-        if got.rowcount:
-            return cand
+        ref = _candidate(conn, user, n, skip)
+        if ref is None and skip:
+            ref = _candidate(conn, user, n, False)
+        if ref is None:
+            return None
+        if conn.execute(_TAKE, {"ref": ref, "n": n}).rowcount:
+            return conn.execute(_PAIR, {"ref": ref}).first()
+    return None
+
+
+def _candidate(conn: Connection, user: User, n: int, skip_locked: bool) -> int | None:
+    look = _CANDIDATE_SKIP if skip_locked else _CANDIDATE
+    for taken in range(n - 1, -1, -1):
+        ref = conn.execute(look, {"taken": taken, "uid": user.id}).scalar()
+        if ref is not None:
+            return ref
     return None
 
 
@@ -437,25 +479,16 @@ def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str,
     """The assessor's open pair, or a new one (gold when due), or None when nothing is left for
     them now."""
     now = time.time() if now is None else now
-    with write(engine) as conn:
+    # a pair handed out need not wait for the disk: a power cut can only return it to the queue
+    with write(engine, durable=False) as conn:
         opts = _check_open(conn, user, now)
         until = now + opts.lease_seconds
-        open_row = conn.execute(
-            sa.select(assignments.c.id.label("aid"), pairs)
-            .join(pairs, pairs.c.id == assignments.c.pair_ref)
-            .where(assignments.c.user_id == user.id, assignments.c.judged_at.is_(None))
-            .order_by(assignments.c.id)
-            .limit(1)
-        ).first()
+        open_row = conn.execute(_OPEN_PAIR, {"uid": user.id}).first()
         if open_row is not None:
-            conn.execute(
-                assignments.update()
-                .where(assignments.c.id == open_row.aid)
-                .values(lease_until=until)
-            )
+            conn.execute(_RENEW, {"aid": open_row.aid, "until": until})
             return _task(open_row, until, opts, _stats(conn, user))
         _reclaim(conn, now)
-        handed = conn.execute(sa.select(users.c.handed).where(users.c.id == user.id)).scalar_one()
+        handed = conn.execute(_HANDED, {"uid": user.id}).scalar_one()
         row = None
         if _gold_due(handed, opts.gold_rate):
             golds = conn.execute(
@@ -474,11 +507,10 @@ def next_pair(engine: Engine, user: User, now: float | None = None) -> dict[str,
         if row is None:
             return None
         conn.execute(
-            assignments.insert().values(
-                pair_ref=row.id, user_id=user.id, leased_at=now, lease_until=until
-            )
+            assignments.insert(),
+            {"pair_ref": row.id, "user_id": user.id, "leased_at": now, "lease_until": until},
         )
-        conn.execute(users.update().where(users.c.id == user.id).values(handed=users.c.handed + 1))
+        conn.execute(_HAND, {"uid": user.id})
         return _task(row, until, opts, _stats(conn, user))
 
 
@@ -491,19 +523,7 @@ def _label(value: Any) -> int:
 def _mine(conn: Connection, user: User, pid: Any):
     if not isinstance(pid, str) or not pid:
         raise ApiError(422, "pair_id must be the string GET /api/next gave")
-    row = conn.execute(
-        sa.select(
-            assignments.c.id,
-            assignments.c.label,
-            assignments.c.judged_at,
-            pairs.c.id.label("ref"),
-            pairs.c.is_gold,
-            pairs.c.gold,
-            pairs.c.round,
-        )
-        .join(pairs, pairs.c.id == assignments.c.pair_ref)
-        .where(pairs.c.pair_id == pid, assignments.c.user_id == user.id)
-    ).first()
+    row = conn.execute(_MINE, {"pid": pid, "uid": user.id}).first()
     if row is None:
         # the same answer for unknown ids and others' pairs: ids cannot be probed
         raise ApiError(
@@ -528,18 +548,14 @@ def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = 
                 f"PUT /api/judgments/{pid}",
                 label=row.label,
             )
-        done = conn.execute(
-            assignments.update()
-            .where(assignments.c.id == row.id, assignments.c.judged_at.is_(None))
-            .values(label=label, judged_at=now)
-        )
+        done = conn.execute(_JUDGE, {"aid": row.id, "given": label, "at": now})
         if not done.rowcount:
             raise ApiError(409, f"pair {pid} is already judged; nothing changed")
-        conn.execute(pairs.update().where(pairs.c.id == row.ref).values(judged=pairs.c.judged + 1))
+        conn.execute(_ONE_MORE, {"ref": row.ref})
         paused = False
         if row.is_gold:
             paused = _gold_check(conn, user, opts, now)
-        judged = conn.execute(sa.select(pairs.c.judged).where(pairs.c.id == row.ref)).scalar_one()
+        judged = conn.execute(_JUDGED, {"ref": row.ref}).scalar_one()
         complete = (not row.is_gold) and judged >= opts.assessors
         answer = {"pair_id": pid, "label": label, "judged_at": now, **_stats(conn, user)}
         if paused:
@@ -623,7 +639,10 @@ def close(engine: Engine) -> int:
     """Close the pool: no more work is handed out or taken; open leases are released."""
     with write(engine) as conn:
         put_setting(conn, "closed", True)
-        return _reclaim(conn, float("inf"), limit=10**9)
+        released = 0
+        while n := _reclaim(conn, float("inf")):
+            released += n
+        return released
 
 
 # --- adaptive rounds -----------------------------------------------------------------------
