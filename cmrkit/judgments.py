@@ -331,6 +331,28 @@ class Aggregate:
     report: dict[str, Any] = field(default_factory=dict)
 
 
+def nothing_kept(result: Aggregate, min_relevant: int, hard_threshold: float | None) -> str | None:
+    """The warning for an aggregation that keeps no query, naming the rule that set each one
+    aside (None when a query is kept)."""
+    if result.qrels:
+        return None
+    rep = result.report
+    dropped, hard = len(rep["dropped_queries"]), len(rep["hard_queries"])
+    parts = []
+    if dropped:
+        parts.append(
+            f"{dropped} dropped by --min-relevant {min_relevant} (fewer relevant; the judgments "
+            "known before pooling count only when given, e.g. `judgments aggregate --qrels`)"
+        )
+    if hard:
+        parts.append(
+            f"{hard} set aside as hard by --hard-threshold {hard_threshold} (too much "
+            "disagreement; they are in the hard qrels)"
+        )
+    why = "; ".join(parts) or "no query of the pool has a judgment"
+    return f"no query kept, the qrels written are empty: {why}"
+
+
 def aggregate(
     judgments: Iterable[Judgment],
     pool: Pool,

@@ -738,3 +738,28 @@ def test_handing_out_a_pair_reads_by_index_only(tmp_path, cli):
             details = [row[-1] for row in plan]
             assert not any("TEMP B-TREE" in x for x in details), (statement, details)
             assert not any(x.startswith("SCAN pairs") for x in details), (statement, details)
+
+
+def test_an_aggregation_that_keeps_no_query_says_which_rule_dropped_them(tmp_path, cli):
+    d = small_pool(tmp_path, cli)
+    db = f"sqlite:///{tmp_path / 'a.sqlite'}"
+    app, engine = make_app(db, d["pool"], assessors=1)
+    done, _ = judge_all(logged_in(app, engine, "ann"), lambda t: 1)
+    assert done
+    r = cli("assess", "export", "--db", db, "-o", tmp_path / "j.csv", "--qrels", tmp_path / "q.txt")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "q.txt").read_text() == ""
+    assert "warning: no query kept, the qrels written are empty: 3 dropped by --min-relevant 5" in (
+        " ".join(r.output.split())
+    )
+    r = cli(
+        "judgments", "aggregate", tmp_path / "j.csv", "--pool", tmp_path / "j.pool.jsonl",
+        "--key", tmp_path / "j.key.tsv", "-o", tmp_path / "agg.txt",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "warning: no query kept" in r.output and "--min-relevant 5" in r.output
+    kept = cli(
+        "judgments", "aggregate", tmp_path / "j.csv", "--pool", tmp_path / "j.pool.jsonl",
+        "--key", tmp_path / "j.key.tsv", "--min-relevant", "0", "-o", tmp_path / "all.txt",
+    )  # fmt: skip
+    assert kept.exit_code == 0 and "warning" not in kept.output

@@ -82,6 +82,19 @@ def test_the_readme_writes_outputs_into_their_folders_not_the_repository_root():
 GENERATED = {"collections", "qrels", "runs", "pools", "models"}
 
 
+def test_no_two_readme_recipes_write_the_same_output():
+    """The assessment block wrote qrels/sample.pooled.txt, which the pooling block had written
+    (issue 32 trip 5): run after it, it was refused as another output, or with --force replaced
+    it; and its aggregation lacked the --qrels the pool was made with, so it kept no query."""
+    from collections import Counter
+
+    blocks = "\n".join(_bash_blocks()).replace("\\\n", " ")
+    targets = re.findall(r"(?:\s-o|--output|--plot|--json)[ \t]+(\S+)", blocks)
+    assert [t for t, n in Counter(targets).items() if n > 1] == []
+    served = [line for line in blocks.splitlines() if "judged.pool.jsonl" in line]
+    assert served and all("--qrels qrels/sample.test.txt" in line for line in served)
+
+
 def test_the_readme_uses_one_command_style_and_says_to_activate_the_venv():
     """First steps used .venv/bin/cmrkit and later recipes bare cmrkit, never saying to
     activate the virtual environment."""

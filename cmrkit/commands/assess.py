@@ -428,7 +428,7 @@ def export_command(
 
 def _aggregate(staged, output, key, pool, qrels, sample_qrels, **rules) -> None:
     from cmrkit.assess.key import read_key
-    from cmrkit.judgments import aggregate, read_judgments
+    from cmrkit.judgments import aggregate, nothing_kept, read_judgments
     from cmrkit.pooling import sample_qrels as make_sample
     from cmrkit.trec import write_qrels, write_sampled_qrels
 
@@ -436,6 +436,8 @@ def _aggregate(staged, output, key, pool, qrels, sample_qrels, **rules) -> None:
     gold = {(e.qid, e.docno): e.gold for e in entries.values() if e.gold is not None}
     judged = read_judgments(staged.path(output), None, entries)
     agg = aggregate(judged, pool, gold=gold, hard_threshold=None, **rules)
+    if (empty := nothing_kept(agg, rules["min_relevant"], None)) is not None:
+        console.print(f"warning: {empty}", markup=False, soft_wrap=True)
     with open(staged.path(qrels), "w", encoding="utf-8", newline="\n") as f:
         write_qrels(f, agg.qrels)
     if sample_qrels is not None:

@@ -681,7 +681,7 @@ def aggregate_command(
     from cmrkit.assess.key import merge_keys
     from cmrkit.assess.tasks import read_gold
     from cmrkit.fileio import RepeatableOutputs
-    from cmrkit.judgments import aggregate, read_judgments
+    from cmrkit.judgments import aggregate, nothing_kept, read_judgments
     from cmrkit.pooling import read_pool, subset_pool, write_pool
     from cmrkit.trec import read_qrels, write_qrels
 
@@ -725,6 +725,8 @@ def aggregate_command(
                 json.dumps(result.report, indent=2, sort_keys=True) + "\n", encoding="utf-8"
             )
     _print_aggregate_report(result.report, min_relevant)
+    if (empty := nothing_kept(result, min_relevant, hard_threshold)) is not None:
+        console.print(f"warning: {empty}", markup=False, soft_wrap=True)
     if staged.up_to_date:
         out.print(f"{output} is up to date; --force rewrites it", markup=False)
         return
