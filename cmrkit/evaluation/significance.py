@@ -51,6 +51,26 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
     return float(stats.ttest_rel(a, b).pvalue)
 
 
+def unpaired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of Student's unpaired t-test with pooled variance
+    (scipy.stats.ttest_ind): two runs scored on different queries; NaN where it is undefined
+    (:func:`unpaired_undefined` says why)."""
+    if unpaired_undefined(a, b):
+        return math.nan
+    from scipy import stats
+
+    return float(stats.ttest_ind(a, b).pvalue)
+
+
+def unpaired_undefined(a: Sequence[float], b: Sequence[float]) -> str | None:
+    """Why the unpaired t-test cannot compare a with b (None when it can)."""
+    if len(a) < 2 or len(b) < 2:
+        return "the unpaired t-test needs two queries or more on each side"
+    if _constant(a) and _constant(b):
+        return "neither side's values vary over the queries: the unpaired t-test is undefined"
+    return None
+
+
 def wilcoxon_test(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided p-value of Wilcoxon's signed-rank test as scipy.stats.wilcoxon computes it by
     default (zero differences dropped; exact up to 50 queries without ties, else the normal
