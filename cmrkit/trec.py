@@ -2,7 +2,9 @@
 
 Runs: ``qid Q0 docno rank score tag`` (whitespace separated). Like trec_eval, readers keep the
 score and ignore the rank column; ranking is by score descending, ties broken by docno
-descending (see :func:`ranked`).
+descending (see :func:`ranked`). A line whose first non-blank character is ``#`` is a comment,
+as trec_eval 10.0 reads runs (an ir_metadata block opens a run so; 9.0.8 has no comments: the
+trec_eval port in ``evaluation/trec_eval.py`` reads such lines as each version does).
 
 Qrels: ``qid iter docno rel``; ``iter`` may hold anything (the published CMR qrels put the entity
 type there); ``rel`` may be written as an integer or a float (``1.0``, ``-1.0``). rel < 0 marks a
@@ -185,6 +187,25 @@ def _raw_bytes(path: str | os.PathLike) -> bytes | None:
     return data
 
 
+def _run_bytes(path: str | os.PathLike) -> bytes | None:
+    """:func:`_raw_bytes` of a run without the comment lines that open it (an ir_metadata
+    block): the bulk readers take no ``#`` line, and the line reader skips one anywhere."""
+    raw = _raw_bytes(path)
+    if raw is None:
+        return None
+    at = 0
+    while True:
+        text = at
+        while raw[text : text + 1] in (b" ", b"\t", b"\v", b"\f", b"\r"):
+            text += 1
+        if raw[text : text + 1] != b"#":
+            return raw[at:] if at else raw
+        end = raw.find(b"\n", text)
+        if end < 0:
+            return b""
+        at = end + 1
+
+
 def read_qrels(path: str | os.PathLike, *, columns: bool = False) -> Qrels:
     """Read a qrels file; identical duplicate lines warn, conflicting ones are an error.
     ``columns``: a regular file read by the compiled reader comes as :class:`QrelsColumns`
@@ -290,7 +311,7 @@ def read_run_rows(path: str | os.PathLike) -> Iterable[tuple[int, RunRow]]:
     """(line number, row) for every line of a run file, validated."""
     for n, line in iter_lines(path):
         fields = c_fields(line)
-        if not fields:
+        if not fields or fields[0][:1] == "#":  # blank, or a comment (as trec_eval 10.0)
             continue
         if len(fields) != 6:
             raise CmrkitError(
@@ -315,7 +336,7 @@ def read_run(path: str | os.PathLike, *, dedupe: bool = False) -> Run:
     A repeated (qid, docno) is an error naming both lines, unless ``dedupe``, which keeps the
     best score.
     """
-    raw = _raw_bytes(path)
+    raw = _run_bytes(path)
     with _no_gc():
         fast = _read_run_columns_fast(raw) if raw is not None else None
         if fast is not None:
@@ -948,7 +969,7 @@ def qrels_from_bytes(
 
 def read_run_columns(path: str | os.PathLike, *, dedupe: bool = False) -> RunColumns:
     """:func:`read_run` as :class:`RunColumns`; the same checks and errors."""
-    raw = _raw_bytes(path)
+    raw = _run_bytes(path)
     if raw is not None:
         with _no_gc():
             fast = _read_run_columns_fast(raw)

@@ -7,6 +7,7 @@ import random
 import warnings
 
 import pytest
+from test_trec_eval import trec_eval  # noqa: F401 (the fixture: trec_eval built from its sources)
 from trec_eval_fixtures import extract_trec_eval, parse_trec_eval, run_trec_eval
 
 from cmrkit.errors import CmrkitError
@@ -154,3 +155,49 @@ def test_fields_split_where_trec_evals_c_splits_them(tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 d\u00a01 1\nq1 0 d\x1c2 0\n", encoding="utf-8")
     assert read_qrels(qrels) == {"q1": {"d\u00a01": 1, "d\x1c2": 0}}
+
+
+def test_comment_lines_in_runs_are_read_as_trec_eval_10_reads_them(tmp_path, trec_eval):  # noqa: F811
+    """A line whose first non-blank character is '#' is a comment in trec_eval 10.0 (an
+    ir_metadata block opens a run so): `eval` with the ranking engine (`-m AP`, `-m P@5`)
+    scores such a run as the C program does, under --trec-eval 10 and 9 alike (9.0.8 itself
+    has no comments), and the bulk readers still read a run whose comments all open it."""
+    import json
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from cmrkit.cli import app
+    from cmrkit.trec import compiled, read_run_columns
+
+    r = random.Random(7)
+    body = [f"q{q} Q0 d{d} {i} {r.randint(0, 50) / 10} t\n"
+            for q in range(1, 6) for i, d in enumerate(r.sample(range(40), 12))]  # fmt: skip
+    qrels = tmp_path / "qrels"
+    qrels.write_text("".join(f"q{q} 0 d{d} {r.choice((0, 1, 2))}\n"
+                             for q in range(1, 6) for d in r.sample(range(40), 20)))  # fmt: skip
+    header = ["# ir_metadata.start\n", "# tag: t\n", "  \t# indented: still a comment\n",
+              "#q1 Q0 d1 1 99 t\n", "# ir_metadata.end\n"]  # fmt: skip
+    plain, leading, inside = tmp_path / "plain", tmp_path / "leading", tmp_path / "inside"
+    plain.write_text("".join(body))
+    leading.write_text("".join(header + body))
+    inside.write_text("".join(header[:2] + body[:30] + header[2:] + body[30:]))
+    assert read_run(leading) == read_run(inside) == read_run(plain)
+    if compiled() is not None:  # comments only at the top: read in bulk, in the file's bytes
+        assert read_run_columns(leading).spans is not None
+    binary = trec_eval["10"] / "trec_eval"
+    for path in (leading, inside):
+        done = subprocess.run([str(binary), "-q", "-m", "map", "-m", "P.5", str(qrels), str(path)],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        reference = {
+            (m, q): float(v) for m, q, v in (line.split() for line in done.stdout.splitlines())
+        }
+        for version in ("10", "9"):
+            res = CliRunner().invoke(app, ["eval", str(path), str(qrels), "-m", "AP", "-m", "P@5",
+                                           "-q", "-f", "json", "--trec-eval", version])  # fmt: skip
+            assert res.exit_code == 0, res.output
+            per_query = json.loads(res.stdout)["per_query"]
+            for q, values in per_query.items():
+                assert values["AP"] == pytest.approx(reference["map", q], abs=5e-5)
+                assert values["P@5"] == pytest.approx(reference["P_5", q], abs=5e-5)
+            assert len(per_query) == 5
