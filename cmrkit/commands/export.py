@@ -1,4 +1,5 @@
-"""`cmrkit export beir`: a built collection in another tool's layout."""
+"""`cmrkit export beir` and `cmrkit export ir-metadata`: a built collection in another tool's
+layout, a run with its ir_metadata block."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from cmrkit.commands.group import group
 from cmrkit.console import out, user_errors
 
 export_app = group(
-    help="Write a collection in another tool's layout (BEIR). For ir_datasets, see "
-    "cmrkit.exports.ir_datasets.register in Python."
+    help="Write a collection in another tool's layout (BEIR), or a run with its ir_metadata "
+    "block. For ir_datasets, see cmrkit.exports.ir_datasets.register in Python."
 )
 
 
@@ -52,3 +53,60 @@ def beir_command(
         f"wrote {report.out_dir}/: corpus.jsonl {report.corpus:,} units, "
         f"queries.jsonl {report.queries:,} queries, {qrels} judgments"
     )
+
+
+@export_app.command("ir-metadata")
+@user_errors
+def ir_metadata_command(
+    run: Path = typer.Argument(..., help="A run cmrkit made (its sidecar RUN.json beside it)."),
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="The run file to write, with its ir_metadata block."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace an output file that differs."),
+) -> None:
+    """Write the run with its ir_metadata block (PRIMAD, https://www.ir-metadata.org) on top.
+
+    The block is built from the run's sidecar: Platform (the software versions), Implementation
+    (the exact command), Method (system, parameters, tie-breaking, index), Data (collection,
+    split, qrels, hashes). trec_eval 10.0, eval and compare skip it; trec_eval 9.0.8 cannot read
+    such a run.
+
+    Example: cmrkit export ir-metadata runs/sample/bm25.test.trec
+    -o runs/sample/bm25-ir_metadata.test.trec
+    """
+    from cmrkit.collection.layout import qrels_path
+    from cmrkit.errors import CmrkitError
+    from cmrkit.exports import ir_metadata
+    from cmrkit.fileio import RepeatableOutputs, iter_lines
+    from cmrkit.retrieval.runfile import read_sidecar, sidecar_of
+
+    if not run.is_file():
+        raise CmrkitError("no such file", path=run)
+    sidecar = read_sidecar(run)
+    if sidecar is None:
+        raise CmrkitError(
+            f"no cmrkit sidecar ({sidecar_of(run).name}) beside the run: the block is built "
+            "from it; export a run cmrkit made",
+            path=run,
+        )
+    if output.resolve() == run.resolve():
+        raise CmrkitError("-o is the run itself: write the annotated run to another file")
+    if sidecar_of(output).is_file():
+        raise CmrkitError(
+            f"{output} is a run cmrkit wrote ({sidecar_of(output).name} beside it): write the "
+            "annotated run elsewhere"
+        )
+    collection, split = sidecar.get("collection"), sidecar.get("split")
+    qrels = str(qrels_path(collection, split)) if collection and split else None
+    block = ir_metadata.block(ir_metadata.metadata(sidecar, qrels=qrels))
+    with RepeatableOutputs([output], force=force) as staged:
+        with open(staged.path(output), "w", encoding="utf-8", newline="\n") as f:
+            f.write(block)
+            lines = (line for _, line in iter_lines(run))
+            for line in ir_metadata.without_block(f"{x}\n" for x in lines):
+                f.write(line)
+    lines = block.count("\n")
+    if staged.up_to_date:
+        out.print(f"{output} is up to date; --force rewrites it", markup=False)
+    else:
+        out.print(f"wrote {output} (the run under {lines} lines of ir_metadata)", markup=False)
