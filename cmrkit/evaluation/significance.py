@@ -424,9 +424,9 @@ class Comparison:
         return out
 
 
-def _same_queries(results: Mapping[str, Result], base: str) -> list[str]:
+def _same_queries(results: Mapping[str, Result], base: str, judged: int) -> list[str]:
     """The queries every run scores; runs that score different ones are refused, naming the
-    queries that differ."""
+    queries that differ and what to add to the command (``judged``: the qrels' queries)."""
     reference = results[base].per_query
     for name, r in results.items():
         if name == base or r.per_query.keys() == reference.keys():
@@ -439,8 +439,9 @@ def _same_queries(results: Mapping[str, Result], base: str) -> list[str]:
         if extra:
             parts.append(f"has {len(extra)} that {base} lacks ({_some(extra)})")
         raise CmrkitError(
-            f"the runs score different queries: {name} {' and '.join(parts)}; compare runs of "
-            "the same queries, or pass -c (--all-queries) to score a query a run lacks as 0"
+            f"the runs score different queries: {name} {' and '.join(parts)}; add -c to the "
+            f"command (--all-queries) to score a query a run lacks as 0 and average every run "
+            f"over all {judged:,} qrels queries, or compare runs of the same queries"
         )
     return list(reference)
 
@@ -496,11 +497,11 @@ def compare(
         )
         for name in names
     }
-    paired = _same_queries(results, base)
+    paired = _same_queries(results, base, len(qrels))
     if not paired:
         raise CmrkitError(
-            "no query is scored in the runs; compare runs of the qrels' topics, or pass "
-            "--all-queries to score missing queries as 0"
+            "no query is scored in the runs; compare runs of the qrels' topics, or add -c to "
+            "the command (--all-queries) to score missing queries as 0"
         )
     comp = Comparison(base, ms, results, test, correction, alpha, paired, all_queries)
     comp.ci, comp.bootstrap, comp.seed, comp.all_pairs = ci, bootstrap, seed, all_pairs
