@@ -9,8 +9,11 @@ temporary folder, then runs, interleaved, as subprocesses: `cmrkit compare QRELS
 -m AP -m RR@10 -f json` with `--bootstrap 0` (the reference: scoring and the t-test, no
 intervals), with `--bootstrap N` (every mean and difference with its interval), with
 `--bootstrap N --test bootstrap`, and with `--bootstrap 0 --all-pairs` (Tukey's HSD). Prints
-the minimum and median wall time of each and its median minus the reference's, and checks that
-two runs of the same command print the same JSON.
+the minimum and median wall time of each, its median minus the reference's, and the median CPU
+seconds the subprocess used (user + system: what the command costs, which a loaded machine does
+not stretch as it stretches wall time), with the CPU seconds of starting Python with numpy and
+with scipy.stats (the start-up every command pays); checks that two runs of the same command
+print the same JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -51,13 +55,17 @@ def write_files(folder: Path, runs: int, queries: int, docs: int, seed: int = 0)
     return qrels, paths
 
 
-def timed(cmd: list[str]) -> tuple[float, str]:
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU (user + system) seconds of a subprocess, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr}")
-    return seconds, done.stdout
+    return seconds, cpu, done.stdout
 
 
 def main() -> None:
@@ -84,12 +92,19 @@ def main() -> None:
             "--bootstrap 0 --all-pairs (Tukey's HSD)": [
                 *base, "--bootstrap", "0", "--all-pairs", "-f", "json"],
         }  # fmt: skip
+        variants |= {
+            "start-up: python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+            "start-up: python -c 'import scipy.stats'": [
+                sys.executable, "-c", "import scipy.stats"],
+        }  # fmt: skip
         times: dict[str, list[float]] = {name: [] for name in variants}
+        cpus: dict[str, list[float]] = {name: [] for name in variants}
         outputs: dict[str, set[str]] = {name: set() for name in variants}
         for _ in range(args.repeat):
             for name, cmd in variants.items():
-                seconds, out = timed(cmd)
+                seconds, cpu, out = timed(cmd)
                 times[name].append(seconds)
+                cpus[name].append(cpu)
                 outputs[name].add(out)
         for name, seen in outputs.items():
             if len(seen) != 1:
@@ -101,10 +116,12 @@ def main() -> None:
         f"compare of {args.runs} runs x {args.queries} queries ({args.docs} documents each), "
         f"2 measures; wall seconds over {args.repeat} interleaved runs"
     )
-    print(f"{'command':<58} {'min':>7} {'median':>7} {'- ref':>7}")
+    print(f"{'command':<58} {'min':>7} {'median':>7} {'- ref':>7} {'CPU':>7}")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:<58} {min(values):7.2f} {median:7.2f} {median - reference:7.2f}")
+        cpu = statistics.median(cpus[name])
+        delta = "" if name.startswith("start-up") else f"{median - reference:.2f}"
+        print(f"{name:<58} {min(values):7.2f} {median:7.2f} {delta:>7} {cpu:7.2f}")
 
 
 if __name__ == "__main__":

@@ -152,3 +152,28 @@ def test_tukey_hsd_is_statsmodels():
         assert pair.significant == bool(reject)
     flat = tukey_hsd({"a": [0.5, 0.5], "b": [0.5, 0.5]})
     assert math.isnan(flat[0].p) and "undefined" in flat[0].note
+
+
+def test_tukey_hsd_is_scipys_to_the_last_bit():
+    """Each pair integrated once (scipy integrates every cell of the k x k matrix) and the
+    critical value shared across measures give scipy.stats.tukey_hsd's doubles: the difference,
+    p and the interval, for equal and unequal group sizes, near and far apart."""
+    import warnings
+
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    criteria: dict = {}
+    for sizes, spread in (([40] * 5, 0.02), ([40] * 5, 0.3), ([30, 45, 60], 0.05)):
+        groups = [rng.random(n) * 0.5 + spread * i for i, n in enumerate(sizes)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = stats.tukey_hsd(*groups)
+            interval = ref.confidence_interval(0.9)
+        got = tukey_hsd({f"s{i}": g for i, g in enumerate(groups)}, ci=0.9, criteria=criteria)
+        assert len(got) == len(groups) * (len(groups) - 1) // 2
+        for pair in got:
+            i, j = int(pair.first[1:]), int(pair.second[1:])
+            assert pair.delta == ref.statistic[i, j] and pair.p == ref.pvalue[i, j]
+            assert pair.ci == (interval.low[i, j], interval.high[i, j])
+    assert sorted(criteria) == [(0.9, 3, 132), (0.9, 5, 195)]  # one root search per shape
