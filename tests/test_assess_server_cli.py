@@ -165,9 +165,24 @@ def test_an_empty_postgres_database_stays_empty_for_reading_commands(tmp_path, c
         drop()
 
 
+# Imports of the named top-level modules fail as they do where a package is not installed (a real
+# ModuleNotFoundError raised by the import system, not a stand-in in sys.modules).
+BLOCKER = """
+import os, sys
+
+class _Missing:
+    blocked = set(os.environ.get("CMRKIT_TEST_BLOCKED", "").split(","))
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Missing())
+"""
+
 NO_EXTRA = """
 import json, sys
-sys.modules["sqlalchemy"] = None  # as if the `assess` extra were not installed
 from typer.testing import CliRunner
 from cmrkit.cli import app
 out = []
@@ -178,16 +193,34 @@ print(json.dumps(out))
 """
 
 
+def _without(tmp_path: Path, blocked: str) -> dict:
+    """The environment of a process in which the modules ``blocked`` cannot be imported."""
+    import os
+
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(BLOCKER)
+    path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {**os.environ, "PYTHONPATH": path, "CMRKIT_TEST_BLOCKED": blocked}
+
+
+EXTRA_MISSING = (
+    "error: the assessment server needs the 'assess' extra ({}): pip install 'cmrkit[assess]'"
+)
+
+
 def test_every_assess_command_without_the_extra_says_so(tmp_path):
-    db = f"sqlite:///{tmp_path / 'a.sqlite'}"
+    work = tmp_path / "work"
+    work.mkdir()
+    db = f"sqlite:///{work / 'a.sqlite'}"
     commands = [
-        ["serve", str(tmp_path / "p.pool.jsonl")],
+        ["serve", str(work / "p.pool.jsonl")],
         ["users", "add", "ann", "--role", "assessor", "--db", db],
         ["users", "list", "--db", db],
         ["users", "disable", "ann", "--db", db],
         ["users", "enable", "ann", "--db", db],
         ["users", "resume", "ann", "--db", db],
-        ["export", "--db", db, "-o", str(tmp_path / "j.csv")],
+        ["export", "--db", db, "-o", str(work / "j.csv")],
         ["close", "--db", db],
         ["migrate", "--db", db],
     ]
@@ -196,15 +229,29 @@ def test_every_assess_command_without_the_extra_says_so(tmp_path):
         capture_output=True,
         text=True,
         check=True,
-        cwd=tmp_path,
+        cwd=work,
+        env=_without(tmp_path, "sqlalchemy"),
     )
     for command, (code, output, _) in zip(commands, json.loads(done.stdout), strict=True):
         assert code == 1, (command, output)
-        assert output.strip() == (
-            "error: the assessment server needs the 'assess' extra (sqlalchemy is missing): "
-            "pip install 'cmrkit[assess]'"
-        ), command
-    assert list(Path(tmp_path).iterdir()) == []
+        assert output.strip() == EXTRA_MISSING.format("sqlalchemy is missing"), command
+    # as a user runs it: the process's own exit code and one line on stderr, for each library of
+    # the extra and for a library that one of them needs
+    for blocked, says, args in (
+        ("starlette", "starlette is missing", ["serve", work / "p.pool.jsonl"]),
+        ("argon2", "argon2 is missing", ["users", "add", "ann", "--role", "assessor", "--db", db]),
+        ("_cffi_backend", "argon2 needs _cffi_backend, which is missing", ["migrate", "--db", db]),
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "cmrkit", "assess", *map(str, args)],
+            capture_output=True,
+            text=True,
+            cwd=work,
+            env=_without(tmp_path, blocked),
+            timeout=120,
+        )
+        assert (r.returncode, r.stderr.strip()) == (1, EXTRA_MISSING.format(says)), r.stderr
+    assert list(work.iterdir()) == []
 
 
 def test_the_login_limit_holds_for_parallel_guesses_two_servers_and_a_restart(

@@ -43,18 +43,22 @@ EXTRA = ("sqlalchemy", "alembic", "starlette", "jinja2", "itsdangerous", "argon2
 
 
 def _need_extra() -> None:
-    """Refuse in one line when a library of the ``assess`` extra is missing (before any import
-    of the server's modules)."""
-    import importlib.util
+    """Refuse in one line when a library of the ``assess`` extra cannot be imported (before any
+    import of the server's modules). Each is imported, not only looked for: a library that is
+    there but fails to load (a missing dependency of its own, a broken build) is as missing."""
+    import importlib
 
     from cmrkit.errors import EnvironmentFault
 
     for name in EXTRA + ("uvicorn",):
-        if importlib.util.find_spec(name) is None:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            missing = name if e.name in (None, name) else f"{name} needs {e.name}, which"
             raise EnvironmentFault(
-                f"the assessment server needs the 'assess' extra ({name} is missing): "
+                f"the assessment server needs the 'assess' extra ({missing} is missing): "
                 "pip install 'cmrkit[assess]'"
-            )
+            ) from None
 
 
 def _engine(url: str, *, create: bool = False):
