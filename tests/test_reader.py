@@ -800,3 +800,23 @@ def test_train_reader_command_defaults_are_the_library_defaults():
         assert default == getattr(lib, field), (name, default, getattr(lib, field))
         checked += 1
     assert checked >= 20, checked
+
+
+def test_train_reader_says_where_it_wrote_the_plot(tmp_path, cli):
+    """Issue 32 trip 9: `train reader --plot` wrote loss.png without saying where."""
+    coll = write_tiny(tmp_path)
+    cand = write_candidates(tmp_path, coll, "train", TRAIN)
+    args = (
+        "train", "reader", coll, "--train-split", "train", "--dev-split", "none",
+        "--candidates", cand, "--negatives", "2", "--batch-size", "2", "--max-steps", "1",
+        "--max-length", "64", "--query-max-length", "24", "--stride", "24", "--max-span", "6",
+        "--device", "cpu", "--quiet", "-o", "models/r",
+    )  # fmt: skip
+    r = cli(*args, "--plot")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "models/r/loss.png").is_file()
+    assert r.stdout.splitlines()[-1] == "loss plot: models/r/loss.png"
+    again = cli(*args, "--plot")  # up to date: the plot is still named
+    assert "is up to date" in again.stdout
+    assert again.stdout.splitlines()[-1] == "loss plot: models/r/loss.png"
+    assert "loss plot" not in cli(*args).stdout

@@ -314,4 +314,4 @@ def train_dense_command(
         force=force,
         **training_call(ctx),
     )
-    report_training(result)
+    report_training(result, plot=ctx.params["plot"])

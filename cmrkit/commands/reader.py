@@ -161,6 +161,7 @@ def train_reader_command(
         result,
         f" on {result.metadata['data']['n_queries']} queries",
         f"{result.log['seconds'].get('sequences_per_second')} sequences/s, ",
+        plot=ctx.params["plot"],
     )
 
 

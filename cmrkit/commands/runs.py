@@ -145,16 +145,24 @@ def report_run(result) -> None:
         )
 
 
-def report_training(result, detail: str = "", rate: str = "") -> None:
+def report_training(result, detail: str = "", rate: str = "", *, plot: bool = False) -> None:
     """One line for a model trained (or found up to date): ``detail`` after the steps, ``rate``
-    before the mean loss."""
+    before the mean loss; with ``plot`` (--plot), a second line saying where the plot is."""
+    from cmrkit.retrieval.training import PLOT
+
     if result.up_to_date:
         out.print(
             f"{result.path} is up to date (same base model, data, options and seed); "
             "--force trains it again",
             markup=False,
         )
-        return
+    else:
+        _report_trained(result, detail, rate)
+    if plot:
+        out.print(f"loss plot: {result.path / PLOT}", markup=False)
+
+
+def _report_trained(result, detail: str, rate: str) -> None:
     last = result.log["epochs"][-1] if result.log["epochs"] else {}
     dev = last.get("dev")
     shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
