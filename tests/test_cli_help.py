@@ -118,6 +118,27 @@ def test_tables_fit_80_columns_without_cutting_a_number():
         assert value in text
 
 
+def test_titles_and_captions_break_only_between_words():
+    """Issue 32 trip 9: at 80 columns a title was wrapped at the width of its (narrow) table,
+    cutting file names mid-word; it now takes the console's width and breaks at spaces, and a
+    name longer than the line stays whole."""
+    run = "runs/sample/bm25-mention+entities-rerank-int8-depth50.test.trec"
+    qrels = "qrels/sample.assessed-by-three-people.test.txt"
+    huge = "runs/" + "x" * 90 + ".trec"
+    t = Table(f"{run} vs {qrels} [trec_eval 10]", ["measure", "all"], caption=f"also {huge} here")
+    t.add_row("map", "0.5000")
+    console = Console(width=80, record=True, color_system=None)
+    render(t, console)
+    text = console.export_text()
+    lines = text.splitlines()
+    words = text.split()
+    for name in (run, qrels, huge):
+        assert name in words, text
+    assert "[trec_eval" in words  # not read as console markup
+    assert all(len(line) <= 80 for line in lines if huge not in line)
+    assert lines[0] == f"{run} vs"  # the title is as wide as the line, not as the table
+
+
 def test_wide_tables_are_split_repeating_the_labels():
     measures = [f"measure{i}" for i in range(12)]
     t = Table("comparison", ["system", *measures])

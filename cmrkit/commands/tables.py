@@ -99,12 +99,7 @@ def render(table: Table, console: Console) -> None:
         title = table.title
         if title and len(groups) > 1:
             title = f"{title} ({n + 1} of {len(groups)})"
-        t = RichTable(
-            title=title,
-            caption=table.caption if n == len(groups) - 1 else None,
-            title_justify="left",
-            caption_justify="left",
-        )
+        t = RichTable()
         for k, w in zip(keys, key_widths, strict=True):
             t.add_column(table.headers[k], max_width=w, overflow="fold")
         for i in group:
@@ -115,4 +110,21 @@ def render(table: Table, console: Console) -> None:
             if r in table.sections:
                 t.add_section()
             t.add_row(*(row[k] for k in keys), *(row[values[i]] for i in group), style=style)
+        if title:
+            _words(console, title, "table.title")
         console.print(t, soft_wrap=False)
+        if table.caption and n == len(groups) - 1:
+            _words(console, table.caption, "table.caption")
+
+
+def _words(console: Console, text: str, style: str) -> None:
+    """A title or caption at the console's width, broken only at spaces: a file name (a word
+    longer than the table, or than the line) is never cut in two."""
+    import textwrap
+
+    from rich.text import Text
+
+    for line in textwrap.wrap(
+        text, max(console.width, 1), break_long_words=False, break_on_hyphens=False
+    ):
+        console.print(Text(line, style=style), no_wrap=True, crop=False, soft_wrap=True)
