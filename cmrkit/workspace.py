@@ -108,18 +108,29 @@ def collection_runs(name: str, runs_dir: str | os.PathLike = "runs") -> list[Run
             text = str(e) if isinstance(e, CmrkitError) else describe_os_error(e)[0]
             logging.getLogger("cmrkit").warning(f"{text}; the run is listed without it")
             sidecar = {}
-        stem, _, split = path.stem.rpartition(".")
+        name, split = _run_name(path, sidecar)
         found.append(
             RunInfo(
                 path=path,
-                name=str(sidecar.get("name") or stem or path.stem),
+                name=name,
                 system=str(sidecar.get("system") or "?"),
-                split=str(sidecar.get("split") or split),
+                split=split,
                 date=datetime.fromtimestamp(path.stat().st_mtime),
                 sidecar=sidecar,
             )
         )
     return found
+
+
+def _run_name(path: Path, sidecar: dict[str, Any]) -> tuple[str, str]:
+    """A run's name and split as its file says them: ``NAME.SPLIT.trec`` gives NAME (the
+    sidecar's split, else SPLIT); any other file name (``run fuse -o runs/w/fused.trec``) is
+    the name itself, whatever the sidecar calls the run (its method, for a fused run)."""
+    stem, _, split = path.stem.rpartition(".")
+    recorded = str(sidecar.get("split") or "")
+    if stem and (split == recorded or not recorded):
+        return stem, split
+    return path.name, recorded or "?"
 
 
 @dataclass
@@ -298,8 +309,9 @@ def find_pools(pools_dir: str | os.PathLike = "pools") -> list[PoolInfo]:
 
 
 def find_judgments(pools_dir: str | os.PathLike = "pools") -> list[JudgmentsInfo]:
-    """Judgment CSVs under ``pools_dir``: ``query_id,doc_id,worker_id,label`` files and MTurk
-    batch results (``HITId``, ``WorkerId``, ``Answer.*`` columns)."""
+    """Judgment CSVs under ``pools_dir``: ``query_id,doc_id,worker_id,label`` files (simple),
+    ``pair_id,worker_id,label`` files (blind: the offline page's answers, ``assess export``)
+    and MTurk batch results (``HITId``, ``WorkerId``, ``Answer.*`` columns)."""
     import csv
 
     folder = Path(pools_dir)
@@ -313,6 +325,8 @@ def find_judgments(pools_dir: str | os.PathLike = "pools") -> list[JudgmentsInfo
             rows = sum(1 for _ in reader)
         if {"query_id", "doc_id", "label"} <= set(header):
             found.append(JudgmentsInfo(path, "simple", rows))
+        elif {"pair_id", "worker_id", "label"} <= set(header):  # the page's, `assess export`'s
+            found.append(JudgmentsInfo(path, "blind", rows))
         elif "WorkerId" in header and any(h.startswith("Answer.") for h in header):
             found.append(JudgmentsInfo(path, "mturk", rows))
     return found

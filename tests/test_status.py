@@ -207,3 +207,31 @@ def test_a_broken_sidecar_is_named_and_the_other_runs_listed(workdir, tmp_path):
     assert "the run is listed without it" in r.stderr
     rows = _runs_rows(r.stdout)
     assert rows["bm25"][1] == "bm25" and rows["bm25-b"][1] == "?"
+
+
+def test_blind_answers_and_runs_written_anywhere_are_listed_by_file(workdir, tmp_path):
+    """Issue 32 trip 8: the offline page's answers and `assess export`'s CSV
+    (pair_id,worker_id,label) were not listed, and `run fuse -o runs/w/fused.trec` was listed
+    as its method (rrf)."""
+    root = _copy(workdir, tmp_path / "w")
+    fuse = ("run", "fuse", "runs/w/bm25.test.trec", "runs/w/bm25-b.test.trec")
+    assert _cli(root, *fuse, "-o", "runs/w/fused.trec").exit_code == 0
+    assert _cli(root, *fuse).exit_code == 0  # runs/w/rrf.test.trec, named by the method
+    r = _cli(root, "pool", "export", "pools/w.pool.jsonl", "--format", "html", "-o", "pools/w.html")
+    assert r.exit_code == 0, r.output
+    key = (root / "pools/w.key.tsv").read_text().splitlines()
+    pairs = [line.split("\t")[0] for line in key if line and not line.startswith("#")][1:]
+    answers = ["pair_id,worker_id,label", *(f"{p},ann,5" for p in pairs)]
+    (root / "pools/answers.csv").write_text("\n".join(answers) + "\n")
+    agg = ("judgments", "aggregate", "pools/answers.csv", "--key", "pools/w.key.tsv",
+           "--pool", "pools/w.pool.jsonl", "-o", "qrels/w.answers.txt")  # fmt: skip
+    assert _cli(root, *agg).exit_code == 0  # what the page writes
+    r = _cli(root, "status", "w")
+    assert r.exit_code == 0, r.output
+    rows = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if "│" in line}
+    assert "fused.trec" in rows and "rrf" in rows
+    fused = [c.strip() for c in rows["fused.trec"].split("│")]
+    assert fused[2:4] == ["fuse", "test"]  # system and split from the sidecar
+    answers_row = next(line for line in r.stdout.splitlines() if "pools/answers.csv" in line)
+    assert "blind" in answers_row and f"{len(pairs)}" in answers_row
+    assert "pools/round1.csv" in r.stdout
