@@ -40,6 +40,7 @@ MODULES = (
     "reader",
     "tac",
     "pooling",
+    "judge",
     "assess",
     "evaluate",
     "agree",

@@ -20,6 +20,7 @@ def _library() -> dict[str, tuple[str, ...]]:
     from cmrkit.commands.loaders import SOURCES
     from cmrkit.evaluation.clusters import METHODS as CLUSTER_METHODS
     from cmrkit.evaluation.coref import SCOPES, SINGLETONS
+    from cmrkit.judging.auto import ON_UNPARSED
     from cmrkit.pooling.strategies import STRATEGIES
     from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.distributed.engine import ENGINES
@@ -49,6 +50,7 @@ def _library() -> dict[str, tuple[str, ...]]:
         "DistractorFilter": FILTERS,
         "SentenceMethod": SENTENCE_METHODS,
         "HubDataset": tuple(DATASETS),
+        "OnUnparsed": ON_UNPARSED,
         "coref.Scope": SCOPES,
         "coref.Singletons": SINGLETONS,
         "coref.Method": CLUSTER_METHODS,

@@ -53,4 +53,5 @@ DistractorFilter = choices(  # collection.build.FILTERS
     "DistractorFilter", ("none", "titles", "mentions")
 )
 SentenceMethod = choices("SentenceMethod", ("parser", "rule"))  # collection.sentences.METHODS
+OnUnparsed = choices("OnUnparsed", ("skip", "fail"))  # judging.auto.ON_UNPARSED
 HubDataset = choices("HubDataset", ("wec-eng", "coresearch"))  # sources.hub.DATASETS

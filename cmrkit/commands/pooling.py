@@ -17,7 +17,7 @@ pool_app = group(
     help="Pool runs into assessment tasks; test a pool's reusability.",
 )
 judgments_app = group(
-    order=("simulate", "aggregate"),
+    order=("simulate", "auto", "aggregate"),
     help="Turn assessors' answers into qrels; simulate assessors.",
 )
 

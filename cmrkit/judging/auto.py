@@ -1,0 +1,162 @@
+"""``cmrkit judgments auto``: a judge labels every pair of a pool (or of a run's top k).
+
+Answers come from the cache first; the judge answers the rest, each answer cached as it comes.
+The reader judge is then calibrated (on judged pairs, scored through the same cache) and every
+pair gets its label and probability. The labels file and its sidecar are written together, or
+not at all (an interrupt or an error leaves the target as it was, the cache keeps the answers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmrkit._version import __version__
+from cmrkit.errors import CmrkitError
+from cmrkit.judging.cache import Entry, LabelCache
+from cmrkit.judging.calibration import fit_platt
+from cmrkit.judging.judges import Judge, identity_sha256
+from cmrkit.judging.labels import (
+    LABELS_FORMAT,
+    LABELS_VERSION,
+    Label,
+    judge_worker,
+    labels_text,
+    sidecar_path,
+    sidecar_text,
+)
+from cmrkit.judging.pairs import Judged, Pair, PairTexts, Targets, load_texts
+
+ON_UNPARSED = ("skip", "fail")
+Bar = Callable[[str, int], Callable[[int], None]]  # (what, total) -> advance(n)
+
+
+def _no_bar(what: str, total: int) -> Callable[[int], None]:
+    return lambda n: None
+
+
+@dataclass
+class AutoResult:
+    """The labels made and the sidecar that goes beside them."""
+
+    labels: list[Label]
+    sidecar: dict[str, Any]
+    unparsed: list[tuple[Pair, str | None]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return labels_text(self.labels)
+
+
+def _answers(
+    judge: Judge,
+    texts: PairTexts,
+    pairs: Sequence[Pair],
+    cache: LabelCache,
+    bar: Callable[[int], None],
+) -> tuple[dict[Pair, Entry], int]:
+    """Every pair's answer (the cache's, else the judge's) and how many came from the cache."""
+    keys = {p: texts.key(p) for p in pairs}
+    found = cache.get(list(keys.values()))
+    missing = {p for p in pairs if keys[p] not in found}
+    bar(len(pairs) - len(missing))
+    judge.answer(texts, pairs, missing, cache, bar)
+    if missing:
+        found = cache.get(list(keys.values()))
+    return {p: found[keys[p]] for p in pairs}, len(pairs) - len(missing)
+
+
+def _calibrate(
+    judge: Any, texts: PairTexts, judged: Judged, cache: LabelCache, bar: Bar
+) -> dict[str, Any]:
+    pairs = sorted(judged.labels)
+    entries, cached = _answers(judge, texts, pairs, cache, bar("calibration pairs", len(pairs)))
+    scores = judge.scores([entries[p] for p in pairs])
+    judge.calibration = fit_platt(scores, [judged.labels[p] for p in pairs], judged.fitted_on)
+    return {**judge.calibration.to_json(), "cached": cached}
+
+
+def auto_judge(
+    targets: Targets,
+    judge: Judge,
+    *,
+    cache_path: Path | None,
+    judged: Judged | None = None,
+    on_unparsed: str = "skip",
+    command: Sequence[str] | None = None,
+    bar: Bar = _no_bar,
+) -> AutoResult:
+    """Label every pair of ``targets`` with ``judge`` (the reader judge calibrated on
+    ``judged``). ``on_unparsed`` ``fail``: an answer without a label is an error (the answers
+    stay in the cache); ``skip``: the pair gets no row, counted in the sidecar."""
+    if on_unparsed not in ON_UNPARSED:
+        raise CmrkitError(f"--on-unparsed must be one of {', '.join(ON_UNPARSED)}")
+    if judge.kind == "reader" and judged is None:
+        raise CmrkitError(
+            "the reader judge needs judged pairs to calibrate its scores: pass --calibrate-on "
+            "SPLIT (another split of the collection, with --calibrate-run RUN of it) or "
+            "--calibrate-on FILE (people's labels CSV, or qrels)"
+        )
+    if judge.kind != "reader" and judged is not None:
+        raise CmrkitError(
+            "--calibrate-on is for the reader judge; an LLM's probabilities come from its logprobs"
+        )
+    all_pairs = list(targets.pairs) + sorted(set(judged.labels) if judged else ())
+    texts = load_texts(targets.coll, all_pairs)
+    with LabelCache(cache_path, identity_sha256(judge.identity), judge.prompt_sha256) as cache:
+        calibration = _calibrate(judge, texts, judged, cache, bar) if judged else None
+        entries, cached = _answers(
+            judge, texts, targets.pairs, cache, bar("pairs", len(targets.pairs))
+        )
+    worker = judge_worker(judge.kind)
+    labels: list[Label] = []
+    unparsed: list[tuple[Pair, str | None]] = []
+    for pair in targets.pairs:
+        made = judge.label(entries[pair])
+        if made is None:
+            unparsed.append((pair, entries[pair].answer))
+            continue
+        labels.append(Label(pair[0], pair[1], worker, made[0], made[1]))
+    if unparsed and on_unparsed == "fail":
+        (qid, docno), answer = unparsed[0]
+        raise CmrkitError(
+            f"{len(unparsed)} answer(s) gave no label 1..5 (e.g. query {qid} unit {docno}: "
+            f"{answer!r}); nothing written, the answers are kept in the cache; pass "
+            "--on-unparsed skip to write the others and count these"
+        )
+    tokens = {
+        "prompt": sum(entries[p].prompt_tokens or 0 for p in targets.pairs),
+        "completion": sum(entries[p].completion_tokens or 0 for p in targets.pairs),
+    }
+    judge_record: dict[str, Any] = {
+        "kind": judge.kind,
+        "identity": identity_sha256(judge.identity),
+        "prompt_sha256": judge.prompt_sha256,
+        "calibration": calibration,
+        "parameters": judge.identity,
+    }
+    sidecar = {
+        "format": LABELS_FORMAT,
+        "version": LABELS_VERSION,
+        "judge": judge_record,
+        **targets.source,
+        "collection": str(targets.coll),
+        "pairs": len(targets.pairs),
+        "labelled": len(labels),
+        "unparsed": len(unparsed),
+        "cached": cached,
+        "tokens": tokens,
+        "cache": str(cache_path) if cache_path is not None else None,
+        "cmrkit": __version__,
+        "command": list(command) if command is not None else None,
+    }
+    return AutoResult(labels, sidecar, unparsed)
+
+
+def write_auto(result: AutoResult, output: Path, staged: Any) -> None:
+    """Write the labels and the sidecar into ``staged`` (StagedOutputs of both paths)."""
+    staged.path(output).write_text(result.text, encoding="utf-8", newline="")
+    side = sidecar_path(output)
+    staged.path(side).write_text(sidecar_text(result.sidecar), encoding="utf-8", newline="")

