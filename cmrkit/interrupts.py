@@ -62,10 +62,12 @@ class Watcher(Protocol):
 _watchers: list[Watcher] = []
 
 
-def watch(watcher: Watcher) -> None:
-    """Register a watcher (once per watcher)."""
+def watch(watcher: Watcher, *, first: bool = False) -> None:
+    """Register a watcher (once per watcher); ``first`` puts it before those registered so far
+    (its emergency runs before theirs: the processes that write outputs stop before the staged
+    outputs are dropped)."""
     if watcher not in _watchers:
-        _watchers.append(watcher)
+        _watchers.insert(0 if first else len(_watchers), watcher)
 
 
 def reset() -> None:

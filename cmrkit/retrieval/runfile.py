@@ -147,8 +147,8 @@ def check_qrels_of(run_path: str | Path, qrels_path: str | Path) -> None:
     document the run retrieved for the queries both hold is judged anywhere in the qrels.
     Cheap where it matters: a run of the qrels' collection is told by its name, or by the first
     judged document it retrieved."""
-    if str(run_path) == "-" or str(qrels_path) == "-":
-        return
+    if not (Path(run_path).is_file() and Path(qrels_path).is_file()):
+        return  # stdin, a folder or a missing file: the scoring that follows says what it is
     try:
         sidecar = read_sidecar(run_path)
     except CmrkitError:

@@ -200,6 +200,47 @@ def _is_ray(pid: int) -> bool:
         return False
 
 
+def _is_worker(pid: int) -> bool:
+    """Whether a process of the local cluster is a worker running (or ready to run) tasks."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except OSError:
+        return False
+    name = cmdline.split(b"\0")[0]
+    # Ray's agents (ray::DashboardAgent, ray::RuntimeEnvAgent) are no workers
+    return (name.startswith(b"ray::") and not name.endswith(b"Agent")) or (
+        b"default_worker.py" in cmdline
+    )
+
+
+def _runs(pid: int, task: str) -> bool:
+    """Whether a process is a worker running ``task`` (Ray names it ``ray::TASK``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except OSError:
+        return False
+    return cmdline.split(b"\0")[0] == f"ray::{task}".encode()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[-1].split()[:1]
+    except OSError:
+        return False
+    return state != [b"Z"]  # a zombie writes nothing more
+
+
+def _stop_workers(pids: list[int], wait: float = 2.0) -> None:
+    """Kill the workers and wait (up to ``wait`` seconds) until none of them runs."""
+    _kill(pids)
+    deadline = time.monotonic() + wait
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _kill(pids: list[int]) -> None:
     for pid in dict.fromkeys(pids):
         with contextlib.suppress(OSError):
@@ -220,9 +261,13 @@ class _Cluster:
         return ""
 
     def emergency(self) -> None:
-        # killed just after this process is gone, not now: Ray's threads in this process end it
-        # on the spot (exit 1, a C++ dump) when they see their cluster die under them first
+        # the workers first, and gone before the staged outputs are dropped (this watcher runs
+        # before the outputs'): a worker still indexing would write into a staging folder being
+        # removed and leave part of it behind
         pids = _descendants() if self.started else []
+        _stop_workers([p for p in pids if _is_worker(p)])
+        # the rest just after this process is gone, not now: Ray's threads in this process end
+        # it on the spot (exit 1, a C++ dump) when they see their cluster die under them first
         if pids:
             import subprocess
 
@@ -238,7 +283,7 @@ class _Cluster:
 _cluster = _Cluster()
 
 
-interrupts.watch(_cluster)
+interrupts.watch(_cluster, first=True)
 
 
 def _connect_wait() -> float:
@@ -369,11 +414,11 @@ def run_tasks(
                 if nxt is not None:
                     pending[remote.remote(*tasks[nxt])] = nxt
     finally:
-        cancel(list(pending))
+        cancel(list(pending), task=fn.__name__)
     return results
 
 
-def cancel(refs: list[Any]) -> None:
+def cancel(refs: list[Any], task: str = "") -> None:
     """Stop these tasks (their workers killed) and wait until they have stopped: a worker must
     not write into a staging folder its caller is about to remove. (Calls on actors cannot be
     forced: their callers kill the actors instead.)"""
@@ -383,6 +428,16 @@ def cancel(refs: list[Any]) -> None:
     for ref in refs:
         ray.cancel(ref, force=True)
     ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT)
+    # a cancelled task's result can come before its worker is gone: on a local cluster, wait
+    # until no worker of ours still runs the task
+    deadline = time.monotonic() + CANCEL_WAIT
+    while (
+        task
+        and _cluster.started
+        and time.monotonic() < deadline
+        and any(_alive(p) and _runs(p, task) for p in _descendants())
+    ):
+        time.sleep(0.05)
 
 
 def fault_point(name: str) -> None:
