@@ -41,6 +41,7 @@ MODULES = (
     "tac",
     "pooling",
     "judge",
+    "judge_check",
     "assess",
     "evaluate",
     "agree",

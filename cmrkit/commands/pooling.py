@@ -17,8 +17,8 @@ pool_app = group(
     help="Pool runs into assessment tasks; test a pool's reusability.",
 )
 judgments_app = group(
-    order=("simulate", "auto", "aggregate"),
-    help="Turn assessors' answers into qrels; simulate assessors.",
+    order=("simulate", "auto", "check", "aggregate"),
+    help="Turn answers into qrels; simulate assessors; judge automatically, check a judge.",
 )
 
 MAX_QUERY_ROWS = 30

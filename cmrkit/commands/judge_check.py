@@ -1,0 +1,281 @@
+"""`cmrkit judgments check`: how far an automatic judge's labels can be trusted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from cmrkit.commands.evaluate import MEASURE, TrecVersion
+from cmrkit.commands.output import FORMAT, Format, emit, with_warnings
+from cmrkit.commands.pooling import judgments_app
+from cmrkit.console import out, user_errors
+from cmrkit.errors import CmrkitError
+
+STATISTICS = {
+    "tau": "Kendall's tau",
+    "tau_b": "Kendall's tau-b",
+    "tau_ap": "tau_AP",
+    "rbo": "RBO",
+    "swap": "largest swap",
+}
+MAX_QUERY_ROWS = 30
+
+
+def register(app: typer.Typer) -> None:
+    """The judging commands join the `judgments` group (added to the app by `pooling`)."""
+
+
+def _n(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def read_reference(path: Path):
+    """Qrels, or people's labels (a judgments CSV: its first line holds a comma)."""
+    from cmrkit.fileio import iter_lines
+    from cmrkit.judging.check import reference_from_judgments, reference_from_qrels
+    from cmrkit.judgments import read_judgments
+    from cmrkit.trec import read_qrels
+
+    first = next((line for _, line in iter_lines(path) if line.strip()), "")
+    if "," in first:
+        return reference_from_judgments(read_judgments(path), path)
+    return reference_from_qrels(with_warnings(lambda: read_qrels(path)), path)
+
+
+@judgments_app.command("check")
+@user_errors
+def check_command(
+    labels: Path = typer.Argument(
+        ..., metavar="LABELS", help="Labels of `judgments auto` (query_id,doc_id,...,label,...)."
+    ),
+    runs: list[Path] = typer.Argument(
+        None, metavar="[RUN]...", help="Three or more runs: the system ranking and circularity."
+    ),
+    against: Path = typer.Option(
+        ...,
+        "--against",
+        help="The reference: qrels (gold, or people's aggregated), or people's labels (a "
+        "judgments CSV as `judgments aggregate` reads).",
+    ),
+    measure: list[str] = MEASURE,
+    bootstrap: int = typer.Option(
+        1000,
+        "--bootstrap",
+        min=0,
+        max=1_000_000,
+        help="Bootstrap resamples of the queries (0: none).",
+    ),
+    ci: float = typer.Option(0.95, "--ci", help="Confidence level of the intervals."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    rbo_p: float = typer.Option(0.9, "--rbo-p", help="RBO's persistence p (0 < p < 1)."),
+    flag_gain: float = typer.Option(
+        0.01,
+        "--flag-gain",
+        help="Flag a run that moves up when its score gains more than this over the runs' "
+        "median change (a run made with the judge's own model: any gain).",
+    ),
+    depth: int = typer.Option(
+        None, "--depth", "-M", min=1, help="Score only the top N documents per query."
+    ),
+    trec_version: TrecVersion = typer.Option(
+        TrecVersion.v10, "--trec-eval", help="The trec_eval version to equal: 10 or 9."
+    ),
+    fmt: Format = FORMAT,
+) -> None:
+    """How far a judge's labels can be trusted: kappa, confusion, and the system ranking.
+
+    Cohen's kappa of the binary labels (4-5 relevant) and, against people's labels, the
+    quadratic-weighted kappa of the 5-point labels; the confusion matrix; per-query agreement.
+    With runs: each run scored under the reference qrels and under the judge's qrels (the
+    reference with every labelled pair replaced by the judge's label); Kendall's tau, tau_AP,
+    RBO and the largest swap with bootstrap intervals over queries; and per run the change of
+    score and rank, flagged when a run made with the judge's own model (its sidecar holds the
+    judge's identity) gains. Default measure: AP.
+
+    Example: cmrkit judgments check labels.csv --against qrels/sample.test.txt
+    runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec runs/sample/qe-rm3.test.trec
+    """
+    if not 0 < ci < 1:
+        raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
+    if not 0 < rbo_p < 1:
+        raise CmrkitError(f"--rbo-p {rbo_p} must lie strictly between 0 and 1")
+    if not flag_gain >= 0:
+        raise CmrkitError(f"--flag-gain {flag_gain} must be 0 or more")
+    if fmt is Format.trec:
+        raise CmrkitError("judgments check prints a table, JSON or CSV: -f table|json|csv")
+    runs = list(runs or [])
+    if 0 < len(runs) < 3:
+        raise CmrkitError(
+            f"{len(runs)} run(s) given: a rank correlation needs at least 3 runs; give more, "
+            "or none for the labels alone"
+        )
+    from cmrkit.evaluation.significance import run_names
+    from cmrkit.judging.check import check_labels
+    from cmrkit.judging.labels import read_labels, read_labels_sidecar
+    from cmrkit.retrieval.runfile import read_sidecar
+    from cmrkit.trec import read_run_columns
+
+    judged = read_labels(labels)
+    sidecar = read_labels_sidecar(labels) or {}
+    identity = sidecar.get("judge", {}).get("identity")
+    reference = read_reference(against)
+    names = run_names(runs) if runs else []
+    loaded = {n: read_run_columns(p) for n, p in zip(names, runs, strict=True)}
+    result = check_labels(
+        judged,
+        reference,
+        labels_path=labels,
+        identity=identity if isinstance(identity, str) else None,
+        runs=loaded,
+        sidecars={n: read_sidecar(p) for n, p in zip(names, runs, strict=True)},
+        measures=measure or ["AP"],
+        samples=bootstrap,
+        ci=ci,
+        seed=seed,
+        p=rbo_p,
+        depth=depth,
+        version=trec_version.value,
+        min_gain=flag_gain,
+    )
+    if fmt is Format.json:
+        obj = result.to_json()
+        if names:
+            obj["paths"] = {n: str(p) for n, p in zip(names, runs, strict=True)}
+        emit(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    elif fmt is Format.csv:
+        emit(_csv(result))
+    else:
+        _table(result)
+
+
+def _table(result) -> None:
+    from cmrkit.commands.tables import Table, render
+
+    a, ref = result.agreement, result.reference
+    people = f", {ref.workers} people" if ref.kind == "labels" else ""
+    out.print(
+        f"{result.labels} ({result.judge}) against {ref.path} ({ref.kind}{people}): "
+        f"{a.pairs} pairs compared, agreement {_n(a.agreement, 3)}, Cohen's kappa "
+        f"{_n(a.kappa)}; 5-point (quadratic weights) "
+        + (
+            f"{_n(a.kappa_likert)} over {a.likert_pairs} pairs"
+            if ref.likert
+            else "- (qrels are binary)"
+        )
+        + (f"; Brier {_n(a.brier)} over {a.with_probability}" if a.brier is not None else ""),
+        markup=False,
+        soft_wrap=True,
+    )
+    notes = []
+    if a.unlisted:
+        notes.append(f"{a.unlisted} labelled pairs the qrels do not list counted not relevant")
+    if a.left_out:
+        notes.append(f"{a.left_out} labelled pairs without a reference left out")
+    if a.reference_only:
+        notes.append(f"{a.reference_only} reference pairs the judge did not label")
+    if notes:
+        out.print("; ".join(notes), markup=False, soft_wrap=True)
+    columns = [str(c) for c in next(iter(a.confusion.values()))]
+    side = "relevance" if ref.kind == "qrels" else "label"
+    t = Table("confusion", ["judge's label", *(f"reference {side} {c}" for c in columns)], keys=1)
+    for label, row in a.confusion.items():
+        t.add_row(str(label), *(str(n) for n in row.values()))
+    render(t, out)
+    if len(a.per_query) <= MAX_QUERY_ROWS:
+        cols = ("pairs", "agreement", "kappa", "judge_relevant", "reference_relevant")
+        t = Table("per query", ["query", *cols], keys=1)
+        for qid, q in a.per_query.items():
+            t.add_row(
+                qid,
+                *(
+                    _n(q[c], 3) if isinstance(q[c], float) or q[c] is None else str(q[c])
+                    for c in cols
+                ),
+            )
+        render(t, out)
+    else:
+        out.print(f"per-query agreement of {len(a.per_query)} queries: see -f json", markup=False)
+    if result.ranking is not None:
+        _ranking_tables(result)
+
+
+def _ranking_tables(result) -> None:
+    from cmrkit.commands.tables import Table, render
+
+    r = result.ranking
+    caption = (
+        f"{len(r.runs)} runs on the {len(r.queries)} queries both qrels judge; the judge's "
+        f"qrels: the reference's with every labelled pair replaced by the judge's label "
+        f"[{r.ci:.0%} bootstrap interval, {r.samples:,} resamples, seed {r.seed}]"
+    )
+    t = Table("system ranking", ["statistic", *(m.name for m in r.measures)], caption=caption)
+    for name, label in STATISTICS.items():
+        cells = []
+        for m in r.measures:
+            interval = r.intervals[m.name][name]
+            value = getattr(r.agreement[m.name], name)
+            cells.append(
+                _n(value) + (f"\n[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")
+            )
+        t.add_row(label, *cells)
+    t.add_row(
+        "swapped runs", *(" / ".join(r.agreement[m.name].swapped or ("-",)) for m in r.measures)
+    )
+    render(t, out)
+    for m in r.measures:
+        cols = ("run", "reference", "judge", "change", "rank", "moves", "flag")
+        t = Table(
+            f"circularity ({m.name})",
+            cols,
+            caption="change: judge - reference; rank: reference -> judge; flag: the judge's own "
+            f"model gaining, or moving up with a gain over the median change above "
+            f"{result.min_gain}",
+        )
+        for row in result.circularity[m.name]:
+            t.add_row(
+                row["run"] + (" (judge's model)" if row["judge_model"] else ""),
+                m.format(row["reference"]),
+                m.format(row["judge"]),
+                f"{row['change']:+.4f}",
+                f"{row['reference_rank']} -> {row['judge_rank']}",
+                f"{row['rank_change']:+d}",
+                "FLAG: " + row["why"] if row["flagged"] else "",
+            )
+        render(t, out)
+
+
+def _csv(result) -> str:
+    import io
+
+    from cmrkit.escaping import csv_writer
+
+    buf = io.StringIO()
+    w = csv_writer(buf)
+    w.writerow(["section", "item", "statistic", "value", "low", "high"])
+
+    def cell(x):
+        return "" if x is None else (repr(x) if isinstance(x, float) else x)
+
+    a = result.agreement
+    for name in ("pairs", "agreement", "kappa", "kappa_likert", "likert_pairs", "brier"):
+        w.writerow(["labels", "", name, cell(getattr(a, name)), "", ""])
+    for label, row in a.confusion.items():
+        for col, n in row.items():
+            w.writerow(["confusion", label, col, n, "", ""])
+    for qid, q in a.per_query.items():
+        for name, value in q.items():
+            w.writerow(["query", qid, name, cell(value), "", ""])
+    r = result.ranking
+    if r is not None:
+        for m in r.measures:
+            for name in ("tau", "tau_b", "tau_ap", "tau_ap_b", "rbo", "swap"):
+                low, high = r.intervals[m.name][name] or (None, None)
+                value = getattr(r.agreement[m.name], name)
+                w.writerow(["ranking", m.name, name, *(cell(x) for x in (value, low, high))])
+            for row in result.circularity[m.name]:
+                for name in ("reference", "judge", "change", "excess_gain", "reference_rank",
+                             "judge_rank", "judge_model", "flagged"):  # fmt: skip
+                    w.writerow([f"run {m.name}", row["run"], name, cell(row[name]), "", ""])
+    return buf.getvalue()
