@@ -31,8 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_end_to_end import SAMPLE, sentences, write_distractors  # noqa: E402
 
 from cmrkit.retrieval import entities as ner  # noqa: E402
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL  # noqa: E402
 
-MODEL = ner.DEFAULT_MODEL
+MODEL = DEFAULT_SPACY_MODEL
 
 
 def before(texts: list[str]) -> list[list[tuple[str, int, int]]]:

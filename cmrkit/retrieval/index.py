@@ -45,6 +45,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, reading, sha256_file
 from cmrkit.retrieval.options import MAX_THREADS
 from cmrkit.retrieval.stored import StoredIndex, corpus_sha256
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 MANIFEST = "cmrkit-index.json"
 FIELDS = ("contents", "title", "entities", "document")
@@ -389,7 +390,7 @@ def build_index(
     *,
     threads: int = 2,
     entities: bool = True,
-    spacy_model: str = ner.DEFAULT_MODEL,
+    spacy_model: str = DEFAULT_SPACY_MODEL,
     force: bool = False,
     verbose: bool = False,
     progress: bool = True,
@@ -534,7 +535,7 @@ def ensure_index(
     *,
     auto: bool = True,
     threads: int = 2,
-    spacy_model: str = ner.DEFAULT_MODEL,
+    spacy_model: str = DEFAULT_SPACY_MODEL,
     verbose: bool = False,
     progress: bool = True,
     build: Callable[..., IndexInfo] | None = None,

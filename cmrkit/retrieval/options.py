@@ -10,7 +10,7 @@ from typing import Any
 
 from cmrkit.errors import check_range
 from cmrkit.retrieval.distributed.engine import EngineOptions
-from cmrkit.retrieval.entities import DEFAULT_MODEL
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 MAX_K = 100_000_000  # Lucene counts hits in Java ints; no ranking needs more
 MAX_THREADS = 256
@@ -29,7 +29,7 @@ class RunOptions:
     split: str | None = None
     k: int = 1000
     threads: int = 2
-    spacy_model: str = DEFAULT_MODEL
+    spacy_model: str = DEFAULT_SPACY_MODEL
     name: str | None = None
     runs_dir: Path = Path("runs")
     force: bool = False

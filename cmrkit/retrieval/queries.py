@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import cmrkit.retrieval.entities as ner
 from cmrkit.collection.layout import Topic
 from cmrkit.errors import CmrkitError
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 FORMULATIONS = ("mention", "mention+entities", "sentence", "context", "chain", "features")
 
@@ -33,7 +34,7 @@ def check_formulation(name: str) -> str:
 
 
 def formulate(
-    topics: Sequence[Topic], formulation: str, spacy_model: str = ner.DEFAULT_MODEL
+    topics: Sequence[Topic], formulation: str, spacy_model: str = DEFAULT_SPACY_MODEL
 ) -> dict[str, str]:
     """{qid: query text} for the topics, in topic order."""
     check_formulation(formulation)

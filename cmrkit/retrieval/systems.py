@@ -58,6 +58,7 @@ from cmrkit.retrieval.runfile import (
     rerun_command,
     written_scores,
 )
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 from cmrkit.trec import read_qrels
 
 PRESETS: dict[str, dict[str, float]] = {
@@ -754,7 +755,7 @@ def learn_field_weights(
     k: int = 100,
     threads: int = 2,
     max_rounds: int = 3,
-    spacy_model: str = ner.DEFAULT_MODEL,
+    spacy_model: str = DEFAULT_SPACY_MODEL,
     qrels_dir: str | Path | None = None,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Coordinate ascent over ``WEIGHT_GRID`` per field, maximising ``measure`` on train topics.

