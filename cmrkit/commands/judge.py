@@ -30,11 +30,7 @@ def _judge(spec: Any, opts: dict[str, Any]) -> Any:
             batch_size=opts["batch_size"],
             precision=opts["precision"],
         )
-    from cmrkit.errors import CmrkitError
-
-    if spec.kind != "reader":  # the LLM judges land next
-        raise CmrkitError(f"the {spec.kind} judge is not available yet; use reader:DIR")
-    from cmrkit.judging.llm import LlmOptions, endpoint_judge, local_judge
+    from cmrkit.judging.llm import LlmOptions, endpoint_judge
 
     llm = LlmOptions(
         prompt=opts["prompt"],
@@ -45,7 +41,9 @@ def _judge(spec: Any, opts: dict[str, Any]) -> Any:
         seed=opts["seed"],
     )
     if spec.kind == "llm-local":
-        return local_judge(llm)
+        from cmrkit.judging.local import LocalJudge
+
+        return LocalJudge(llm)
     return endpoint_judge(spec.target, opts["model"], llm)
 
 
