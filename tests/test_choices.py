@@ -20,7 +20,7 @@ def _library() -> dict[str, tuple[str, ...]]:
     from cmrkit.commands.loaders import SOURCES
     from cmrkit.evaluation.clusters import METHODS as CLUSTER_METHODS
     from cmrkit.evaluation.coref import SCOPES, SINGLETONS
-    from cmrkit.judging.auto import ON_UNPARSED
+    from cmrkit.judging.options import ON_UNPARSED
     from cmrkit.pooling.strategies import STRATEGIES
     from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.distributed.engine import ENGINES

@@ -128,8 +128,8 @@ def test_llm_local_judges_offline_deterministically_and_the_injection_as_text(
 ):
     from cmrkit.collection.layout import read_topics
     from cmrkit.judging.cache import LabelCache
-    from cmrkit.judging.llm import LlmOptions
     from cmrkit.judging.local import LocalJudge
+    from cmrkit.judging.options import LlmOptions
     from cmrkit.judging.pairs import PairTexts
 
     root, coll, cand, pool = tiny

@@ -12,6 +12,7 @@ from cmrkit.commands.dense import DEVICE, PRECISION
 from cmrkit.commands.pooling import FORCE_OUTPUTS, judgments_app
 from cmrkit.commands.runs import rerun_argv
 from cmrkit.console import console, progress_bar, user_errors
+from cmrkit.judging.options import DEFAULT_DEPTH, LLM_DEFAULTS, READER_BATCH_SIZE
 
 
 def register(app: typer.Typer) -> None:
@@ -30,7 +31,8 @@ def _judge(spec: Any, opts: dict[str, Any]) -> Any:
             batch_size=opts["batch_size"],
             precision=opts["precision"],
         )
-    from cmrkit.judging.llm import LlmOptions, endpoint_judge
+    from cmrkit.judging.llm import endpoint_judge
+    from cmrkit.judging.options import LlmOptions
 
     llm = LlmOptions(
         prompt=opts["prompt"],
@@ -82,7 +84,7 @@ def auto_command(
     ),
     output: Path = typer.Option(..., "-o", "--output", help="Labels CSV to write (+ .json)."),
     run: Path | None = typer.Option(None, "--run", help="Judge a run's top --depth instead."),
-    depth: int = typer.Option(20, "--depth", help="With --run: units per query."),
+    depth: int = typer.Option(DEFAULT_DEPTH, "--depth", help="With --run: units per query."),
     collection: Path | None = typer.Option(
         None, "--collection", help="The collection [default: the pool's or run's]."
     ),
@@ -93,10 +95,18 @@ def auto_command(
     prompt: Path | None = typer.Option(
         None, "--prompt", help="LLM judges: a prompt template replacing the shipped one."
     ),
-    concurrency: int = typer.Option(4, "--concurrency", help="llm:URL: requests at once."),
-    timeout: float = typer.Option(60.0, "--timeout", help="llm:URL: seconds per request."),
-    retries: int = typer.Option(3, "--retries", help="llm:URL: retries, with backoff."),
-    seed: int = typer.Option(0, "--seed", help="LLM judges: the sampling seed (temperature 0)."),
+    concurrency: int = typer.Option(
+        LLM_DEFAULTS.concurrency, "--concurrency", help="llm:URL: requests at once."
+    ),
+    timeout: float = typer.Option(
+        LLM_DEFAULTS.timeout, "--timeout", help="llm:URL: seconds per request."
+    ),
+    retries: int = typer.Option(
+        LLM_DEFAULTS.retries, "--retries", help="llm:URL: retries, with backoff."
+    ),
+    seed: int = typer.Option(
+        LLM_DEFAULTS.seed, "--seed", help="LLM judges: the sampling seed (temperature 0)."
+    ),
     on_unparsed: OnUnparsed = typer.Option(
         OnUnparsed.skip, "--on-unparsed", help="An answer without a label 1..5: skip (counted)."
     ),
@@ -110,13 +120,15 @@ def auto_command(
         None, "--calibrate-run", help="A run of the --calibrate-on split (its candidates)."
     ),
     calibrate_depth: int = typer.Option(
-        20, "--calibrate-depth", help="Candidates per query of --calibrate-run."
+        DEFAULT_DEPTH, "--calibrate-depth", help="Candidates per query of --calibrate-run."
     ),
     qrels_dir: Path | None = typer.Option(
         None, "--qrels-dir", help="Where the split's qrels are [default: as recorded]."
     ),
     device: Device = DEVICE,
-    batch_size: int = typer.Option(32, "--batch-size", help="reader: sequences per batch."),
+    batch_size: int = typer.Option(
+        READER_BATCH_SIZE, "--batch-size", help="reader: sequences per batch."
+    ),
     precision: Precision = PRECISION,
     cache: Path | None = typer.Option(
         None, "--cache", help="The label cache [default: judgments.sqlite in the cache folder]."

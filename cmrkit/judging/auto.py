@@ -27,9 +27,9 @@ from cmrkit.judging.labels import (
     sidecar_path,
     sidecar_text,
 )
+from cmrkit.judging.options import ON_UNPARSED
 from cmrkit.judging.pairs import Judged, Pair, PairTexts, Targets, load_texts
 
-ON_UNPARSED = ("skip", "fail")
 Bar = Callable[[str, int], Callable[[int], None]]  # (what, total) -> advance(n)
 
 

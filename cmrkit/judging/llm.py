@@ -19,13 +19,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.judging.cache import Entry, LabelCache
 from cmrkit.judging.judges import Progress
+from cmrkit.judging.options import LlmOptions
 from cmrkit.judging.pairs import Pair, PairTexts
 from cmrkit.judging.prompt import load_prompt, openai_logprobs, parse_answer, relevant_probability
 
@@ -33,26 +32,6 @@ MAX_TOKENS = 8  # a digit, or "Final score: 4"
 TOP_LOGPROBS = 5
 BACKOFF = 0.5  # seconds before the first retry; doubled for each next one
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
-
-
-@dataclass(frozen=True)
-class LlmOptions:
-    """How an LLM judge is asked."""
-
-    prompt: Path | None = None  # None: the shipped template
-    concurrency: int = 4
-    timeout: float = 60.0
-    retries: int = 3
-    api_key_env: str | None = None
-    seed: int = 0
-
-    def check(self) -> None:
-        if self.concurrency < 1:
-            raise CmrkitError(f"--concurrency must be at least 1, got {self.concurrency}")
-        if not self.timeout > 0:
-            raise CmrkitError(f"--timeout must be a number of seconds > 0, got {self.timeout}")
-        if self.retries < 0:
-            raise CmrkitError(f"--retries must be 0 or more, got {self.retries}")
 
 
 class EndpointDown(Exception):

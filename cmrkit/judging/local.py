@@ -25,7 +25,8 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
 from cmrkit.judging.cache import Entry, LabelCache
 from cmrkit.judging.judges import Progress
-from cmrkit.judging.llm import LlmOptions, label_of
+from cmrkit.judging.llm import label_of
+from cmrkit.judging.options import LlmOptions
 from cmrkit.judging.pairs import Pair, PairTexts
 from cmrkit.judging.prompt import DIGITS, load_prompt, relevant_probability
 

@@ -18,6 +18,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.judging.cache import Entry, LabelCache
 from cmrkit.judging.calibration import Calibration, likert
 from cmrkit.judging.judges import Progress
+from cmrkit.judging.options import READER_BATCH_SIZE
 from cmrkit.judging.pairs import Pair, PairTexts
 
 CHUNK = 1024  # pairs read (and cached) together
@@ -34,7 +35,7 @@ class ReaderJudge:
         folder: str | Path,
         *,
         device: str = "auto",
-        batch_size: int = 32,
+        batch_size: int = READER_BATCH_SIZE,
         precision: str = "fp32",
     ):
         from cmrkit.retrieval.quantized import check_precision
