@@ -408,6 +408,7 @@ def aggregate(
         "hard_queries": split.hard_queries,
         "dropped_queries": split.dropped_queries,
         "needs_more": len(needs),
+        **_judge_report(pool, votes.by_pair),
         "labels": {
             "relevant": sum(1 for d in qrels.values() for r in d.values() if r > 0),
             "non_relevant": sum(1 for d in qrels.values() for r in d.values() if r == 0),
@@ -415,6 +416,15 @@ def aggregate(
         },
     }
     return Aggregate(qrels, split.hard, needs, report)
+
+
+def _judge_report(pool: Pool, votes: Mapping[tuple[str, str], Any]) -> dict[str, Any]:
+    """Hybrid pools: the judge (as the pool records it) and how many pairs took its label."""
+    judge = pool.header.get("judge")
+    if not isinstance(judge, dict):
+        return {}
+    taken = sum(1 for p in pool.pairs if p.labelled_by == "judge" and (p.qid, p.docno) not in votes)
+    return {"judge": judge, "judge_labelled": taken}
 
 
 def _check_rules(
@@ -524,6 +534,8 @@ def _label_pairs(
         n_rel = sum(binarize(v) for v in likert)
         n_non = len(likert) - n_rel
         labels[key] = decide(n_rel, n_non, min_agree, min_unanimous)
+        if not likert and p.labelled_by == "judge" and p.judge_label is not None:
+            labels[key] = binarize(p.judge_label)  # hybrid judging: the judge's, people skip it
         if labels[key] < 0 and (p.sampled or likert):
             k = needed_more(n_rel, n_non, min_agree, min_unanimous, max_assessors)
             if k is not None:

@@ -13,7 +13,13 @@ import typer
 
 from cmrkit.commands.choices import Role, Strategy, plain
 from cmrkit.commands.group import group
-from cmrkit.commands.pooling import PER_QUERY, POOL_ARG, POOL_COLLECTION
+from cmrkit.commands.pooling import (
+    AUTO_CONFIDENT,
+    PER_QUERY,
+    POOL_ARG,
+    POOL_COLLECTION,
+    hybrid_labels,
+)
 from cmrkit.console import console, out, user_errors
 
 assess_app = group(
@@ -128,6 +134,15 @@ def serve_command(
     ),
     title: str = typer.Option("Coreference search assessment", help="Title of the pages."),
     access_log: bool = typer.Option(False, "--access-log", help="Log every request."),
+    auto: Path | None = typer.Option(
+        None,
+        "--auto",
+        metavar="LABELS",
+        help="Hybrid judging: an automatic judge's labels of this pool (`judgments auto`); the "
+        "pairs it is sure of (--confident) take its label, people judge the rest, and the "
+        "progress page shows how it agrees with people.",
+    ),
+    confident: float | None = AUTO_CONFIDENT,
 ) -> None:
     """Serve the pool's pairs to logged-in assessors until interrupted (Ctrl-C).
 
@@ -162,6 +177,7 @@ def serve_command(
     )
     opts.check()
     strat = _strategy(strategy, budget, per_query, batch, strata, seed)
+    hybrid = hybrid_labels(auto, confident)
     # the address first: a server that cannot listen changes nothing in the database
     sock = webapp.listen(host, port)
     try:
@@ -177,6 +193,7 @@ def serve_command(
                 gold_file=gold,
                 seed=seed,
                 context_chars=context_chars,
+                judge=hybrid,
             )
             work.advance(engine)
         app = webapp.create_app(
@@ -197,6 +214,13 @@ def serve_command(
         markup=False,
         soft_wrap=True,
     )
+    if info.get("judge"):
+        j = info["judge"]
+        out.print(
+            f"the judge ({j.get('worker')}, --confident {j.get('confident')}) took "
+            f"{j.get('judge_labelled')} pairs; people judge the other {j.get('people')}",
+            markup=False,
+        )
     if info.get("titles_note"):
         out.print(f"titles hidden from assessors: {info['titles_note']}", markup=False)
     if host not in ("127.0.0.1", "localhost", "::1"):

@@ -39,6 +39,30 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+AUTO_CONFIDENT = typer.Option(
+    None,
+    "--confident",
+    metavar="P",
+    help="--auto: the judge takes a pair whose probability of relevance is at least P or at "
+    "most 1 - P (0.5 < P <= 1) [default: 0.9].",
+)
+
+
+def hybrid_labels(auto: Path | None, confident: float | None):
+    """The judge's labels of ``--auto`` with ``--confident`` checked (None without --auto)."""
+    from cmrkit.errors import CmrkitError
+
+    if auto is None:
+        if confident is not None:
+            raise CmrkitError("--confident needs --auto LABELS (the judge's labels)")
+        return None
+    from cmrkit.judging.hybrid import HybridLabels, check_confident
+
+    p = 0.9 if confident is None else confident
+    check_confident(p)
+    return HybridLabels(auto, p)
+
+
 def _write_json(path: Path | None, data: object, force: bool) -> None:
     if path is None:
         return
@@ -106,6 +130,14 @@ def create_command(
     noise: float = typer.Option(0.1, help="--simulate: probability an assessor flips the truth."),
     seed: int = typer.Option(0, help="Seed of the --sample or strata draw and of --simulate."),
     report: Path | None = typer.Option(None, help="Also write the pool report as JSON here."),
+    auto: Path | None = typer.Option(
+        None,
+        "--auto",
+        metavar="LABELS",
+        help="Hybrid judging: an automatic judge's labels of this pool (`judgments auto`); the "
+        "pairs it is sure of (--confident) take its label, people judge the rest.",
+    ),
+    confident: float | None = AUTO_CONFIDENT,
     force: bool = FORCE_OUTPUTS,
 ) -> None:
     """Pool the top DEPTH of each run per query; a strategy picks the pairs to judge.
@@ -142,6 +174,7 @@ def create_command(
         seed=seed,
     )
     plain_pool(opts, sample)  # refused before any output is claimed
+    hybrid = hybrid_labels(auto, confident)
     where = bare_name(collection) if collection else infer_collection(runs)
     targets = [output] + ([report] if report else [])
     with RepeatableOutputs(targets, force=force) as staged, console.status("pooling the runs"):
@@ -158,6 +191,12 @@ def create_command(
             noise=noise,
         )
         write_pool(pool, staged.path(output))
+        if hybrid is not None:
+            from cmrkit.fileio import sha256_file
+
+            hybrid.check_pool(pool, sha256_file(staged.path(output)), output)
+            hybrid.apply(pool)
+            write_pool(pool, staged.path(output))
         rep = pool_report(pool)
         if report:
             staged.path(report).write_text(
@@ -287,7 +326,12 @@ def _print_pool_report(rep: dict) -> None:
     pq = rep["per_query"]
     out.print(
         f"queries {rep['queries']}  pairs {rep['pairs']}  to judge {rep['sampled']}  "
-        f"known pairs left out {rep['excluded_known']}  candidates per query: "
+        + (
+            f"taken by the judge {rep['judge_labelled']}  "
+            if rep.get("judge_labelled") is not None
+            else ""
+        )
+        + f"known pairs left out {rep['excluded_known']}  candidates per query: "
         f"mean {pq['mean']:.1f} min {pq['min']} max {pq['max']}"
     )
     t = Table("runs", ("run", "contributed", "unique"))
@@ -357,6 +401,13 @@ def plan_command(
     rbp_p: float = typer.Option(0.8, help="rbp: persistence."),
     rrf_k: float = typer.Option(60.0, help="rrf: the constant k."),
     strata: str | None = typer.Option(None, help="strata: strata and rates (scaled to budgets)."),
+    auto: Path | None = typer.Option(
+        None,
+        "--auto",
+        metavar="LABELS",
+        help="Also simulate the automatic judge (strategy judge): at each budget the least sure "
+        "of its labelled pairs go to people, the rest keep its label.",
+    ),
     per_run: bool = typer.Option(False, "--per-run", help="Also a table of each run's bias."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the full results as JSON."),
     plot: Path | None = typer.Option(
@@ -369,7 +420,9 @@ def plan_command(
     """Simulate pooling strategies x budgets with noisy assessors against complete qrels.
 
     Reports relevant found, judgments, Kendall's tau and the largest swap of the run ranking,
-    score bias, and the leave-one-run-out bias of a new system; seeded.
+    score bias, and the leave-one-run-out bias of a new system; seeded. With --auto LABELS the
+    automatic judge is a strategy too: at each budget of human judgments, the least sure of
+    its labelled pairs go to the simulated people and the rest keep the judge's label.
 
     Example: cmrkit pool plan runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec
     --qrels qrels/sample.test.txt --budgets 5,10,20,30,50 --per-query --plot plan.png
@@ -382,9 +435,17 @@ def plan_command(
 
     if plot is not None:
         figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
+    names = tuple(s.strip() for s in strategies.split(",") if s.strip())
+    judge = None
+    if auto is not None:
+        from cmrkit.judging.labels import read_labels
+        from cmrkit.pooling.plan import JUDGE
+
+        judge = {lb.key: (lb.label, lb.probability) for lb in read_labels(auto)}
+        names = names if JUDGE in names else (*names, JUDGE)
     options = PlanOptions(
         budgets=_int_list(budgets, "--budgets"),
-        strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),
+        strategies=names,
         per_query=per_query,
         depth=depth,
         measure=measure,
@@ -409,6 +470,7 @@ def plan_command(
                 qrels,
                 options,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
+                judge=judge,
             )
         if json_out is not None:
             staged.path(json_out).write_text(
@@ -447,13 +509,20 @@ def _print_plan(plan, per_run: bool) -> None:
         ("strategy", "budget", "judged", "found", "tau", "swap", "bias", "|bias|", "LOO"),
         caption="found: relevant pairs judged / all relevant. tau, swap: the run ranking vs "
         "the complete qrels. bias: mean over runs; |bias|: the largest. LOO: mean change of a "
-        f"run's score when left out of the pool. strata are scored with {MEASURES[o.measure]}.",
+        f"run's score when left out of the pool. strata are scored with {MEASURES[o.measure]}."
+        + (
+            " judge: judged by people (their share of the judge's labelled pairs), the rest "
+            "the judge's label; found: relevant pairs labelled relevant / all relevant."
+            if "judge" in o.strategies
+            else ""
+        ),
     )
     for r in plan.rows:
+        share = f" ({100 * r['people_share']:.0f}%)" if "people_share" in r else ""
         t.add_row(
             r["strategy"],
             str(r["budget"]),
-            str(r["judged"]),
+            f"{r['judged']}{share}",
             f"{100 * r['found']:.1f}%",
             "-" if r["tau"] is None else f"{r['tau']:.2f}",
             f"{r['swap']:.3f}",
@@ -754,6 +823,12 @@ def _print_aggregate_report(rep: dict, min_relevant: int) -> None:
         f"qrels: relevant {lab['relevant']}  non-relevant {lab['non_relevant']}  "
         f"unknown {lab['unknown']}  pairs needing more assessments {rep['needs_more']}"
     )
+    if "judge_labelled" in rep:
+        out.print(
+            f"the judge's labels taken for {rep['judge_labelled']} pairs (hybrid pool, "
+            f"{rep['judge'].get('worker')}, --confident {rep['judge'].get('confident')})",
+            markup=False,
+        )
     if any(w["gold"] for w in rep["workers"].values()):
         t = Table("workers on gold pairs", ("worker", "judgments", "gold", "accuracy", "dropped"))
         for name, w in rep["workers"].items():

@@ -15,6 +15,13 @@ probabilities). Reported against the complete qrels:
 - ``bias``: per run, simulated score minus complete-qrels score;
 - ``loo``: leave one run out: the strategy pools the other runs only, and the left-out run is
   scored on that pool's judgments; ``loo`` is that score minus its score when it was pooled.
+
+The automatic judge (``judge``, given its labels: pair -> (Likert label, probability)) is a
+strategy of its own: at a budget of B human judgments, the B candidates the judge is least sure
+of (probability nearest 0.5; a label without a probability first) go to the simulated people
+and every other labelled candidate keeps the judge's label (4-5 relevant); candidates the labels
+lack stay unjudged. Its ``found`` is the share of the complete qrels' relevant pairs that end up
+labelled relevant, ``people_share`` the share of the labelled candidates people judged.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from cmrkit.pooling.strategies import (
 from cmrkit.trec import Qrels, Strata, read_qrels, read_run
 
 MEASURES = {"AP": "xinfAP", "nDCG": "infNDCG"}  # measure -> its estimator from strata
+JUDGE = "judge"  # the automatic judge as a strategy (its labels given to plan_pool)
 
 
 def plan_measure(text: str) -> str:
@@ -85,20 +93,26 @@ class PlanOptions:
         object.__setattr__(self, "measure", plan_measure(self.measure))
 
     def check(self) -> None:
-        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        unknown = [s for s in self.strategies if s not in (*STRATEGIES, JUDGE)]
         if unknown or not self.strategies:
             raise CmrkitError(
                 f"--strategies {','.join(unknown) or '(none)'}: choose from {', '.join(STRATEGIES)}"
+                " (and judge, with --auto LABELS)"
             )
-        if not self.budgets or min(self.budgets) < 1:
-            raise CmrkitError("--budgets must list positive numbers of pairs, e.g. 5,10,20")
+        judge_only = set(self.strategies) == {JUDGE}  # 0: the judge alone
+        if not self.budgets or min(self.budgets) < (0 if judge_only else 1):
+            raise CmrkitError(
+                "--budgets must list positive numbers of pairs, e.g. 5,10,20"
+                + (" (0 too, with --strategies judge alone)" if not judge_only else "")
+            )
         if self.depth < 1:
             raise CmrkitError(f"--depth must be at least 1, not {self.depth}")
         if self.measure not in MEASURES:
             raise CmrkitError(f"--measure {self.measure!r} is not one of {', '.join(MEASURES)}")
         check_assessors(self.assessors, self.noise)
         for name in self.strategies:
-            self.strategy(name, None).check()
+            if name != JUDGE:
+                self.strategy(name, None).check()
 
     def strategy(self, name: str, budget: int | None) -> StrategyOptions:
         return StrategyOptions(
@@ -199,10 +213,14 @@ def plan_pool(
     qrels: str | os.PathLike,
     options: PlanOptions,
     progress: Any = None,
+    judge: Mapping[tuple[str, str], tuple[int, float | None]] | None = None,
 ) -> Plan:
     """Simulate every strategy at every budget (see the module's docstring); ``progress``, when
-    given, is called with the number of steps done and their total."""
+    given, is called with the number of steps done and their total; ``judge``: the automatic
+    judge's labels, for the ``judge`` strategy."""
     options.check()
+    if JUDGE in options.strategies and judge is None:
+        raise CmrkitError("--strategies judge needs the judge's labels: --auto LABELS")
     from cmrkit.evaluation.rescore import Judgments, RankedRun
 
     truth = read_qrels(qrels)
@@ -235,7 +253,8 @@ def plan_pool(
     arrays_of = {}
     if any(name in ("depth", "rbp", "rrf") for name in options.strategies):
         arrays_of = {s: candidate_arrays(sim.cands_of[s], s) for s in subsets}
-    if not options.per_query and min(options.budgets) < len(sim.cands_of[subsets[0]]):
+    others = [name for name in options.strategies if name != JUDGE]
+    if others and not options.per_query and min(options.budgets) < len(sim.cands_of[subsets[0]]):
         raise CmrkitError(
             f"--budgets {min(options.budgets)} in total is below the number of queries "
             f"({len(sim.cands_of[subsets[0]])}): every query needs at least one judgment; "
@@ -243,6 +262,12 @@ def plan_pool(
         )
     rows = []
     for name in options.strategies:
+        if name == JUDGE and judge is not None:
+            rows.extend(sim.judge_rows(judge, options, scorer))
+            done += len(subsets)
+            if progress is not None:
+                progress(done, steps)
+            continue
         chosen: dict[tuple[str, ...], dict[int | None, Selection]] = {}
         for subset in subsets:
             opts = options.strategy(name, options.budgets[0])
@@ -354,6 +379,98 @@ class _Simulation:
             "max_abs_loo": max(abs(v) for v in loo.values()),
             "measure": measure,
         }
+
+    def judge_rows(
+        self,
+        judge: Mapping[tuple[str, str], tuple[int, float | None]],
+        options: PlanOptions,
+        score: _Scorer,
+    ) -> list[dict[str, Any]]:
+        """The automatic judge at every budget of human judgments (the module's docstring)."""
+        from cmrkit.evaluation.rescore import Judgments
+
+        names, reference = self.names, self.reference
+        full = tuple(names)
+        rows = []
+        for budget in options.budgets:
+            final, judged, labelled = _judge_final(
+                self.cands_of[full], judge, self.labels, budget, options.per_query
+            )
+            if not labelled:
+                raise CmrkitError(
+                    "the judge's labels hold none of the candidates: are they of these runs' "
+                    "pool (the same collection, split and depth)?"
+                )
+            qrels = Judgments(_qrels_of(self.cands_of[full], final))
+            sim = {run: score.score(run, qrels) for run in names}
+            loo = {}
+            for left, subset in zip(names, self.subsets[1:], strict=True):
+                without = Judgments(_qrels_of(self.cands_of[subset], final))
+                loo[left] = score.score(left, without) - sim[left]
+            found = sum(1 for pair in self.relevant if final.get(pair) == 1)
+            agreement = ranking_agreement({r: reference[r] for r in names}, sim)
+            bias = {r: sim[r] - reference[r] for r in names}
+            rows.append(
+                {
+                    "strategy": JUDGE,
+                    "budget": budget,
+                    "judged": judged,
+                    "people_share": judged / labelled,
+                    "judge_labelled": labelled - judged,
+                    "found": found / self.relevant_total if self.relevant_total else 0.0,
+                    "tau": agreement.tau_b,
+                    "swap": agreement.swap,
+                    "scores": sim,
+                    "bias": bias,
+                    "mean_bias": sum(bias.values()) / len(bias),
+                    "max_abs_bias": max(abs(b) for b in bias.values()),
+                    "loo": loo,
+                    "mean_loo": sum(loo.values()) / len(loo),
+                    "max_abs_loo": max(abs(v) for v in loo.values()),
+                    "measure": score.measure,
+                }
+            )
+        return rows
+
+
+def _qrels_of(cands: Sequence[QueryCandidates], final: Mapping[tuple[str, str], int]) -> Qrels:
+    """The final labels of the candidates of ``cands`` as qrels (every query listed)."""
+    return {c.qid: {d: final[(c.qid, d)] for d in c.docnos if (c.qid, d) in final} for c in cands}
+
+
+def _judge_final(
+    cands: Sequence[QueryCandidates],
+    judge: Mapping[tuple[str, str], tuple[int, float | None]],
+    people: Mapping[tuple[str, str], int],
+    budget: int,
+    per_query: bool,
+) -> tuple[dict[tuple[str, str], int], int, int]:
+    """Each labelled candidate's final label when the ``budget`` least sure go to people (the
+    judge's binary label for the rest), how many people judged, and how many are labelled."""
+    labelled = [
+        (c.qid, d) for c in cands for d in c.docnos if (c.qid, d) in judge
+    ]  # pool order: the order of ties
+
+    def doubt(pair: tuple[str, str]) -> float:
+        p = judge[pair][1]
+        return 0.0 if p is None else abs(p - 0.5)
+
+    ranked = sorted(range(len(labelled)), key=lambda i: (doubt(labelled[i]), i))
+    chosen: set[tuple[str, str]] = set()
+    if per_query:
+        taken: dict[str, int] = {}
+        for i in ranked:
+            q = labelled[i][0]
+            if taken.get(q, 0) < budget:
+                taken[q] = taken.get(q, 0) + 1
+                chosen.add(labelled[i])
+    else:
+        chosen = {labelled[i] for i in ranked[:budget]}
+    final = {
+        pair: people[pair] if pair in chosen else (1 if judge[pair][0] >= 4 else 0)
+        for pair in labelled
+    }
+    return final, len(chosen), len(labelled)
 
 
 def _label_counts(labels: Mapping[tuple[str, str], int]) -> dict[str, int]:

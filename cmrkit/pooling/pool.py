@@ -49,6 +49,9 @@ class PoolPair:
     label: int | None = None  # adaptive strategies: the judgment fed back (1, 0, -1 unknown)
     stratum: str | None = None  # strata: its stratum of best ranks, e.g. "11-30"
     inclusion: float | None = None  # strata: the probability that it was sampled
+    judge_label: int | None = None  # hybrid judging: an automatic judge's Likert label
+    judge_probability: float | None = None  # and its probability of relevance
+    labelled_by: str | None = None  # "judge": the judge's label is taken, people skip it
 
     @property
     def best_rank(self) -> int:
@@ -69,7 +72,18 @@ class PoolPair:
         return rec
 
 
-_OPTIONAL = ("needed", "order", "round", "arm", "label", "stratum", "inclusion")
+_OPTIONAL = (
+    "needed",
+    "order",
+    "round",
+    "arm",
+    "label",
+    "stratum",
+    "inclusion",
+    "judge_label",
+    "judge_probability",
+    "labelled_by",
+)
 _OPTIONAL_TYPES = {
     "needed": int,
     "order": int,
@@ -78,6 +92,9 @@ _OPTIONAL_TYPES = {
     "label": int,
     "stratum": str,
     "inclusion": float,
+    "judge_label": int,
+    "judge_probability": float,
+    "labelled_by": str,
 }
 
 
@@ -460,10 +477,12 @@ def pool_report(pool: Pool) -> dict[str, Any]:
                     "shared": shared[a][b],
                     "jaccard": shared[a][b] / union if union else 0.0,
                 }
+    judge = pool.header.get("judge")
     return {
         "queries": len(per_query),
         "pairs": len(pool.pairs),
         "sampled": sampled,
+        **({"judge_labelled": judge["judge_labelled"]} if isinstance(judge, dict) else {}),
         "excluded_known": pool.header.get("excluded_pairs", 0),
         "per_query": {
             "mean": sum(counts) / len(counts),

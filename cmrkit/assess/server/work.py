@@ -177,10 +177,13 @@ def load_pool(
     gold_file: Path | None = None,
     seed: int = 0,
     context_chars: int = 600,
+    judge=None,
 ) -> dict[str, Any]:
     """Load the pool into an empty database, or check that the database serves this pool; store
     the options. ``strategy`` (StrategyOptions) chooses the pairs first (mtf, maxmean: the first
-    round; strata: the sample). Returns what the database serves."""
+    round; strata: the sample); ``judge`` (hybrid judging: ``judging.hybrid.HybridLabels``)
+    then takes the pairs it is sure of, and people are served the rest. Returns what the
+    database serves."""
     from cmrkit.assess.key import pair_id
     from cmrkit.assess.tasks import describe_pairs, read_gold, titles_reveal
     from cmrkit.fileio import sha256_file
@@ -195,11 +198,13 @@ def load_pool(
         "seed": seed,
         "context_chars": context_chars,
     }
+    if judge is not None:  # only then: a database of a pool served without one keeps its identity
+        identity["judge"] = judge.identity()
     with read(engine) as conn:
         known = get_setting(conn, "identity")
     if known is not None:
         if known != identity:
-            differ = sorted(k for k in identity if identity[k] != known.get(k))
+            differ = sorted(k for k in {*identity, *known} if identity.get(k) != known.get(k))
             raise CmrkitError(
                 f"the database serves another pool or other choices ({', '.join(differ)} "
                 "differ); start with the same POOL and options, or give another --db"
@@ -214,6 +219,7 @@ def load_pool(
     if strategy is not None:
         apply_strategy(pool, strategy)
     name = (pool.header.get("strategy") or {}).get("name", "depth")
+    judge_labels = _hybrid(pool, judge, name, source_sha, pool_file)
     chosen = [(p.qid, p.docno) for p in pool.pairs if p.sampled]
     if not chosen:
         raise CmrkitError("the pool has no pairs to judge (none is sampled)", path=pool_file)
@@ -259,7 +265,28 @@ def load_pool(
         put_setting(conn, "closed", False)
         put_setting(conn, "finished", name not in ADAPTIVE)
         put_setting(conn, "seq", seq)
+        if judge_labels is not None:
+            put_setting(conn, "judge_labels", judge_labels)
     return summary(engine)
+
+
+def _hybrid(pool, judge, strategy: str, pool_sha: str, pool_file: Path) -> dict[str, int] | None:
+    """Hybrid judging: the judge takes the pairs it is sure of (recorded in the pool served);
+    the judge's labels of the pairs left to people, by ``qid<TAB>docno``, for the live kappa."""
+    if judge is None:
+        return None
+    if strategy in ADAPTIVE:
+        raise CmrkitError(
+            f"--auto with {strategy}'s adaptive rounds is not supported: serve a depth, rbp, rrf "
+            "or strata pool with the judge, or the adaptive pool without it"
+        )
+    judge.check_pool(pool, pool_sha, pool_file)
+    judge.apply(pool)
+    return {
+        f"{p.qid}\t{p.docno}": p.judge_label
+        for p in pool.pairs
+        if p.sampled and p.judge_label is not None
+    }
 
 
 def _pair_row(pid, key, gold, rnd, seq, display) -> dict[str, Any]:
@@ -290,6 +317,7 @@ def summary(engine: Engine) -> dict[str, Any]:
         return {
             "pairs": int(n.get(False, 0)),
             "gold_pairs": int(n.get(True, 0)),
+            "judge": header.get("judge"),
             "strategy": (header.get("strategy") or {}).get("name", "depth"),
             "round": get_setting(conn, "round", 1),
             "closed": get_setting(conn, "closed", False),
@@ -754,12 +782,14 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
             sa.select(
                 pairs.c.id,
                 pairs.c.qid,
+                pairs.c.docno,
                 pairs.c.is_gold,
                 pairs.c.gold,
                 pairs.c.judged,
                 pairs.c.taken,
             )
         ).all()
+        judge_labels = get_setting(conn, "judge_labels")
         rows = conn.execute(
             sa.select(
                 assignments.c.pair_ref,
@@ -809,6 +839,43 @@ def progress(engine: Engine, now: float | None = None, window: float = 600.0) ->
         "queries": [{"qid": q, **queries[q]} for q in sorted(queries, key=natural_key)],
         "assessors": assessors_out,
         "agreement": _agreement(labels, {u.id: u.name for u in people}),
+        "judge": _judge_agreement(prs, labels, judge_labels, header.get("judge")),
+    }
+
+
+def _judge_agreement(prs, labels, judge_labels, record) -> dict[str, Any] | None:
+    """Hybrid judging, live: how the judge agrees with people on the pairs both labelled (the
+    pairs the judge was not sure of): Cohen's kappa of the judge's binary label and people's
+    majority (ties left out), and the quadratic-weighted kappa of its Likert label and people's
+    lower median."""
+    if judge_labels is None:
+        return None
+    from cmrkit.pooling.assessors import binarize, cohen_kappa, majority, weighted_kappa
+
+    judge_b, people_b, judge_5, people_5 = [], [], [], []
+    for p in prs:
+        mine = judge_labels.get(f"{p.qid}\t{p.docno}")
+        votes = list(labels.get(p.id, {}).values())
+        if p.is_gold or mine is None or not votes:
+            continue
+        judge_5.append(mine)
+        people_5.append(sorted(votes)[(len(votes) - 1) // 2])
+        relevant = sum(binarize(v) for v in votes)
+        decided = majority(relevant, len(votes) - relevant)
+        if decided >= 0:
+            judge_b.append(binarize(mine))
+            people_b.append(decided)
+    return {
+        **(record or {}),
+        "pairs_both": len(judge_5),
+        "pairs_binary": len(judge_b),
+        "agreement": (
+            sum(1 for a, b in zip(judge_b, people_b, strict=True) if a == b) / len(judge_b)
+            if judge_b
+            else None
+        ),
+        "kappa": cohen_kappa(judge_b, people_b),
+        "kappa_likert": weighted_kappa(judge_5, people_5),
     }
 
 
