@@ -16,19 +16,16 @@ least ``min_unanimous`` agree and none disagrees; a tie or a weaker majority is 
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cmrkit.assess.key import KeyEntry
 from cmrkit.errors import CmrkitError
-from cmrkit.escaping import csv_value, csv_writer
-from cmrkit.fileio import iter_lines, read_text
+from cmrkit.escaping import csv_writer
+from cmrkit.fileio import iter_lines, read_csv_rows
 from cmrkit.pooling import Pool, natural_key
 from cmrkit.pooling.assessors import (  # noqa: F401 - the kappas are read from here too
     LABELS,
@@ -73,62 +70,6 @@ def _label(text: str, path: object, line: int, column: str) -> int:
             where=f"line {line}",
         )
     return value
-
-
-def _rows(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """The header and the non-blank rows (line number, {column: text}) of a judgments CSV.
-
-    Cells are read back as :func:`cmrkit.escaping.csv_value` (a spreadsheet-safe apostrophe
-    removed); a duplicated column, a field longer than the csv module's limit or malformed
-    quoting is an error naming the line."""
-    text = read_text(path)
-    if not text.strip():
-        raise CmrkitError("empty judgments file; expected a header line, then judgments", path=path)
-    # strict: a quote left open is an error where it opened, not a field swallowing the rest
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows = []
-    start = 1  # the line the record being read starts on (a quoted field may span lines)
-    try:
-        header = [h.strip() for h in next(reader)]
-        repeated = sorted(h for h, n in Counter(header).items() if n > 1 and h)
-        if repeated:
-            raise CmrkitError(
-                f"column {repeated[0]!r} appears more than once in the header; keep one",
-                path=path,
-                where="line 1",
-            )
-        start = reader.line_num + 1
-        for values in reader:
-            if len(values) > len(header):
-                raise CmrkitError(
-                    f"more fields than the {len(header)} header columns",
-                    path=path,
-                    where=f"line {start}",
-                )
-            if any(v.strip() for v in values):
-                values += [""] * (len(header) - len(values))
-                rows.append((start, {k: csv_value(v) for k, v in zip(header, values, strict=True)}))
-            start = reader.line_num + 1
-    except csv.Error as e:
-        if "end of data" in str(e) or reader.line_num > start:
-            # the record starting at `start` ran on: a quote opened there is never closed
-            cause = (
-                "a quoted field opened on this line is never closed (it runs to "
-                + ("the end of the file" if "end of data" in str(e) else f"line {reader.line_num}")
-                + ")"
-            )
-            raise CmrkitError(
-                f"malformed CSV: {cause}; check the quoting", path=path, where=f"line {start}"
-            ) from None
-        raise CmrkitError(
-            f"malformed CSV ({e}); check the quoting, or split a field longer than "
-            f"{csv.field_size_limit():,} characters",
-            path=path,
-            where=f"line {reader.line_num}",
-        ) from None
-    if not rows:
-        raise CmrkitError("no judgments in the file (only a header line)", path=path)
-    return header, rows
 
 
 def _mturk_answer(row: dict[str, str], i: int, columns: list[str], path: object, line: int) -> int:
@@ -185,7 +126,9 @@ def read_judgments(
     Blind pair ids are mapped back with ``key``. Rejected assignments are skipped (counted in
     ``counts``)."""
     counts = counts if counts is not None else {}
-    header, rows = _rows(path)
+    header, rows = read_csv_rows(
+        path, empty="empty judgments file; expected a header line, then judgments", what="judgments"
+    )
     out: list[Judgment] = []
     p = str(path)
     unblind = _Unblind(key, path)

@@ -23,6 +23,31 @@ LABELS = {
 }
 
 
+# the options of a system-ranking agreement (agree, judgments check): declared once
+BOOTSTRAP = typer.Option(
+    1000,
+    "--bootstrap",
+    min=0,
+    max=1_000_000,
+    help="Bootstrap resamples of the queries for the intervals (0: none).",
+)
+CI = typer.Option(0.95, "--ci", help="Confidence level of the intervals.")
+SEED = typer.Option(0, "--seed", help="Seed of the bootstrap.")
+RBO_P = typer.Option(0.9, "--rbo-p", help="RBO's persistence p (0 < p < 1).")
+DEPTH = typer.Option(None, "--depth", "-M", min=1, help="Score only the top N documents per query.")
+TREC_VERSION = typer.Option(
+    TrecVersion.v10, "--trec-eval", help="The trec_eval version to equal: 10 or 9."
+)
+
+
+def check_agreement_options(ci: float, rbo_p: float) -> None:
+    """--ci and --rbo-p strictly between 0 and 1, refused in one line before any work."""
+    if not 0 < ci < 1:
+        raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
+    if not 0 < rbo_p < 1:
+        raise CmrkitError(f"--rbo-p {rbo_p}: RBO's persistence must lie strictly between 0 and 1")
+
+
 def register(app: typer.Typer) -> None:
     """Add `agree` to the app."""
     app.command("agree")(agree_command)
@@ -30,6 +55,27 @@ def register(app: typer.Typer) -> None:
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+def agreement_table(title: str, caption: str, result, labels: dict[str, str] = LABELS):
+    """The statistics of a ranking agreement (``result``: its ``measures``, ``agreement`` and
+    ``intervals`` per measure), a row each with its interval, and the runs the largest swap
+    names: what `agree` and `judgments check` print."""
+    from cmrkit.commands.tables import Table
+
+    table = Table(title, ["statistic", *(m.name for m in result.measures)], caption=caption)
+    for name, label in labels.items():
+        cells = []
+        for m in result.measures:
+            value = getattr(result.agreement[m.name], name)
+            ci = result.intervals[m.name][name]
+            cells.append(_number(value) + (f"\n[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+        table.add_row(label, *cells)
+    table.add_row(
+        "swapped runs",
+        *(" / ".join(result.agreement[m.name].swapped or ("-",)) for m in result.measures),
+    )
+    return table
 
 
 def _table(result, qrels_a: Path, qrels_b: Path) -> None:
@@ -41,19 +87,7 @@ def _table(result, qrels_a: Path, qrels_b: Path) -> None:
         f"queries, {result.samples:,} resamples]; RBO's p "
         f"{result.agreement[result.measures[0].name].rbo_p}"
     )
-    table = Table("agreement", ["statistic", *(m.name for m in result.measures)], caption=caption)
-    for name, label in LABELS.items():
-        cells = []
-        for m in result.measures:
-            value = getattr(result.agreement[m.name], name)
-            ci = result.intervals[m.name][name]
-            cells.append(_number(value) + (f"\n[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
-        table.add_row(label, *cells)
-    table.add_row(
-        "swapped runs",
-        *(" / ".join(result.agreement[m.name].swapped or ("-",)) for m in result.measures),
-    )
-    render(table, out)
+    render(agreement_table("agreement", caption, result), out)
     runs = Table(
         "runs", ["run", *(f"{m.name} {side}" for m in result.measures for side in ("A", "B"))]
     )
@@ -91,23 +125,13 @@ def agree_command(
     qrels_b: Path = typer.Argument(..., help="The qrels to check (a shallower pool, a judge)."),
     runs: list[Path] = typer.Argument(..., help="Three or more TREC runs."),
     measure: list[str] = MEASURE,
-    bootstrap: int = typer.Option(
-        1000,
-        "--bootstrap",
-        min=0,
-        max=1_000_000,
-        help="Bootstrap resamples of the queries for the intervals (0: none).",
-    ),
-    ci: float = typer.Option(0.95, "--ci", help="Confidence level of the intervals."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    rbo_p: float = typer.Option(0.9, "--rbo-p", help="RBO's persistence p (0 < p < 1)."),
-    depth: int = typer.Option(
-        None, "--depth", "-M", min=1, help="Score only the top N documents per query."
-    ),
+    bootstrap: int = BOOTSTRAP,
+    ci: float = CI,
+    seed: int = SEED,
+    rbo_p: float = RBO_P,
+    depth: int = DEPTH,
     dedupe: bool = DEDUPE,
-    trec_version: TrecVersion = typer.Option(
-        TrecVersion.v10, "--trec-eval", help="The trec_eval version to equal: 10 or 9."
-    ),
+    trec_version: TrecVersion = TREC_VERSION,
     fmt: Format = FORMAT,
 ) -> None:
     """Do two sets of qrels rank the runs the same way? Each run is scored under both.
@@ -120,8 +144,7 @@ def agree_command(
     Example: cmrkit agree qrels/sample.test.txt shallow.qrels runs/sample/bm25.test.trec
     runs/sample/qe-rm3.test.trec runs/sample/hybrid.test.trec -m AP -m RR@10
     """
-    if not 0 < ci < 1:
-        raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
+    check_agreement_options(ci, rbo_p)
     from cmrkit.evaluation.agreement import qrels_agreement
     from cmrkit.evaluation.significance import run_names
     from cmrkit.trec import read_qrels, read_run_columns

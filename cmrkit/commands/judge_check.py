@@ -7,6 +7,16 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.agree import (
+    BOOTSTRAP,
+    CI,
+    DEPTH,
+    RBO_P,
+    SEED,
+    TREC_VERSION,
+    agreement_table,
+    check_agreement_options,
+)
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
 from cmrkit.commands.output import FORMAT, Format, emit, with_warnings
 from cmrkit.commands.pooling import judgments_app
@@ -60,28 +70,18 @@ def check_command(
         "judgments CSV as `judgments aggregate` reads).",
     ),
     measure: list[str] = MEASURE,
-    bootstrap: int = typer.Option(
-        1000,
-        "--bootstrap",
-        min=0,
-        max=1_000_000,
-        help="Bootstrap resamples of the queries (0: none).",
-    ),
-    ci: float = typer.Option(0.95, "--ci", help="Confidence level of the intervals."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    rbo_p: float = typer.Option(0.9, "--rbo-p", help="RBO's persistence p (0 < p < 1)."),
+    bootstrap: int = BOOTSTRAP,
+    ci: float = CI,
+    seed: int = SEED,
+    rbo_p: float = RBO_P,
     flag_gain: float = typer.Option(
         0.01,
         "--flag-gain",
         help="Flag a run that moves up when its score gains more than this over the runs' "
         "median change (a run made with the judge's own model: any gain).",
     ),
-    depth: int = typer.Option(
-        None, "--depth", "-M", min=1, help="Score only the top N documents per query."
-    ),
-    trec_version: TrecVersion = typer.Option(
-        TrecVersion.v10, "--trec-eval", help="The trec_eval version to equal: 10 or 9."
-    ),
+    depth: int = DEPTH,
+    trec_version: TrecVersion = TREC_VERSION,
     fmt: Format = FORMAT,
 ) -> None:
     """How far a judge's labels can be trusted: kappa, confusion, and the system ranking.
@@ -97,10 +97,7 @@ def check_command(
     Example: cmrkit judgments check labels.csv --against qrels/sample.test.txt
     runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec runs/sample/qe-rm3.test.trec
     """
-    if not 0 < ci < 1:
-        raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
-    if not 0 < rbo_p < 1:
-        raise CmrkitError(f"--rbo-p {rbo_p} must lie strictly between 0 and 1")
+    check_agreement_options(ci, rbo_p)
     if not flag_gain >= 0:
         raise CmrkitError(f"--flag-gain {flag_gain} must be 0 or more")
     if fmt is Format.trec:
@@ -210,20 +207,7 @@ def _ranking_tables(result) -> None:
         f"qrels: the reference's with every labelled pair replaced by the judge's label "
         f"[{r.ci:.0%} bootstrap interval, {r.samples:,} resamples, seed {r.seed}]"
     )
-    t = Table("system ranking", ["statistic", *(m.name for m in r.measures)], caption=caption)
-    for name, label in STATISTICS.items():
-        cells = []
-        for m in r.measures:
-            interval = r.intervals[m.name][name]
-            value = getattr(r.agreement[m.name], name)
-            cells.append(
-                _n(value) + (f"\n[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")
-            )
-        t.add_row(label, *cells)
-    t.add_row(
-        "swapped runs", *(" / ".join(r.agreement[m.name].swapped or ("-",)) for m in r.measures)
-    )
-    render(t, out)
+    render(agreement_table("system ranking", caption, r, STATISTICS), out)
     for m in r.measures:
         cols = ("run", "reference", "judge", "change", "rank", "moves", "flag")
         t = Table(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import gzip
 import hashlib
 import io
@@ -11,11 +12,13 @@ import os
 import sys
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from cmrkit.errors import CmrkitError
+from cmrkit.escaping import csv_value
 
 
 def split_zip_member(spec: str | os.PathLike) -> tuple[Path, str | None]:
@@ -190,3 +193,62 @@ def regular_files(paths: Iterable[Path]) -> list[Path]:
     command scanning a folder may open. A FIFO, device or socket named like an input would
     block the scan for ever, or read something else entirely."""
     return sorted(p for p in paths if p.is_file())
+
+
+def read_csv_rows(
+    path: str | os.PathLike, *, empty: str, what: str
+) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """The header and the non-blank rows (line number, {column: text}) of a CSV file with a header
+    line (judgments, labels); ``empty`` says what a blank file lacks, ``what`` what its rows are.
+
+    Cells are read back as :func:`cmrkit.escaping.csv_value` (a spreadsheet-safe apostrophe
+    removed); a duplicated column, a field longer than the csv module's limit or malformed
+    quoting is an error naming the line."""
+    text = read_text(path)
+    if not text.strip():
+        raise CmrkitError(empty, path=path)
+    # strict: a quote left open is an error where it opened, not a field swallowing the rest
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows = []
+    start = 1  # the line the record being read starts on (a quoted field may span lines)
+    try:
+        header = [h.strip() for h in next(reader)]
+        repeated = sorted(h for h, n in Counter(header).items() if n > 1 and h)
+        if repeated:
+            raise CmrkitError(
+                f"column {repeated[0]!r} appears more than once in the header; keep one",
+                path=path,
+                where="line 1",
+            )
+        start = reader.line_num + 1
+        for values in reader:
+            if len(values) > len(header):
+                raise CmrkitError(
+                    f"more fields than the {len(header)} header columns",
+                    path=path,
+                    where=f"line {start}",
+                )
+            if any(v.strip() for v in values):
+                values += [""] * (len(header) - len(values))
+                rows.append((start, {k: csv_value(v) for k, v in zip(header, values, strict=True)}))
+            start = reader.line_num + 1
+    except csv.Error as e:
+        if "end of data" in str(e) or reader.line_num > start:
+            # the record starting at `start` ran on: a quote opened there is never closed
+            cause = (
+                "a quoted field opened on this line is never closed (it runs to "
+                + ("the end of the file" if "end of data" in str(e) else f"line {reader.line_num}")
+                + ")"
+            )
+            raise CmrkitError(
+                f"malformed CSV: {cause}; check the quoting", path=path, where=f"line {start}"
+            ) from None
+        raise CmrkitError(
+            f"malformed CSV ({e}); check the quoting, or split a field longer than "
+            f"{csv.field_size_limit():,} characters",
+            path=path,
+            where=f"line {reader.line_num}",
+        ) from None
+    if not rows:
+        raise CmrkitError(f"no {what} in the file (only a header line)", path=path)
+    return header, rows

@@ -15,7 +15,6 @@ run judged and the counts (see docs/judging.md).
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -26,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.escaping import csv_value, csv_writer
-from cmrkit.fileio import read_text
+from cmrkit.escaping import csv_writer
+from cmrkit.fileio import read_csv_rows, read_text
 from cmrkit.pooling.assessors import LABELS, LABELS_TEXT
 from cmrkit.pooling.pool import natural_key
 
@@ -141,43 +140,25 @@ def read_labels(path: str | os.PathLike) -> list[Label]:
     """The labels of a labels file, in file order. A missing column, an empty field, a label
     outside 1..5, a probability outside 0..1 or a pair labelled twice is one error naming the
     file, line and field."""
-    text = read_text(path)
-    if not text.strip():
-        raise CmrkitError(
-            f"empty labels file; expected the header {','.join(LABELS_COLUMNS)}", path=path
-        )
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header, rows = read_csv_rows(
+        path,
+        empty=f"empty labels file; expected the header {','.join(LABELS_COLUMNS)}",
+        what="labels",
+    )
+    _header(header, path)
     out: list[Label] = []
     seen: dict[tuple[str, str], int] = {}
-    try:
-        header = [h.strip() for h in next(reader)]
-        _header(header, path)
-        start = reader.line_num + 1
-        for values in reader:
-            if len(values) > len(header):
-                raise CmrkitError(
-                    f"more fields than the {len(header)} header columns",
-                    path=path,
-                    where=f"line {start}",
-                )
-            if any(v.strip() for v in values):
-                values += [""] * (len(header) - len(values))
-                row = {k: csv_value(v) for k, v in zip(header, values, strict=True)}
-                lb = _parse_row(row, path, start)
-                if lb.key in seen:
-                    raise CmrkitError(
-                        f"pair {lb.qid} {lb.docno} is labelled twice (first on line "
-                        f"{seen[lb.key]}); a labels file holds one label per pair",
-                        path=path,
-                        where=f"line {start}",
-                    )
-                seen[lb.key] = start
-                out.append(lb)
-            start = reader.line_num + 1
-    except csv.Error as e:
-        raise CmrkitError(
-            f"malformed CSV ({e}); check the quoting", path=path, where=f"line {reader.line_num}"
-        ) from None
+    for line, row in rows:
+        lb = _parse_row(row, path, line)
+        if lb.key in seen:
+            raise CmrkitError(
+                f"pair {lb.qid} {lb.docno} is labelled twice (first on line "
+                f"{seen[lb.key]}); a labels file holds one label per pair",
+                path=path,
+                where=f"line {line}",
+            )
+        seen[lb.key] = line
+        out.append(lb)
     return out
 
 

@@ -20,7 +20,12 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
 from cmrkit.judging.cache import pair_sha256
 from cmrkit.pooling.pool import check_collection, natural_key, read_pool
-from cmrkit.retrieval.runfile import check_run_of, own_document_units, read_sidecar, recorded
+from cmrkit.retrieval.runfile import (
+    check_run_of,
+    collection_of,
+    own_document_units,
+    read_sidecar,
+)
 from cmrkit.trec import ranked, read_qrels, read_run
 
 Pair = tuple[str, str]  # qid, docno
@@ -75,20 +80,6 @@ def pool_targets(path: str | os.PathLike, collection: str | os.PathLike | None =
     return Targets(pairs, coll, {"pool": {"path": str(path), "sha256": sha256_file(path)}})
 
 
-def _run_collection(run: Path, collection: str | os.PathLike | None) -> Path:
-    sidecar = read_sidecar(run)
-    if collection is not None:
-        coll = collection_dir(collection)
-        check_run_of(run, sidecar, collection=coll)
-        return coll
-    made_on = recorded(sidecar, "collection")
-    if made_on is None:
-        raise CmrkitError(
-            "the run has no sidecar naming its collection; pass --collection", path=run
-        )
-    return collection_dir(made_on)
-
-
 def top_pairs(
     run: Mapping[str, Mapping[str, float]],
     topics: Mapping[str, Topic],
@@ -121,7 +112,7 @@ def run_targets(
     run_path = Path(path)
     if not run_path.is_file():
         raise CmrkitError("no such run file", path=run_path)
-    coll = _run_collection(run_path, collection)
+    coll = collection_of(run_path, read_sidecar(run_path), collection)
     topics = {t.qid: t for t in read_topics(coll)}
     pairs = sort_pairs(top_pairs(read_run(run_path), topics, coll, depth, run_path))
     if not pairs:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from cmrkit.collection.layout import Topic, iter_corpus, qrels_file, topics_path
+from cmrkit.collection.layout import Topic, collection_dir, iter_corpus, qrels_file, topics_path
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import StagedOutputs, parse_json, read_text, safe_name, sha256_file
 from cmrkit.trec import write_run
@@ -138,6 +138,24 @@ def check_run_of(
             f"give a run of split {split!r}",
             path=run_path,
         )
+
+
+def collection_of(
+    run_path: str | Path, sidecar: Mapping[str, Any] | None, collection: str | Path | None
+) -> Path:
+    """The collection folder of a run: ``collection`` when given (a run whose sidecar names
+    another is refused), else the one its sidecar names (none: refused, saying to pass
+    --collection)."""
+    if collection is not None:
+        coll = collection_dir(collection)
+        check_run_of(run_path, sidecar, collection=coll)
+        return coll
+    made_on = recorded(sidecar, "collection")
+    if made_on is None:
+        raise CmrkitError(
+            "the run has no sidecar naming its collection; pass --collection", path=run_path
+        )
+    return collection_dir(made_on)
 
 
 def check_qrels_of(run_path: str | Path, qrels_path: str | Path) -> None:

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from cmrkit.collection.layout import (
-    collection_dir,
     iter_corpus,
     read_topics,
 )
@@ -40,6 +39,7 @@ from cmrkit.retrieval.runfile import (
     RunResult,
     RunSpec,
     check_run_of,
+    collection_of,
     own_document_units,
     produce_run,
     read_sidecar,
@@ -115,21 +115,6 @@ def _split_of(run: Path, sidecar: dict[str, Any] | None, split: str | None) -> s
         "cannot tell the run's split (no sidecar, name not NAME.SPLIT.trec); pass --split",
         path=run,
     )
-
-
-def _collection_of(
-    run: Path, sidecar: dict[str, Any] | None, collection: str | Path | None
-) -> Path:
-    if collection is not None:
-        coll = collection_dir(collection)
-        check_run_of(run, sidecar, collection=coll)
-        return coll
-    made_on = recorded(sidecar, "collection")
-    if made_on is None:
-        raise CmrkitError(
-            "the run has no sidecar naming its collection; pass --collection", path=run
-        )
-    return collection_dir(made_on)
 
 
 @dataclass
@@ -209,7 +194,7 @@ def _job(
         else reader_weight(ref.metadata, "span_weight")
     )
     sidecar_in = read_sidecar(run_path)
-    coll = _collection_of(run_path, sidecar_in, collection)
+    coll = collection_of(run_path, sidecar_in, collection)
     split = _split_of(run_path, sidecar_in, split)
     topics = read_topics(coll, split)
     by_qid = {t.qid for t in topics}
