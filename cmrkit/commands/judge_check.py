@@ -92,7 +92,7 @@ def check_command(
     reference with every labelled pair replaced by the judge's label); Kendall's tau, tau_AP,
     RBO and the largest swap with bootstrap intervals over queries; and per run the change of
     score and rank, flagged when a run made with the judge's own model (its sidecar holds the
-    judge's identity) gains. Default measure: AP.
+    judge's model sha256) gains. Default measure: AP.
 
     Example: cmrkit judgments check labels.csv --against qrels/sample.test.txt
     runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec runs/sample/qe-rm3.test.trec
@@ -109,7 +109,7 @@ def check_command(
             "or none for the labels alone"
         )
     from cmrkit.evaluation.significance import run_names
-    from cmrkit.judging.check import check_labels
+    from cmrkit.judging.check import check_labels, judge_models
     from cmrkit.judging.labels import read_labels, read_labels_sidecar
     from cmrkit.retrieval.runfile import read_sidecar
     from cmrkit.trec import read_run_columns
@@ -125,6 +125,7 @@ def check_command(
         reference,
         labels_path=labels,
         identity=identity if isinstance(identity, str) else None,
+        models=judge_models(sidecar),
         runs=loaded,
         sidecars={n: read_sidecar(p) for n, p in zip(names, runs, strict=True)},
         measures=measure or ["AP"],

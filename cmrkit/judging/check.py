@@ -21,7 +21,7 @@ labels (a judgments CSV as ``judgments aggregate`` reads it).
 - **Circularity**: per run and measure, its score and rank under both qrels and the change; its
   *excess gain* is its change minus the median change of all runs (what every run gains from a
   more lenient judge is not the run's doing). A run made with the judge's own model (its
-  sidecar holds the judge's identity, e.g. ``run rerank`` with the reader that judged) is
+  sidecar holds the judge's model sha256, e.g. ``run rerank`` with the reader that judged) is
   flagged whenever it gains (moves up, or an excess gain above 0); any other run when it moves
   up and its excess gain exceeds ``min_gain``.
 """
@@ -203,13 +203,39 @@ def _share(a: Sequence[int], b: Sequence[int]) -> float | None:
 # --- circularity ---------------------------------------------------------------------------
 
 
-def same_model(sidecar: Mapping[str, Any] | None, identity: str | None) -> bool:
-    """Whether a run's sidecar records the judge's model: a text value of it equals the judge's
-    identity or one of the sha256 digests the identity holds (``run rerank`` records its
-    reader's ``sha256``)."""
-    if not sidecar or not identity:
+SHA256 = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+
+
+def judge_models(sidecar: Mapping[str, Any] | None) -> list[str]:
+    """What marks a run made with the judge's model, from the labels' sidecar: the judge's
+    ``identity`` and every sha256 in its ``parameters.model`` (the reader judge records its
+    reader as ``run rerank`` does: ``{"path", "sha256", "select"}``)."""
+    judge = (sidecar or {}).get("judge")
+    if not isinstance(judge, Mapping):
+        return []
+    found = [judge["identity"]] if isinstance(judge.get("identity"), str) else []
+    params = judge.get("parameters")
+    model = params.get("model") if isinstance(params, Mapping) else None
+    stack: list[Any] = [model]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            found.extend(SHA256.findall(value.lower()))
+    return list(dict.fromkeys(found))
+
+
+def same_model(sidecar: Mapping[str, Any] | None, models: Sequence[str]) -> bool:
+    """Whether a run's sidecar records the judge's model: one of its text values equals one of
+    ``models`` (:func:`judge_models`), or a sha256 one of them holds."""
+    if not sidecar or not models:
         return False
-    wanted = {identity, *re.findall(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])", identity.lower())}
+    wanted = {m.lower() for m in models}
+    for m in models:
+        wanted.update(SHA256.findall(m.lower()))
     stack: list[Any] = [sidecar]
     while stack:
         value = stack.pop()
@@ -217,7 +243,7 @@ def same_model(sidecar: Mapping[str, Any] | None, identity: str | None) -> bool:
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
-        elif isinstance(value, str) and (value in wanted or value.lower() in wanted):
+        elif isinstance(value, str) and value.lower() in wanted:
             return True
     return False
 
@@ -290,6 +316,7 @@ class LabelCheck:
     circularity: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     judge_runs: list[str] = field(default_factory=list)
     min_gain: float = MIN_GAIN
+    models: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         obj: dict[str, Any] = {
@@ -307,6 +334,7 @@ class LabelCheck:
         if self.ranking is not None:
             obj["ranking"] = self.ranking.to_json()
             obj["circularity"] = {
+                "judge_models": self.models,
                 "judge_model_runs": self.judge_runs,
                 "flag_gain": self.min_gain,
                 "per_measure": self.circularity,
@@ -320,6 +348,7 @@ def check_labels(
     *,
     labels_path: str | os.PathLike,
     identity: str | None = None,
+    models: Sequence[str] = (),
     runs: Mapping[str, Any] | None = None,
     sidecars: Mapping[str, Mapping[str, Any] | None] | None = None,
     measures: Sequence[str] | None = None,
@@ -334,7 +363,8 @@ def check_labels(
     """Check ``labels`` against ``reference``; with ``runs`` (name -> run read by
     :func:`cmrkit.trec.read_run_columns`, at least three) also the system ranking under the
     judge's qrels against the reference's, and the circularity of each run (``sidecars``: name
-    -> the run's sidecar, to find the runs made with the judge's model ``identity``)."""
+    -> the run's sidecar, to find the runs made with the judge's model: ``models``, from
+    :func:`judge_models`)."""
     if not labels:
         raise CmrkitError("the labels file holds no label", path=labels_path)
     judges = sorted({lb.judge for lb in labels})
@@ -366,7 +396,8 @@ def check_labels(
         depth=depth,
         version=version,
     )
-    result.judge_runs = [n for n in runs if same_model((sidecars or {}).get(n), identity)]
+    result.models = list(models)
+    result.judge_runs = [n for n in runs if same_model((sidecars or {}).get(n), models)]
     for m in result.ranking.measures:
         result.circularity[m.name] = circularity(
             result.ranking.reference[m.name],
