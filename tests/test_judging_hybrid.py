@@ -219,6 +219,14 @@ def test_assess_serve_auto_serves_people_the_unsure_pairs_and_shows_the_live_kap
     qrels = read_qrels(tmp_path / "q.txt")
     for k in sure:
         assert qrels[k[0]][k[1]] == int(labels[k].label >= 4)
+    # judgments check against the export (blind ids, its key) gives the page's kappas
+    res = cli("judgments", "check", tmp_path / "labels.csv", "--against", tmp_path / "out.csv",
+              "--key", tmp_path / "out.key.tsv", "-f", "json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    checked = json.loads(res.stdout)
+    assert checked["likert_pairs"] == judge["pairs_both"] and checked["against"]["people"] == 2
+    assert checked["kappa"] == pytest.approx(judge["kappa"])
+    assert checked["kappa_likert"] == pytest.approx(judge["kappa_likert"])
 
 
 def test_assess_serve_refuses_bad_confident_and_another_pools_labels(tmp_path, cli):

@@ -41,8 +41,9 @@ def _n(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def read_reference(path: Path):
-    """Qrels, or people's labels (a judgments CSV: its first line holds a comma)."""
+def read_reference(path: Path, keys: list[Path] | None = None):
+    """Qrels, or people's labels (a judgments CSV: its first line holds a comma; blind pair
+    ids mapped back with the ``keys`` of their export)."""
     from cmrkit.fileio import iter_lines
     from cmrkit.judging.check import reference_from_judgments, reference_from_qrels
     from cmrkit.judgments import read_judgments
@@ -50,7 +51,10 @@ def read_reference(path: Path):
 
     first = next((line for _, line in iter_lines(path) if line.strip()), "")
     if "," in first:
-        return reference_from_judgments(read_judgments(path), path)
+        from cmrkit.assess.key import merge_keys
+
+        key = merge_keys(keys) if keys else None
+        return reference_from_judgments(read_judgments(path, key=key), path)
     return reference_from_qrels(with_warnings(lambda: read_qrels(path)), path)
 
 
@@ -68,6 +72,12 @@ def check_command(
         "--against",
         help="The reference: qrels (gold, or people's aggregated), or people's labels (a "
         "judgments CSV as `judgments aggregate` reads).",
+    ),
+    keys: list[Path] = typer.Option(
+        [],
+        "--key",
+        help="--against people's labels of blind pair ids (the offline page, `assess export`): "
+        "the answer key(s) written beside them (repeatable).",
     ),
     measure: list[str] = MEASURE,
     bootstrap: int = BOOTSTRAP,
@@ -117,7 +127,7 @@ def check_command(
     judged = read_labels(labels)
     sidecar = read_labels_sidecar(labels) or {}
     identity = sidecar.get("judge", {}).get("identity")
-    reference = read_reference(against)
+    reference = read_reference(against, keys)
     names = run_names(runs) if runs else []
     loaded = {n: read_run_columns(p) for n, p in zip(names, runs, strict=True)}
     result = check_labels(
