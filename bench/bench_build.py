@@ -12,10 +12,12 @@ peak RSS must stay under 1 GB at 1M.
 
     python bench/bench_build.py            # N = 100k and 1M
     python bench/bench_build.py 20000      # a quick check
+    python bench/bench_build.py --smoke    # seconds: that it runs (N = 500)
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import random
 import resource
@@ -74,7 +76,11 @@ def run_build(annotated: Path, distractors: Path, workdir: Path) -> tuple[float,
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [100_000, 1_000_000]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sizes", type=int, nargs="*", help="distractors N [default: 100000 1000000]")
+    ap.add_argument("--smoke", action="store_true", help="seconds: N = 500")
+    a = ap.parse_args()
+    sizes = [500] if a.smoke else a.sizes or [100_000, 1_000_000]
     annotated = SHARED if SHARED.exists() else FALLBACK
     console = Console()
     table = Table(title=f"build-collection, annotated: {annotated.name}")

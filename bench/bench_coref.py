@@ -1,7 +1,7 @@
 """Time `cmrkit eval-coref` against the CoNLL-2012 reference scorer (scorer.pl v8.01) on the
 same CoNLL files, and check that they print the same numbers.
 
-Usage: python bench/bench_coref.py [--repeat 3] [--perl-timeout 600] [--synthetic 100000]
+Usage: python bench/bench_coref.py [--repeat 3] [--perl-timeout 600] [--synthetic 100000] [--smoke]
                                    [--scorer PATH] [--cases ecb-doc,ecb-corpus,synthetic]
 
 Cases (keys written as CoNLL-2012, responses a seeded random perturbation: chains split and
@@ -238,7 +238,12 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=100_000)
     parser.add_argument("--scorer", type=Path, default=None)
     parser.add_argument("--cases", default="ecb-doc,ecb-corpus,synthetic")
+    parser.add_argument(
+        "--smoke", action="store_true", help="seconds: ECB+ per document and 1,000 synthetic, once"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat, args.synthetic, args.cases = 1, 1000, "ecb-doc,synthetic"
     args.scorer = args.scorer or SCORERS / "scorer.pl"
     cases = args.cases.split(",")
     print(f"scorer: {args.scorer}; python {sys.version.split()[0]}; {os.cpu_count()} cores")

@@ -1,6 +1,7 @@
 """The whole chain at CoreSearch scale: each step's wall time and peak memory.
 
     python bench/bench_end_to_end.py N [--no-entities] [--data DIR] [--keep DIR]
+    python bench/bench_end_to_end.py --smoke
 
 Annotated mentions: the ECB+ dev and test mentions (``--data DIR`` with ``dev.json.gz`` and
 ``test.json.gz`` in WEC-Eng shape, e.g. ../shared/data/ecbplus-wec; default: the sample shipped
@@ -107,11 +108,16 @@ def step(name: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("n", type=int, help="synthetic distractor passages")
+    parser.add_argument("n", type=int, nargs="?", help="synthetic distractor passages")
     parser.add_argument("--no-entities", action="store_true", help="index without spaCy NER")
     parser.add_argument("--data", type=Path, help="folder with dev.json.gz and test.json.gz")
     parser.add_argument("--keep", type=Path, help="work here and keep the files")
+    parser.add_argument("--smoke", action="store_true", help="that it runs: 100 passages, no NER")
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.no_entities = 100, True
+    elif args.n is None:
+        parser.error("give N, the synthetic distractor passages (or --smoke)")
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Time `cmrkit eval` (default measures) against the trec_eval C binary on the same files.
 
 Usage: python bench/bench_eval.py [--queries 1000] [--docs 1000] [--repeat 5] [--trec-eval PATH]
+       python bench/bench_eval.py --smoke   (seconds: 20 queries x 50 documents, once)
        python bench/bench_eval.py --all-trec --trec-eval PATH/10.0/trec_eval [--repeat 3]
 
 Writes a seeded run (queries x docs lines, with ties) and qrels (300 judgments per query, grades
@@ -89,7 +90,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--trec-eval", type=Path, default=None)
     parser.add_argument("--all-trec", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="seconds: 20 x 50, once")
     args = parser.parse_args()
+    if args.smoke:
+        args.queries, args.docs, args.repeat = 20, 50, 1
     if args.all_trec:
         all_trec(args)
         return

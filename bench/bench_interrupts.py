@@ -1,6 +1,6 @@
 """How fast a signal ends a command, at several points of a real search and a real index build.
 
-Usage: python bench/bench_interrupts.py [--units 800] [--queries 100] [--points 5]
+Usage: python bench/bench_interrupts.py [--units 800] [--queries 100] [--points 5] [--smoke]
 
 Writes (seeded) a collection of UNITS short units with a few names (for spaCy's NER) and QUERIES
 topics, indexes it, and runs `cmrkit run bm25` once; each command's full duration T is timed.
@@ -126,7 +126,10 @@ def main() -> None:
     ap.add_argument("--units", type=int, default=800)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--points", type=int, default=5)
+    ap.add_argument("--smoke", action="store_true", help="seconds: 100 units, 10 queries, 1 point")
     a = ap.parse_args()
+    if a.smoke:
+        a.units, a.queries, a.points = 100, 10, 1
     table = Table(title=f"interrupts ({a.units} units, {a.queries} queries)")
     for col in ("command", "T s", "at s", "signal", "exit", "to end s", "kept", "left"):
         table.add_column(col, justify="left" if col in ("command", "signal") else "right")

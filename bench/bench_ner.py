@@ -1,6 +1,6 @@
 """NER words/s for the index's entities field: before (one process) and now (workers, cache).
 
-    python bench/bench_ner.py [N] [--rounds R]
+    python bench/bench_ner.py [N] [--rounds R] [--smoke]
 
 Texts: N passages of about 100 words made of random real sentences of the ECB+ train documents
 (seeded; default N = 3,000, some 300,000 words). Timed, alternating, R rounds (best kept):
@@ -56,7 +56,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("n", type=int, nargs="?", default=3000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="seconds: 100 passages, 1 round")
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.rounds = 100, 1
     with tempfile.TemporaryDirectory(prefix="bench-ner-") as tmp:
         os.environ["CMRKIT_CACHE_DIR"] = tmp
         path = Path(tmp) / "passages.txt"

@@ -1,6 +1,7 @@
 """Time the pooling and judgments pipeline on a synthetic collection, command by command.
 
 Usage: python bench/bench_pooling.py [--queries 500] [--docs 20000] [--runs 5] [--run-depth 1000]
+       python bench/bench_pooling.py --smoke   # seconds: that it runs
 
 Writes (seeded) a collection of DOCS passage units of about 60 words, QUERIES topics, RUNS runs of
 RUN-DEPTH documents per query, and complete qrels (20 relevant per query); then times, each as a
@@ -51,6 +52,7 @@ def make_inputs(root: Path, queries: int, docs: int, runs: int, depth: int) -> l
                 json.dumps(
                     {
                         "qid": f"q{q}",
+                        "split": "test",
                         "context": ctx,
                         "span": [0, 4],
                         "unit": f"U:{q}",
@@ -87,7 +89,10 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--run-depth", type=int, default=1000)
+    ap.add_argument("--smoke", action="store_true", help="a few seconds: 5 x 300, 2 runs x 50")
     a = ap.parse_args()
+    if a.smoke:
+        a.queries, a.docs, a.runs, a.run_depth = 5, 300, 2, 50
     cmrkit = str(Path(sys.executable).with_name("cmrkit"))
     root = Path(tempfile.mkdtemp(prefix="cmrkit-bench-pool-"))
     try:
@@ -159,14 +164,18 @@ def main() -> None:
         pairs = None
         for name, args in steps:
             t = time.perf_counter()
-            subprocess.run(
+            done = subprocess.run(
                 [cmrkit, *args],
                 cwd=root,
-                check=True,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             dt = time.perf_counter() - t
+            if done.returncode:
+                sys.exit(
+                    f"cmrkit {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}"
+                )
             out = root / args[args.index("-o") + 1] if "-o" in args else None
             size = ""
             if out is not None:

@@ -1,6 +1,6 @@
 """The Ray engine on this machine: 1 worker against 2, with the single machine as reference.
 
-    python bench/bench_ray.py [N] [--no-entities] [--rounds R] [--keep DIR]
+    python bench/bench_ray.py [N] [--no-entities] [--rounds R] [--keep DIR] [--smoke]
 
 Collection: the ECB+ sample's dev and test mentions plus N synthetic distractor passages of about
 100 words (real ECB+ train sentences, seeded; default N = 10,000). Each step is one `cmrkit`
@@ -45,7 +45,14 @@ def main() -> None:
     parser.add_argument("--no-entities", action="store_true", help="index without spaCy NER")
     parser.add_argument("--rounds", type=int, default=2, help="rounds (best time kept)")
     parser.add_argument("--keep", type=Path, help="work here and keep the files")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="that it runs: 200 passages, no NER, index and bm25 locally and on 1 Ray worker, once",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.rounds, args.no_entities = 200, 1, True
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-ray-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -86,6 +93,9 @@ def main() -> None:
             (f"run {system}", "ray, 1 worker", ray1),
             (f"run {system}", "ray, 2 workers", ray2),
         ]
+    if args.smoke:
+        smoke = {"local, 2 threads", "local", "ray, 1 worker"}
+        steps = [s for s in steps if s[1] in smoke and s[0] != "run qe"]
     best: dict[tuple[str, str], tuple] = {}
     index_ids, run_bytes, on_disk = set(), {}, {}
     for _ in range(args.rounds):  # rounds alternate the engines; each keeps its best time

@@ -19,12 +19,15 @@ whose unit is the query's own unit). In one process (one JVM), with 2 threads:
 
     python bench/bench_retrieval.py                 # N = 100k and 1M
     python bench/bench_retrieval.py 20000           # a quick check
+    python bench/bench_retrieval.py --smoke         # seconds: that it runs (N = 300, 30 topics)
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -38,7 +41,8 @@ from rich.table import Table
 
 from cmrkit.fileio import gzip_writer
 
-N_QUERIES = 1000
+N_QUERIES = 1000  # --queries
+WARM = 2000  # the passages of the collection that warms the JVM up
 
 
 def make_collection(root: Path, n: int, seed: int = 7) -> Path:
@@ -47,7 +51,7 @@ def make_collection(root: Path, n: int, seed: int = 7) -> Path:
     cum = list(itertools.accumulate(1.0 / (r + 1) for r in range(len(vocab))))
     coll = root / "collections" / f"synth{n}"
     coll.mkdir(parents=True)
-    picks = set(rng.sample(range(n), N_QUERIES))
+    picks = set(rng.sample(range(n), min(N_QUERIES, n)))
     topics = []
     with (
         gzip_writer(coll / "corpus.jsonl.gz", compresslevel=1) as f,
@@ -123,9 +127,9 @@ def anserini_index(plain: Path, out: Path, threads: int) -> float:
     return time.perf_counter() - t
 
 
-def help_wall() -> float:
+def help_wall(repeat: int = 5) -> float:
     times = []
-    for _ in range(5):
+    for _ in range(repeat):
         t = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "cmrkit", "--help"], check=True, stdout=subprocess.DEVNULL
@@ -138,9 +142,10 @@ SYSTEMS = ("bm25", "fields-doc", "qe-rm3")
 
 
 def run_system(system: str, coll: Path, runs: Path, threads: int):
-    from cmrkit.retrieval import index, run_bm25, run_fields, run_qe
+    from cmrkit.retrieval import run_bm25, run_fields, run_qe
+    from cmrkit.retrieval.stored import forget_corpus_hashes
 
-    index._HASHED.clear()  # as in a new `cmrkit run` process: the corpus is hashed again
+    forget_corpus_hashes()  # as in a new `cmrkit run` process: the corpus is hashed again
 
     common = {"query": "mention", "k": 1000, "threads": threads, "runs_dir": runs, "force": True}
     if system == "bm25":
@@ -174,7 +179,7 @@ def bench(n: int, threads: int = 2) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-retrieval-") as tmp:
         root = Path(tmp)
         coll = make_collection(root, n)
-        warm = make_collection(root / "warm", 2000)
+        warm = make_collection(root / "warm", WARM)
         build_index(warm, entities=False, progress=False, threads=threads)
         anserini_s = anserini_index(root / "plain.jsonl", root / "anserini-index", threads)
         t = time.perf_counter()
@@ -186,21 +191,25 @@ def bench(n: int, threads: int = 2) -> dict:
         texts = [t["mention"] for t in topics]
         for system in SYSTEMS:
             run_system(system, warm, root / "runs", threads)  # JIT and the docno table
+        # Pyserini's package makes an OpenAI client when imported (pyserini/encode/_openai.py),
+        # which refuses an empty key; no request is made here, so any key serves
+        os.environ.setdefault("OPENAI_API_KEY", "not-used-by-this-benchmark")
         with quiet(None):
             from pyserini.search.lucene import LuceneSearcher
 
             searcher = LuceneSearcher(str((root / "anserini-index").resolve()))
         searcher.set_bm25(0.9, 0.4)
         searcher.batch_search(texts[:50], qids[:50], k=1001, threads=threads)
+        n_queries = len(qids)
         searches = {}
         for system in SYSTEMS:
             pyserini_s = pyserini_search(searcher, system, texts, qids, threads)
             t = time.perf_counter()
             result = run_system(system, coll, root / "runs", threads)
             searches[system] = {
-                "pyserini_qps": N_QUERIES / pyserini_s,
-                "cmrkit_qps": N_QUERIES / (time.perf_counter() - t),
-                "cmrkit_search_qps": N_QUERIES / result.sidecar["seconds"]["search"],
+                "pyserini_qps": n_queries / pyserini_s,
+                "cmrkit_qps": n_queries / (time.perf_counter() - t),
+                "cmrkit_search_qps": n_queries / result.sidecar["seconds"]["search"],
             }
         searcher.close()
     return {
@@ -212,15 +221,25 @@ def bench(n: int, threads: int = 2) -> dict:
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [100_000, 1_000_000]
-    index_table = Table(title="cmrkit index vs Anserini IndexCollection (2 threads)")
+    global N_QUERIES, WARM
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sizes", type=int, nargs="*", help="passages N [default: 100000 1000000]")
+    ap.add_argument("--queries", type=int, default=N_QUERIES, help="test topics")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--smoke", action="store_true", help="seconds: N = 300, 30 topics")
+    a = ap.parse_args()
+    N_QUERIES = a.queries
+    sizes = a.sizes or [100_000, 1_000_000]
+    if a.smoke:
+        sizes, N_QUERIES, WARM = [300], 30, 200
+    index_table = Table(title=f"cmrkit index vs Anserini IndexCollection ({a.threads} threads)")
     for col in ("N", "Anserini index/s", "cmrkit index/s", "ratio"):
         index_table.add_column(col, justify="right")
-    run_table = Table(title="cmrkit run vs Pyserini batch_search, k=1000 (2 threads)")
+    run_table = Table(title=f"cmrkit run vs Pyserini batch_search, k=1000 ({a.threads} threads)")
     for col in ("N", "system", "Pyserini q/s", "cmrkit run q/s", "ratio", "search-only q/s"):
         run_table.add_column(col, justify="right")
     for n in sizes:
-        r = bench(n)
+        r = bench(n, a.threads)
         index_table.add_row(
             f"{n:,}",
             f"{n / r['anserini_index_s']:,.0f}",
@@ -240,8 +259,9 @@ def main() -> None:
     console.print(index_table)
     console.print(run_table)
     console.print(
-        f"cmrkit --help: {help_wall():.2f} s wall (best of 5); "
-        f"load average {statistics.mean(__import__('os').getloadavg()):.1f}"
+        f"cmrkit --help: {help_wall(1 if a.smoke else 5):.2f} s wall (best of "
+        f"{1 if a.smoke else 5}); "
+        f"load average {statistics.mean(os.getloadavg()):.1f}"
     )
 
 

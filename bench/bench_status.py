@@ -1,7 +1,7 @@
 """Time `cmrkit status` reading runs the first time (scoring each) and again (figures kept in the
 runs' sidecars).
 
-Usage: python bench/bench_status.py [--runs 11] [--depth 300] [--repeat 2]
+Usage: python bench/bench_status.py [--runs 11] [--depth 300] [--repeat 2] [--smoke]
 
 Builds the embedded sample in a temporary folder (no index: status does not need one) and writes
 RUNS seeded runs of its test split (1,127 queries x DEPTH units each: 11 x 300 is 3.7M lines,
@@ -72,7 +72,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--depth", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--smoke", action="store_true", help="seconds: 2 runs of depth 20, once")
     a = ap.parse_args()
+    if a.smoke:
+        a.runs, a.depth, a.repeat = 2, 20, 1
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         cmrkit(root, "build-collection")

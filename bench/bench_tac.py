@@ -1,6 +1,7 @@
 """Time `build-collection --source tac` on synthetic TAC data of growing size; print a table.
 
 Usage: python bench/bench_tac.py [N_DOCS ...]   (default: 200 1000)
+       python bench/bench_tac.py --smoke        (seconds: 60 documents)
 
 Each document is a news <DOC> of 4 paragraphs (about 8 sentences, 150 words) with XML escapes;
 one in ten documents carries gold mentions of 50 recurring entities. Times: reading and
@@ -9,8 +10,8 @@ checking the SGML (no spaCy), then the whole build with and without the NER pass
 
 from __future__ import annotations
 
+import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -96,4 +97,8 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [200, 1000])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sizes", type=int, nargs="*", help="documents N [default: 200 1000]")
+    ap.add_argument("--smoke", action="store_true", help="seconds: 60 documents")
+    a = ap.parse_args()
+    main([60] if a.smoke else a.sizes or [200, 1000])

@@ -48,6 +48,12 @@ def corpus_sha256(coll: Path) -> str:
     return _HASHED[key]
 
 
+def forget_corpus_hashes() -> None:
+    """Hash every corpus again on its next check, as a new process does (for benchmarks that
+    time a command's whole work in one process)."""
+    _HASHED.clear()
+
+
 def read_manifest(path: Path, fmt: str | None = None) -> dict[str, Any] | None:
     """The JSON object at ``path`` (of format ``fmt`` when given); None when it is missing,
     unreadable, or another format."""
