@@ -2,7 +2,8 @@
 
 Usage: python bench/bench_rerank.py [--queries 16] [--depth 10] [--batch-size 32]
        [--max-length 192] [--query-max-length 64] [--stride 128] [--select cls]
-       [--repeat 2] [--device cpu] [--precision fp32,int8] [--smoke]
+       [--repeat 2] [--device cpu] [--precision fp32,int8] [--engine local,ray]
+       [--workers 2] [--smoke]
 
 The pairs are the top ``--depth`` units of BM25's ranking (``runs/sample/bm25.test.trec``; made
 with ``cmrkit run bm25`` first when missing) for the first ``--queries`` test queries of the
@@ -23,6 +24,15 @@ sequences/s of each side (min of ``--repeat``), its throughput over plain's (min
 median of the rounds' ratios, which a load that drifts between rounds moves less; and the
 largest difference of an int8 selection score from fp32's. ``--device cuda`` runs the fp32
 sides on the GPU (int8 is CPU only).
+
+- cmrkit ray (``--engine local,ray``): ``score_pairs`` with ``work`` (``--engine ray``): the
+  same reader saved as a reader folder, its sequences read by ``--workers`` Ray workers of a
+  local cluster (started once, before the rounds; each worker opens the reader on its first
+  task), in fp32; its scores must equal the fp32 side's.
+
+Each side's CPU seconds (this process's, and the workers' for the Ray side: not counted) are
+printed beside its wall time: on a machine shared with other jobs, CPU seconds per sequence of a
+single-threaded side (``OMP_NUM_THREADS=1``) move less than wall time.
 """
 
 from __future__ import annotations
@@ -51,6 +61,10 @@ def main() -> None:
         default="fp32,int8",
         help="cmrkit sides to time: fp32, int8 (--precision int8: int8 linear layers), or both",
     )
+    parser.add_argument(
+        "--engine", default="local", help="local, or local,ray: also time the Ray side"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="Ray workers (--engine ray)")
     parser.add_argument(
         "--smoke", action="store_true", help="a few seconds: 2 queries x depth 2, 64 tokens, once"
     )
@@ -118,18 +132,30 @@ def main() -> None:
             int8,
         )  # fmt: skip
     seqs = [x for qi, pi in pairs for x in items(lay, qwin[qi], ptoks[pi], args.stride)]
+    work = None
+    if "ray" in args.engine.split(","):
+        work = _ray_side(net, tokenizer, args, readers)
 
     scores: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
 
     def ours(side: str) -> float:
-        t0 = time.perf_counter()
-        found = score_pairs(readers[side], topics, units, pairs, batch_size=args.batch_size)
+        t0, c0 = time.perf_counter(), time.process_time()
+        found = score_pairs(
+            readers[side],
+            topics,
+            units,
+            pairs,
+            batch_size=args.batch_size,
+            work=work if side == "cmrkit ray" else None,
+        )
         seconds = time.perf_counter() - t0
+        cpu.setdefault(side, []).append(time.process_time() - c0)
         scores[side] = [x.score for x in found]
         return seconds
 
     def plain() -> float:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with torch.inference_mode():
             for b in range(0, len(seqs), args.batch_size):
                 chunk = seqs[b : b + args.batch_size]
@@ -143,6 +169,7 @@ def main() -> None:
                 enc = {k: v.to(device) for k, v in enc.items()}
                 hidden = net.encoder(**enc).last_hidden_state
                 net.span(hidden).float().cpu()
+        cpu.setdefault("plain", []).append(time.process_time() - c0)
         return time.perf_counter() - t0
 
     sides = ["plain", *readers]
@@ -157,20 +184,57 @@ def main() -> None:
         f"batch {args.batch_size}, select {args.select}) on {device}, "
         f"torch threads {torch.get_num_threads()}, min of {args.repeat}"
     )
-    print(f"{'':14}{'seconds':>10}{'seq/s':>10}{'x plain':>10}{'median x':>10}")
+    print(
+        f"{'':14}{'seconds':>10}{'seq/s':>10}{'x plain':>10}{'median x':>10}{'CPU s':>10}"
+        f"{'CPU x':>10}"
+    )
+    low = {k: min(v) for k, v in cpu.items()}
     for k in sides:
         rounds = sorted(p / c for p, c in zip(times["plain"], times[k], strict=True))
         mid = len(rounds) // 2
         median = rounds[mid] if len(rounds) % 2 else (rounds[mid - 1] + rounds[mid]) / 2
+        cpu_x = f"{low['plain'] / low[k]:>10.2f}" if k != "cmrkit ray" else f"{'-':>10}"
         print(
             f"{k:14}{best[k]:>10.2f}{n / best[k]:>10.1f}{best['plain'] / best[k]:>10.2f}"
-            f"{median:>10.2f}"
+            f"{median:>10.2f}{low[k]:>10.2f}{cpu_x}"
         )
+    if "cmrkit" in scores and "cmrkit ray" in scores:
+        assert scores["cmrkit ray"] == scores["cmrkit"], "Ray's scores differ from fp32's"
+        print("cmrkit ray: the same selection scores as cmrkit fp32, bit for bit")
     if "cmrkit" in scores:
         for k in readers:
-            if k != "cmrkit":
+            if k not in ("cmrkit", "cmrkit ray"):
                 diff = max(abs(a - b) for a, b in zip(scores[k], scores["cmrkit"], strict=True))
                 print(f"{k}: largest |selection score - fp32's| over the pairs: {diff:.4f}")
+
+
+def _ray_side(net, tokenizer, args, readers) -> object:
+    """The bench's reader saved as a reader folder and opened from it (the Ray workers open the
+    same folder), and a local Ray cluster of ``--workers`` connected."""
+    import tempfile
+
+    from cmrkit.retrieval.dense.options import DEFAULT_MARKERS
+    from cmrkit.retrieval.distributed.engine import EngineOptions, NeuralWork
+    from cmrkit.retrieval.reader.model import READER_FORMAT, resolve_reader, save_reader
+    from cmrkit.retrieval.reader.scoring import open_reader
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-reader-"))
+    params = {
+        "max_length": args.max_length,
+        "query_max_length": args.query_max_length,
+        "stride": args.stride,
+        "max_span": args.max_span,
+    }
+    meta = {
+        "format": READER_FORMAT,
+        "select": args.select,
+        "markers": list(DEFAULT_MARKERS),
+        "parameters": params,
+    }
+    save_reader(net, tokenizer, folder / "reader", meta)
+    readers["cmrkit ray"] = open_reader(resolve_reader(folder / "reader"), device="cpu")
+    work = NeuralWork(EngineOptions("ray", workers=args.workers), "cpu")
+    return work.connect()
 
 
 if __name__ == "__main__":

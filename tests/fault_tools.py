@@ -193,3 +193,32 @@ def pool_workspace(root: Path, queries, docnos, texts: dict[str, str] | None = N
         {q: [(d, 10.0 - i) for i, d in enumerate(docnos)] for q in queries},
     )
     return root
+
+
+# --- processes a command left behind (Ray's) -----------------------------------------------
+
+
+def processes_marked(mark: str) -> list[str]:
+    """Command lines of the live processes whose environment holds ``CMRKIT_TEST_MARK=mark``
+    (Ray's processes inherit the environment of the command that started them)."""
+    found = []
+    needle = f"CMRKIT_TEST_MARK={mark}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120])
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def left_behind(mark: str, wait: float = 20.0) -> list[str]:
+    """The marked processes still alive after up to ``wait`` seconds."""
+    import time
+
+    deadline = time.monotonic() + wait
+    while (found := processes_marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from distributed_collection import write as write_dist
-from fault_tools import _child_signals
+from fault_tools import _child_signals, left_behind
 
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval import QE, Searcher, build_index, open_index, run_bm25, run_fields, run_qe
@@ -267,30 +267,6 @@ def test_interrupting_keeps_the_previous_index(faults, single, tmp_path):
     assert proc.returncode != 0
     assert {p.name: p.read_bytes() for p in (coll / "index").iterdir()} == before
     assert not list(coll.glob(".cmrkit-staging-*"))
-
-
-def processes_marked(mark: str) -> list[str]:
-    """Command lines of the live processes whose environment holds ``CMRKIT_TEST_MARK=mark``
-    (Ray's processes inherit the environment of the command that started them)."""
-    found = []
-    needle = f"CMRKIT_TEST_MARK={mark}".encode()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if needle in (proc / "environ").read_bytes().split(b"\0"):
-                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120])
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return found
-
-
-def left_behind(mark: str, wait: float = 20.0) -> list[str]:
-    """The marked processes still alive after up to ``wait`` seconds."""
-    deadline = time.monotonic() + wait
-    while (found := processes_marked(mark)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from distributed_collection import write as write_dist
-from fault_tools import _child_signals
+from fault_tools import _child_signals, left_behind, processes_marked
 
 pytest.importorskip("ray")
 
@@ -33,29 +33,6 @@ def coll(tmp_path_factory):
     folder = write_dist(tmp_path_factory.mktemp("rayfaults"))
     build_index(folder, entities=False, progress=False)
     return folder
-
-
-def processes_marked(mark: str) -> list[str]:
-    """Command lines of the live processes whose environment holds ``CMRKIT_TEST_MARK=mark``
-    (Ray's processes inherit the environment of the command that started them)."""
-    found = []
-    needle = f"CMRKIT_TEST_MARK={mark}".encode()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if needle in (proc / "environ").read_bytes().split(b"\0"):
-                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120])
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return found
-
-
-def left_behind(mark: str, wait: float = 20.0) -> list[str]:
-    deadline = time.monotonic() + wait
-    while (found := processes_marked(mark)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return found
 
 
 def _start(args: list[str], faults: Path, mark: str) -> subprocess.Popen:

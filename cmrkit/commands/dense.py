@@ -12,11 +12,14 @@ from cmrkit.commands.runs import (
     COLLECTION_ARG,
     FORCE,
     NAME,
+    NEURAL_ENGINE,
     QUIET,
     RUNS,
     SPLIT,
     TRAINING,
     K,
+    engine_options,
+    leaves_cluster,
     report_run,
     report_training,
     rerun_argv,
@@ -107,7 +110,15 @@ def register(app: typer.Typer) -> None:
     app.command("encode")(encode_command)
 
 
+def neural_engine(ctx: typer.Context):
+    """The --engine, --address, --workers and --gpus-per-worker options of a neural command."""
+    p = ctx.params
+    return engine_options(p["engine"], p["address"], p["workers"], p["gpus_per_worker"])
+
+
 @user_errors
+@leaves_cluster
+@shared_options(*NEURAL_ENGINE)
 def encode_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
@@ -125,14 +136,16 @@ def encode_command(
 
     Batched, with a progress bar; an interrupted encoding resumes from its finished shards.
     The encoding records the model's identity and the corpus hash: after the corpus changes
-    it is refused until re-encoded with --force.
+    it is refused until re-encoded with --force. With --engine ray the shards are encoded by
+    Ray workers (the same files; docs/scaling.md).
 
     Example: cmrkit encode collections/sample --model all-MiniLM-L6-v2 --max-length 256
     """
     from cmrkit.retrieval.dense.store import encode as encode_corpus
 
     dense = _dense(ctx)
-    index = encode_corpus(collection, dense, force=force, progress=not quiet)
+    engine = neural_engine(ctx)
+    index = encode_corpus(collection, dense, force=force, progress=not quiet, engine=engine)
     m = index.manifest
     if index.up_to_date:
         out.print(f"{index.path} is up to date (same model and corpus); --force re-encodes it")
@@ -145,6 +158,8 @@ def encode_command(
 
 @run_app.command("dense")
 @user_errors
+@leaves_cluster
+@shared_options(*NEURAL_ENGINE)
 def dense_command(
     ctx: typer.Context,
     collection: Path = COLLECTION_ARG,
@@ -172,7 +187,8 @@ def dense_command(
     """Dense retrieval: the query mention wrapped in markers, exact inner-product search.
 
     The corpus is encoded first when needed (see `cmrkit encode`). The query's own unit is
-    never returned; ties and files follow the Lucene runs' rules.
+    never returned; ties and files follow the Lucene runs' rules. With --engine ray the
+    queries are encoded and searched by Ray workers (the same run file).
 
     Example: cmrkit run dense collections/sample --model all-MiniLM-L6-v2 --split test
     """

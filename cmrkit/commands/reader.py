@@ -8,13 +8,15 @@ from pathlib import Path
 import typer
 
 from cmrkit.commands.choices import Device, Precision, Select, plain
-from cmrkit.commands.dense import DEVICE, MARKERS, PRECISION, parse_markers
+from cmrkit.commands.dense import DEVICE, MARKERS, PRECISION, neural_engine, parse_markers
 from cmrkit.commands.runs import (
     COLLECTION_ARG,
     FORCE,
+    NEURAL_ENGINE,
     QUIET,
     RUNS,
     TRAINING,
+    leaves_cluster,
     report_run,
     report_training,
     rerun_argv,
@@ -169,6 +171,8 @@ def train_reader_command(
 
 @run_app.command("rerank")
 @user_errors
+@leaves_cluster
+@shared_options(*NEURAL_ENGINE)
 def rerank_command(
     ctx: typer.Context,
     run: Path = typer.Argument(..., help="The run to rerank (bm25, dense, fused, ...)."),
@@ -219,7 +223,8 @@ def rerank_command(
 
     Below the depth, the run keeps its order under the reranked units. Writes
     runs/COLLECTION/NAME.SPLIT.trec, its sidecar and NAME.SPLIT.spans.jsonl (what
-    `cmrkit eval-spans` reads).
+    `cmrkit eval-spans` reads). With --engine ray, Ray workers read the pairs (the same
+    files).
 
     Example: cmrkit run rerank runs/sample/bm25.test.trec --model models/reader --depth 50
     """
@@ -236,6 +241,7 @@ def rerank_command(
         interpolation=interpolation,
         span_weight=span_weight,
         precision=plain(precision),
+        engine=neural_engine(ctx),
     )
     result = run_rerank(
         run,

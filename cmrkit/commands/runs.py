@@ -39,7 +39,16 @@ train_app = group(
 
 
 # how a run is made, not what it is: the sidecar records the engine apart
-_NOT_IN_COMMAND = ("quiet", "verbose", "force", "auto_index", "engine", "address", "workers")
+_NOT_IN_COMMAND = (
+    "quiet",
+    "verbose",
+    "force",
+    "auto_index",
+    "engine",
+    "address",
+    "workers",
+    "gpus_per_worker",
+)
 
 
 def rerun_argv(ctx: typer.Context) -> list[str]:
@@ -86,11 +95,13 @@ def leaves_cluster(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def engine_options(engine: str, address: str | None, workers: int | None):
-    """The --engine, --address and --workers options as one record."""
+def engine_options(
+    engine: str, address: str | None, workers: int | None, gpus: float | None = None
+):
+    """The --engine, --address, --workers (and --gpus-per-worker) options as one record."""
     from cmrkit.retrieval.distributed.engine import EngineOptions
 
-    return EngineOptions(plain(engine), address, workers)
+    return EngineOptions(plain(engine), address, workers, gpus)
 
 
 def run_options(ctx: typer.Context, **overrides) -> RunOptions:
@@ -104,7 +115,10 @@ def run_options(ctx: typer.Context, **overrides) -> RunOptions:
     values = {key: plain(value) for key, value in {**ctx.params, **overrides}.items()}
     shared = {f.name for f in dataclasses.fields(RunOptions)} - {"progress", "argv", "engine"}
     engine = engine_options(
-        values.get("engine", "local"), values.get("address"), values.get("workers")
+        values.get("engine", "local"),
+        values.get("address"),
+        values.get("workers"),
+        values.get("gpus_per_worker"),
     )
     return RunOptions(
         progress=not values["quiet"],
@@ -210,6 +224,12 @@ ADDRESS = typer.Option(
 WORKERS = typer.Option(
     None, "--workers", help="Ray: tasks at once [default: the cluster's CPUs].", min=1
 )
+GPUS = typer.Option(
+    None,
+    "--gpus-per-worker",
+    help="Ray: GPUs each worker holds (refused on a cluster without GPUs) [default: 1 where "
+    "the cluster has GPUs and --device is not cpu, else none].",
+)
 
 # the options `train dense` and `train reader` share
 TRAIN_SPLIT = typer.Option("train", "--train-split", help="Split to train on.")
@@ -241,6 +261,13 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "workers": (int | None, WORKERS),
 }
 LUCENE_RUN = tuple(SHARED)
+# the Ray options of the neural commands (encode, run dense, run rerank)
+NEURAL_ENGINE: dict[str, tuple[Any, Any]] = {
+    "engine": (Engine, ENGINE),
+    "address": (str | None, ADDRESS),
+    "workers": (int | None, WORKERS),
+    "gpus_per_worker": (float | None, GPUS),
+}
 
 # the options `train dense` and `train reader` share, after each command's own; the trainers
 # read them with :func:`training_call`
@@ -258,7 +285,7 @@ TRAINING: dict[str, tuple[Any, Any]] = {
         for n in ("threads", "spacy_model", "runs_dir", "verbose", "quiet", "auto_index")
     },
 }
-_DECLARED = {**SHARED, **TRAINING}
+_DECLARED = {**SHARED, **TRAINING, **NEURAL_ENGINE}
 
 
 def training_recipe(ctx: typer.Context) -> dict[str, Any]:

@@ -107,6 +107,45 @@ def search(
     return results
 
 
+def search_task(
+    index: Any, queries: np.ndarray, k: int, exclude: list[AbstractSet[str]]
+) -> tuple[list[list[tuple[str, float]]], None]:
+    """Ray task: (:func:`search`, no model) of a block of queries in the encoding ``index`` (a
+    ``store.DenseIndex`` not yet read: the worker reads it from storage every node shares)."""
+    from cmrkit.retrieval.distributed.engine import fault_point
+
+    fault_point("search-dense")
+    return search(queries, index.vectors(), index.ids(), k, exclude=exclude), None
+
+
+def search_on_ray(
+    work: Any,
+    encoded: Any,
+    qvecs: np.ndarray,
+    k: int,
+    exclude: list[AbstractSet[str]],
+    progress: Callable[[int], None] | None = None,
+) -> list[list[tuple[str, float]]]:
+    """:func:`search` on Ray workers: the queries cut into pieces of whole ``QUERY_BLOCK``
+    blocks (the blocks one machine multiplies), so the same scores, in query order."""
+    from cmrkit.retrieval.dense.store import DenseIndex
+    from cmrkit.retrieval.distributed.engine import chunks
+
+    unread = DenseIndex(encoded.collection, encoded.path, encoded.manifest)
+    pieces = chunks(qvecs.shape[0], work.workers, QUERY_BLOCK, 16 * QUERY_BLOCK)
+    tasks = [
+        (unread, qvecs[piece.start : piece.stop], k, exclude[piece.start : piece.stop])
+        for piece in pieces
+    ]
+    found = work.run(
+        search_task,
+        tasks,
+        what=lambda i: f"searching queries {pieces[i].start}..{pieces[i].stop - 1}",
+        done=(lambda i, _: progress(len(pieces[i]))) if progress else None,
+    )
+    return [hits for part in found for hits in part]
+
+
 def ensure_encoded(
     collection: Path,
     ref: ModelRef,
@@ -116,6 +155,7 @@ def ensure_encoded(
     auto: bool,
     progress: bool,
     loader: Callable[[], Any],
+    work: Any = None,
 ) -> Any:
     """The current encoding of the corpus; with ``auto``, a missing or stale one is made first
     (saying so on stderr)."""
@@ -155,6 +195,7 @@ def ensure_encoded(
         progress=progress,
         loader=loader,
         precision=precision,
+        work=work,
     )
 
 
@@ -172,6 +213,7 @@ def run_dense(
     Writes ``RUNS/<collection>/<name>.<split>.trec`` (name: ``dense-<model-tag>``) and its
     sidecar.
     """
+    from cmrkit.retrieval.dense.store import ray_work
     from cmrkit.retrieval.neural import quiet_hub
 
     quiet_hub()
@@ -187,6 +229,7 @@ def run_dense(
     job = _DenseRun(
         coll, topics, ref, dense, opts, opts.name or f"dense-{ref.tag}",
         markers, query_len, passage_len, _marker_warnings(ref, markers),
+        ray_work(opts.engine, ref, dense),
     )  # fmt: skip
     parameters = {
         "model": ref.identity(),
@@ -219,6 +262,7 @@ def run_dense(
         auto=opts.auto_index,
         progress=opts.progress,
         loader=job.encoders,
+        work=job.work,
     )
     spec.index_id = encoded.index_id
     return produce_run(spec, lambda: job.compute(encoded, split), force=opts.force, started=started)
@@ -253,14 +297,18 @@ class _DenseRun:
     query_len: int
     passage_len: int
     warnings: list[dict[str, str]]
+    work: Any = None  # store.RayWork: the queries encoded and searched on Ray workers
     _loaded: list[Any] = field(default_factory=list)
 
     def encoders(self) -> Any:
-        """The model's encoders, loaded on first use (the corpus encoding may load them)."""
+        """The model's encoders, loaded on first use (the corpus encoding may load them); on
+        the CPU for a run on Ray (this process only tokenizes)."""
         from cmrkit.retrieval.dense.models import load_encoders
+        from cmrkit.retrieval.dense.store import local_device
 
         if not self._loaded:
-            self._loaded.append(load_encoders(self.ref, self.dense.device, self.dense.precision))
+            device = local_device(self.dense.device, self.opts.engine)
+            self._loaded.append(load_encoders(self.ref, device, self.dense.precision))
         return self._loaded[0]
 
     def compute(self, encoded: Any, split: str) -> Computed:
@@ -277,19 +325,24 @@ class _DenseRun:
         tokenizer = encoders.query.tokenizer
         contexts, spans = [t.context for t in topics], [t.span for t in topics]
         tokens = query_ids(tokenizer, contexts, spans, self.markers, self.query_len)
+        work = self.work.connect(self.opts.verbose) if self.work is not None else None
         with progress_bar(self.opts.progress, f"{self.name} {split}: queries") as bar:
             task = bar.add_task("queries", total=len(topics))
-            qvecs = encode_ids(
-                encoders.query,
-                tokens,
-                batch_size=self.dense.batch_size,
-                progress=lambda n: bar.advance(task, n),
-            )
+            advance = lambda n: bar.advance(task, n)  # noqa: E731
+            if work is not None:
+                qvecs = work.encode_queries(tokens, self.dense.batch_size, advance)
+            else:
+                qvecs = encode_ids(
+                    encoders.query, tokens, batch_size=self.dense.batch_size, progress=advance
+                )
         timings["encode_queries"] = round(time.perf_counter() - t0, 3)
         t0 = time.perf_counter()
         own_docs = own_document_units(self.coll, topics)
         exclude = [frozenset({t.unit}) | own_docs.get(t.qid, frozenset()) for t in topics]
-        hits = search(qvecs, encoded.vectors(), encoded.ids(), self.opts.k, exclude=exclude)
+        if work is not None:
+            hits = search_on_ray(work, encoded, qvecs, self.opts.k, exclude)
+        else:
+            hits = search(qvecs, encoded.vectors(), encoded.ids(), self.opts.k, exclude=exclude)
         run: RankedRun = {t.qid: docs for t, docs in zip(topics, hits, strict=True)}
         timings["search"] = round(time.perf_counter() - t0, 3)
         tag = _tag(self.name, self.ref, self.query_len, self.passage_len)
@@ -311,9 +364,10 @@ class _DenseRun:
                 "trained": ref.metadata or None,
                 "separate_query_encoder": ref.separate_query_encoder,
             },
-            "device": encoders.device,
+            "device": encoders.device if self.work is None else self.work.device_made_on("cpu"),
             **encoders.precision_record(),
             "batch_size": self.dense.batch_size,
+            **({"engine": self.work.record()} if self.work is not None else {}),
             "ranking": {
                 "own_unit_removed": True,
                 "own_document_removed": any(t.exclude_doc for t in topics),

@@ -40,6 +40,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import OutputLock, StagedOutputs, reading, sha256_file, write_file
 from cmrkit.retrieval.dense.models import ModelRef
 from cmrkit.retrieval.dense.options import DenseOptions
+from cmrkit.retrieval.distributed.engine import NeuralWork
 from cmrkit.retrieval.neural import versions
 from cmrkit.retrieval.stored import StoredIndex
 
@@ -317,9 +318,12 @@ def encode_corpus(
     progress: bool = True,
     loader: Any = None,
     precision: str = "fp32",
+    work: RayWork | None = None,
 ) -> DenseIndex:
     """Encode every unit of the corpus with the passage encoder into ``dense/<model-tag>/``
-    (``-int8`` appended for ``precision`` int8: ``encoders`` must then be the int8 ones).
+    (``-int8`` appended for ``precision`` int8: ``encoders`` must then be the int8 ones); with
+    ``work`` (``--engine ray``), shard by shard on Ray workers: the same files but for the
+    manifest's timings and its ``engine``.
 
     ``encoders`` is the loaded model, or None with ``loader`` (called once, only when there is
     work to do) returning it. An existing current encoding with the same settings is kept (its
@@ -348,7 +352,7 @@ def encode_corpus(
                 return _encode_into(
                     coll, ref, encoders, partial, target, wanted, corpus_sha,
                     passage_max_length=passage_max_length, batch_size=batch_size,
-                    shard_size=shard_size, progress=progress, loader=loader,
+                    shard_size=shard_size, progress=progress, loader=loader, work=work,
                 )  # fmt: skip
             except BaseException:
                 # a failure before any shard was finished leaves nothing to resume: no debris
@@ -376,6 +380,7 @@ def _encode_into(
     shard_size: int,
     progress: bool,
     loader: Any,
+    work: RayWork | None = None,
 ) -> DenseIndex:
     from cmrkit.console import console
 
@@ -389,10 +394,13 @@ def _encode_into(
             f"resuming the encoding in {partial}: {len(done)} of {len(shards)} shards done"
         )
     if encoders is None:
-        encoders = loader()
+        encoders = loader()  # on Ray too: the int8 weights are made once, here
+    if work is not None:
+        work.connect()
     timings = _encode_shards(
         encoders, partial, target, coll.name, wanted, shards, _parts(texts, shard_size), done,
         records, passage_max_length=passage_max_length, batch_size=batch_size, progress=progress,
+        work=work,
     )  # fmt: skip
     ids_data = "".join(f"{docno}\n" for docno in ids).encode("utf-8")
     write_file(partial / IDS, ids_data)
@@ -418,9 +426,10 @@ def _encode_into(
             "bytes": len(ids_data),
             "sha256": hashlib.sha256(ids_data).hexdigest(),
         },
-        "device": encoders.device,
+        "device": _device(encoders, work),
         **encoders.precision_record(),
         "batch_size": batch_size,
+        **({"engine": work.record()} if work is not None else {}),
         "resumed_shards": len(done),
         "versions": versions(),
         "seconds": timings,
@@ -434,6 +443,11 @@ def _encode_into(
         (staged.path(target) / STATE).unlink()
         staged.commit()
     return DenseIndex(coll, target, manifest)
+
+
+def _device(encoders: Any, work: RayWork | None) -> str:
+    """The device the vectors were made on (the workers' on Ray, when they all had one)."""
+    return work.device_made_on(encoders.device) if work is not None else str(encoders.device)
 
 
 def _parts(texts: list[str], shard_size: int) -> list[list[str]]:
@@ -519,19 +533,34 @@ def _encode_shards(
     passage_max_length: int,
     batch_size: int,
     progress: bool,
+    work: Any = None,
 ) -> dict[str, float]:
     """Encode the shards not ``done`` into ``partial``, recording each in the state file as it
-    is written; the seconds spent tokenizing and encoding."""
+    is written (on Ray workers when ``work`` is a :class:`RayWork`, in this process otherwise);
+    the seconds spent tokenizing and encoding (summed over the workers)."""
     from cmrkit.console import progress_bar
     from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
 
     timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
+
+    def save(shard: str, vectors: np.ndarray) -> None:
+        buffer = io.BytesIO()
+        np.save(buffer, np.ascontiguousarray(vectors, dtype="<f4"))
+        data = buffer.getvalue()
+        write_file(partial / shard, data)
+        records[shard] = _record(shard, data, vectors.shape[0], vectors.shape[1])
+        state_now = {"identity": wanted, "shards": records}
+        write_file(partial / STATE, (json.dumps(state_now, indent=2) + "\n").encode())
+
+    todo = [(s, part) for s, part in zip(shards, parts, strict=True) if s not in done]
     with progress_bar(progress, f"encoding {name} ({target.name})") as bar:
         resumed = sum(len(part) for s, part in zip(shards, parts, strict=True) if s in done)
         task = bar.add_task("units", total=sum(len(p) for p in parts), completed=resumed)
-        for shard, part in zip(shards, parts, strict=True):
-            if shard in done:
-                continue
+        if work is not None:
+            return work.encode_shards(
+                todo, save, lambda k: bar.advance(task, k), passage_max_length, batch_size
+            )
+        for shard, part in todo:
             t0 = time.perf_counter()
             tokens = passage_ids(encoders.passage.tokenizer, part, passage_max_length)
             timings["tokenize"] += time.perf_counter() - t0
@@ -543,14 +572,76 @@ def _encode_shards(
                 progress=lambda k: bar.advance(task, k),
             )
             timings["encode"] += time.perf_counter() - t0
-            buffer = io.BytesIO()
-            np.save(buffer, np.ascontiguousarray(vectors, dtype="<f4"))
-            data = buffer.getvalue()
-            write_file(partial / shard, data)
-            records[shard] = _record(shard, data, vectors.shape[0], vectors.shape[1])
-            state_now = {"identity": wanted, "shards": records}
-            write_file(partial / STATE, (json.dumps(state_now, indent=2) + "\n").encode())
+            save(shard, vectors)
     return timings
+
+
+@dataclass
+class RayWork(NeuralWork):
+    """The dense encoders' work on Ray workers (``--engine ray``) with the model ``ref``."""
+
+    ref: Any = None  # ModelRef
+
+    def encode_shards(
+        self,
+        todo: list[tuple[str, list[str]]],
+        save: Any,
+        advance: Any,
+        max_length: int,
+        batch_size: int,
+    ) -> dict[str, float]:
+        """Each shard of ``todo`` encoded by a task (a shard whose worker dies is encoded
+        again, alone), saved as it arrives; the seconds the workers spent."""
+        from cmrkit.retrieval.dense.workers import encode_task
+
+        timings: dict[str, float] = {"tokenize": 0.0, "encode": 0.0}
+        tasks = [
+            (shard.removesuffix(".npy"), self.ref, self.device, self.precision, "passage", part,
+             None, max_length, batch_size)
+            for shard, part in todo
+        ]  # fmt: skip
+
+        def done(i: int, result: Any) -> None:
+            vectors, seconds = result
+            save(todo[i][0], vectors)
+            for k, v in seconds.items():
+                timings[k] += v
+            advance(len(todo[i][1]))
+
+        self.run(
+            encode_task,
+            tasks,
+            what=lambda i: f"encoding shard {todo[i][0]}",
+            done=done,
+            lost="the finished shards are kept: run the command again to resume",
+        )
+        return timings
+
+    def encode_queries(self, ids: list[list[int]], batch_size: int, advance: Any) -> np.ndarray:
+        """Query vectors (input order) of token ``ids``, as ``encode.encode_ids`` makes them:
+        the inputs sorted longest first, cut at batch boundaries into a piece per task."""
+        from cmrkit.retrieval.dense.workers import encode_task
+        from cmrkit.retrieval.distributed.engine import chunks
+        from cmrkit.retrieval.neural import longest_first
+
+        order = longest_first([len(x) for x in ids])
+        pieces = chunks(len(order), self.workers * 4, batch_size, 64 * batch_size)
+        tasks = [
+            (f"queries-{i}", self.ref, self.device, self.precision, "query", None,
+             [ids[order[j]] for j in piece], 0, batch_size)
+            for i, piece in enumerate(pieces)
+        ]  # fmt: skip
+
+        found = self.run(
+            encode_task,
+            tasks,
+            what=lambda i: f"encoding queries {pieces[i].start}..{pieces[i].stop - 1}",
+            done=lambda i, _: advance(len(pieces[i])),
+        )
+        out = np.empty((len(ids), found[0][0].shape[1]), dtype=np.float32)
+        for piece, (vectors, _) in zip(pieces, found, strict=True):
+            out[[order[j] for j in piece]] = vectors
+        return out
 
 
 def _record(name: str, data: bytes, rows: int, dim: int) -> dict[str, Any]:
@@ -579,8 +670,10 @@ def encode(
     *,
     force: bool = False,
     progress: bool = True,
+    engine: Any = None,
 ) -> DenseIndex:
-    """``cmrkit encode``: the corpus encoded by ``dense.model`` (a :class:`DenseOptions`)."""
+    """``cmrkit encode``: the corpus encoded by ``dense.model`` (a :class:`DenseOptions`), on
+    the Ray workers of ``engine`` (an ``EngineOptions``) when it is ``ray``."""
     from cmrkit.retrieval.dense.models import lengths, load_encoders, resolve_model
     from cmrkit.retrieval.neural import quiet_hub
 
@@ -598,6 +691,20 @@ def encode(
         shard_size=dense.shard_size,
         force=force,
         progress=progress,
-        loader=lambda: load_encoders(ref, dense.device, dense.precision),
+        loader=lambda: load_encoders(ref, local_device(dense.device, engine), dense.precision),
         precision=dense.precision,
+        work=ray_work(engine, ref, dense),
     )
+
+
+def local_device(device: str, engine: Any) -> str:
+    """Where this process loads the model: ``device``, but on the CPU when the work runs on Ray
+    (it tokenizes and makes the int8 weights; the workers load their own)."""
+    return "cpu" if engine is not None and engine.distributed else device
+
+
+def ray_work(engine: Any, ref: ModelRef, dense: DenseOptions) -> RayWork | None:
+    """The Ray side of a dense command (None: ``--engine local``)."""
+    if engine is None or not engine.distributed:
+        return None
+    return RayWork(engine, dense.device, dense.precision, ref=ref)

@@ -7,6 +7,10 @@
 - :mod:`~cmrkit.retrieval.distributed.search`: the queries of a run split over workers that open
   the index from shared storage; the run file is the single-machine one, byte for byte.
 
+The neural commands (``encode``, ``run dense``, ``run rerank``) run their tasks through
+``engine.NeuralWork``; the tasks live beside the code they run (``dense/workers.py``,
+``dense/search.py``, ``reader/scoring.py``).
+
 Ray is an optional extra (``pip install 'cmrkit[ray]'``); importing this package does not import
 it. See docs/scaling.md.
 """

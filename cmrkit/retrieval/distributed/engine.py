@@ -30,7 +30,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ CANCEL_WAIT = 60  # seconds to wait for cancelled tasks' workers to be gone
 REACH_WAIT = 10.0  # seconds --address may take to accept a connection
 CONNECT_WAIT = 90.0  # seconds Ray's own connection may take before cmrkit gives up
 CONNECT_WAIT_ENV = "CMRKIT_RAY_CONNECT_WAIT"  # another bound, in seconds (a slow cluster)
+NOTHING_WRITTEN = "nothing was written"
 
 _connected: tuple[str | None, int | None] | None = None  # the cluster this process started
 
@@ -55,12 +56,14 @@ class EngineOptions:
     """Where the work runs: in this process (``local``) or on a Ray cluster (``ray``).
 
     ``address`` None starts a Ray cluster on this machine; ``workers`` is how many tasks run at
-    once (a local cluster's worker processes; default: one per CPU of the cluster).
+    once (a local cluster's worker processes; default: one per CPU of the cluster); ``gpus``
+    (``--gpus-per-worker``, the neural commands) the GPUs each task of a neural model holds.
     """
 
     name: str = "local"
     address: str | None = None
     workers: int | None = None
+    gpus: float | None = None
 
     def __post_init__(self) -> None:
         if self.name not in ENGINES:
@@ -69,12 +72,24 @@ class EngineOptions:
             raise CmrkitError("--address and --workers apply to --engine ray only")
         if self.workers is not None and self.workers < 1:
             raise CmrkitError(f"--workers must be at least 1, got {self.workers}")
+        if self.gpus is not None and self.name == "local":
+            raise CmrkitError("--gpus-per-worker applies to --engine ray only")
+        if self.gpus is not None and not (0 < self.gpus <= 64):
+            raise CmrkitError(f"--gpus-per-worker must be above 0 and at most 64, got {self.gpus}")
         if self.name == "ray":
             ray_module()  # without Ray, say so before any work
 
     @property
     def distributed(self) -> bool:
         return self.name == "ray"
+
+    def record(self, workers: int, **more: Any) -> dict[str, Any]:
+        """What a run or an encoding made on this engine records of it."""
+        found: dict[str, Any] = {"name": "ray", "address": self.address or "local"}
+        found["workers"] = workers
+        if self.gpus:
+            found["gpus_per_worker"] = self.gpus
+        return {**found, **more}
 
 
 def ray_module() -> Any:
@@ -138,6 +153,88 @@ def connect(engine: EngineOptions, *, verbose: bool = False) -> int:
         _connected = wanted
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return engine.workers or max(1, cpus)
+
+
+def worker_gpus(engine: EngineOptions, device: str) -> float:
+    """The GPUs each task of a neural model holds (call after :func:`connect`): the
+    ``--gpus-per-worker`` asked, refused in one line when the cluster has fewer GPUs; without
+    it, one where the cluster has GPUs and ``device`` is not ``cpu`` (torch in a task sees only
+    the GPUs Ray gave it), else none."""
+    ray = ray_module()
+    have = float(ray.cluster_resources().get("GPU", 0))
+    if engine.gpus is not None:
+        if have < engine.gpus:
+            where = f"at {engine.address}" if engine.address else "started on this machine"
+            found = "no GPU" if not have else f"{have:g} GPUs"
+            raise CmrkitError(
+                f"--gpus-per-worker {engine.gpus:g}: the Ray cluster {where} has {found}; "
+                "drop --gpus-per-worker to run the workers on CPUs"
+            )
+        return float(engine.gpus)
+    return 1.0 if have >= 1 and device != "cpu" else 0.0
+
+
+@dataclass
+class NeuralWork:
+    """A neural command's work on Ray workers (``encode``, ``run dense``, ``run rerank`` with
+    ``--engine ray``): the engine, the ``device`` each worker loads its model on (as the user
+    gave it: a worker resolves ``auto`` itself) and the precision; once connected, how many
+    tasks run at once, the GPUs each holds, and the devices the workers reported."""
+
+    engine: EngineOptions
+    device: str = "auto"
+    precision: str = "fp32"
+    workers: int = 0
+    gpus: float = 0.0
+    devices: set[str] = field(default_factory=set)
+
+    def connect(self, verbose: bool = False) -> Any:
+        self.workers = connect(self.engine, verbose=verbose)
+        # int8 runs on CPUs: its tasks hold no GPU unless asked
+        self.gpus = worker_gpus(self.engine, self.device if self.precision == "fp32" else "cpu")
+        return self
+
+    def run(
+        self,
+        fn: Callable[..., Any],
+        tasks: Sequence[tuple[Any, ...]],
+        *,
+        what: Callable[[int], str],
+        done: Callable[[int, Any], None] | None = None,
+        lost: str = NOTHING_WRITTEN,
+    ) -> list[Any]:
+        """:func:`run_tasks` with these workers and GPUs; a task returns ``(result, device)``
+        (the device its model ran on, kept for :meth:`record`; None: no model), the results
+        come back in task order."""
+
+        def arrived(i: int, found: Any) -> None:
+            if found[1] is not None:
+                self.devices.add(found[1])
+            if done is not None:
+                done(i, found[0])
+
+        found = run_tasks(
+            fn, tasks, workers=self.workers, what=what, done=arrived, gpus=self.gpus, lost=lost
+        )
+        return [result for result, _ in found]
+
+    def device_made_on(self, here: str) -> str:
+        """The device the work was done on: the workers' (``here`` before any task ran)."""
+        return ",".join(sorted(self.devices)) if self.devices else here
+
+    def record(self) -> dict[str, Any]:
+        """What a run or an encoding made on Ray records of the engine."""
+        return self.engine.record(self.workers, devices=sorted(self.devices))
+
+
+def chunks(n: int, parts: int, multiple: int, most: int) -> list[range]:
+    """``range(n)`` cut into about ``parts`` consecutive pieces, each a multiple of
+    ``multiple`` long (but the last) and at most ``most`` (rounded up to that multiple): pieces
+    of a length-sorted list cut at batch boundaries read the same batches as the whole list."""
+    size = max(1, -(-n // max(1, parts)))
+    size = min(size, max(most, 1))
+    size = -(-size // multiple) * multiple
+    return [range(i, min(n, i + size)) for i in range(0, n, size)]
 
 
 def disconnect() -> None:
@@ -364,8 +461,9 @@ def _deadline(seconds: float, message: str) -> Iterator[None]:
         done.set()
 
 
-def failure(error: BaseException, what: str) -> CmrkitError:
-    """The one-line error for a task (or actor call) ``what`` that Ray reports as failed."""
+def failure(error: BaseException, what: str, lost: str = "") -> CmrkitError:
+    """The one-line error for a task (or actor call) ``what`` that Ray reports as failed
+    (``lost``: what became of the outputs, said when its worker kept dying)."""
     from cmrkit.retrieval.java import first_line
 
     ray = ray_module()
@@ -376,7 +474,7 @@ def failure(error: BaseException, what: str) -> CmrkitError:
         return CmrkitError(f"{what} failed on its worker: {first_line(cause)}")
     return CmrkitError(
         f"{what} failed: its worker died {RETRIES + 1} times ({first_line(error)}); "
-        "nothing was written"
+        f"{lost or NOTHING_WRITTEN}"
     )
 
 
@@ -387,11 +485,14 @@ def run_tasks(
     workers: int,
     what: Callable[[int], str],
     done: Callable[[int, Any], None] | None = None,
+    gpus: float = 0,
+    lost: str = "",
 ) -> list[Any]:
-    """``fn(*task)`` for every task on the cluster, at most ``workers`` at once; the results in
-    task order (``done`` is told of each as it arrives)."""
+    """``fn(*task)`` for every task on the cluster, at most ``workers`` at once, each holding
+    one CPU and ``gpus`` GPUs; the results in task order (``done`` is told of each as it
+    arrives)."""
     ray = ray_module()
-    remote = ray.remote(max_retries=RETRIES, num_cpus=1)(fn)
+    remote = ray.remote(max_retries=RETRIES, num_cpus=1, num_gpus=gpus)(fn)
     results: list[Any] = [None] * len(tasks)
     pending: dict[Any, int] = {}
     queued = iter(range(len(tasks)))
@@ -407,7 +508,7 @@ def run_tasks(
                 try:
                     results[i] = ray.get(ref)
                 except ray.exceptions.RayError as e:
-                    raise failure(e, what(i)) from None
+                    raise failure(e, what(i), lost) from None
                 if done is not None:
                     done(i, results[i])
                 nxt = next(queued, None)

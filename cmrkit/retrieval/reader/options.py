@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from cmrkit.errors import CmrkitError
 
@@ -34,6 +35,7 @@ class RerankOptions:
     interpolation: float | None = None  # None: the reader's own weight
     span_weight: float | None = None  # None: the reader's own weight
     precision: str = "fp32"  # int8: the encoder's linear layers in int8, on the CPU
+    engine: Any = None  # distributed.engine.EngineOptions (--engine ray); None: this process
 
     def check(self) -> None:
         from cmrkit.retrieval.quantized import check_precision

@@ -134,6 +134,7 @@ class _Job:
     name: str
     out_spans: Path
     parameters: dict[str, Any]
+    work: Any = None  # engine.NeuralWork once connected (--engine ray)
 
 
 def run_rerank(
@@ -285,17 +286,24 @@ def _score(
 ) -> tuple[Any, dict[tuple[str, str], Scored]]:
     """The reader's verdict on every (query, candidate) pair, and the reader that read them."""
     from cmrkit.console import progress_bar
+    from cmrkit.retrieval.distributed.engine import NeuralWork
     from cmrkit.retrieval.reader.scoring import open_reader, score_candidates
 
     t0 = time.perf_counter()
     opts = job.opts
+    work = None
+    if opts.engine is not None and opts.engine.distributed:
+        work = NeuralWork(opts.engine, opts.device, opts.precision)
     reader = open_reader(
         job.ref,
-        device=opts.device,
+        device="cpu" if work is not None else opts.device,  # on Ray, this process tokenizes
         stride=opts.stride,
         max_span=opts.max_span,
-        precision=opts.precision,
+        precision=opts.precision,  # the int8 weights made once, here
     )
+    if work is not None:
+        work.connect()
+    job.work = work
     timings["load_model"] = round(time.perf_counter() - t0, 3)
     by_qid = {t.qid: t for t in job.topics}
     qids = [q for q in sorted(heads) if heads[q]]
@@ -309,6 +317,7 @@ def _score(
             batch_size=opts.batch_size,
             progress=lambda n, total: bar.update(task, total=total, advance=n),
             timings=timings,
+            work=work,
         )
     timings["sequences_per_second"] = round(
         timings["sequences"] / max(timings["read_pairs"], 1e-9), 2
@@ -379,8 +388,9 @@ def _sidecar(job: _Job, reader: Any) -> dict[str, Any]:
             "name": recorded(job.sidecar_in, "name"),
         },
         "model": {**job.ref.identity(), "tag": job.ref.tag, "trained": job.ref.metadata},
-        "device": reader.device,
+        "device": reader.device if job.work is None else job.work.device_made_on("cpu"),
         "batch_size": opts.batch_size,
+        **({"engine": job.work.record()} if job.work is not None else {}),
         "interpolation": {
             "weight": weight,
             "span_weight": span_weight,

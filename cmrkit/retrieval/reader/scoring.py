@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from cmrkit.errors import CmrkitError
+from cmrkit.retrieval.distributed.engine import chunks, fault_point
 from cmrkit.retrieval.neural import inference, longest_first
 from cmrkit.retrieval.reader.features import (
     Item,
@@ -136,8 +137,10 @@ def score_pairs(
     batch_size: int = 32,
     progress: Callable[[int, int], None] | None = None,
     timings: dict[str, float] | None = None,
+    work: Any = None,
 ) -> list[Scored]:
-    """The reader's verdict on each pair ``(query index, unit index)``, in pair order.
+    """The reader's verdict on each pair ``(query index, unit index)``, in pair order (read on
+    the Ray workers of ``work``, an ``engine.NeuralWork``, when given).
 
     ``queries`` are marked mentions in context (anything with ``context`` and ``span``, such as
     a collection's topics), ``units`` the texts of the candidate units; each is tokenized once
@@ -172,7 +175,10 @@ def score_pairs(
             seqs.append(x)
             owner.append(p)
     t1 = time.perf_counter()
-    sel, span_pos, span_val = read_sequences(reader, seqs, batch_size, progress)
+    if work is not None:
+        sel, span_pos, span_val = read_on_ray(work, reader, seqs, batch_size, progress)
+    else:
+        sel, span_pos, span_val = read_sequences(reader, seqs, batch_size, progress)
     out = _best_windows(seqs, owner, sel, span_pos, span_val, [ptoks[u].offsets for _, u in pairs])
     if timings is not None:
         timings["tokenize"] = round(t1 - t0, 3)
@@ -190,6 +196,7 @@ def score_candidates(
     batch_size: int = 32,
     progress: Callable[[int, int], None] | None = None,
     timings: dict[str, float] | None = None,
+    work: Any = None,
 ) -> list[list[Scored]]:
     """:func:`score_pairs` of each topic against its candidate units ``heads`` (docnos, in
     ``texts``): one list of verdicts per topic, in the order of its candidates."""
@@ -204,6 +211,7 @@ def score_candidates(
         batch_size=batch_size,
         progress=progress,
         timings=timings,
+        work=work,
     )
     out: list[list[Scored]] = []
     at = 0
@@ -255,6 +263,72 @@ def read_sequences(
             span_val[chosen] = values.float().cpu().numpy()
             if progress:
                 progress(len(chosen), n)
+    return sel, span_pos, span_val
+
+
+SHARD_SEQUENCES = 4096  # sequences a Ray task reads at most (a few minutes of one CPU core)
+
+_opened: dict[tuple[Any, ...], Reader] = {}  # this worker's reader, kept between its tasks
+
+
+def read_shard(
+    label: str,
+    ref: Any,
+    device: str,
+    stride: int,
+    max_span: int,
+    precision: str,
+    seqs: Sequence[Item],
+    batch_size: int,
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], str]:
+    """Ray task ``label`` (or any process): :func:`read_sequences` of a shard of sequences with the
+    reader folder ``ref`` (opened once per process, then kept) on ``device``; with the device
+    it ran on. A shard that is a run of whole batches of the length-sorted sequences (as
+    :func:`read_on_ray` cuts them) is read in the batches one process reads."""
+    fault_point(f"read-{label}")  # the tests kill and stall workers here
+    key = (str(ref.path), ref.sha256, device, stride, max_span, precision)
+    if key not in _opened:
+        _opened.clear()
+        _opened[key] = open_reader(
+            ref, device=device, stride=stride, max_span=max_span, precision=precision
+        )
+    reader = _opened[key]
+    return read_sequences(reader, seqs, batch_size), reader.device
+
+
+def read_on_ray(
+    work: Any,
+    reader: Reader,
+    seqs: Sequence[Item],
+    batch_size: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`read_sequences` on the Ray workers of ``work`` (``engine.NeuralWork``,
+    connected): the same arrays, shard by shard (a shard whose worker dies is read again)."""
+    n = len(seqs)
+    sel = np.full(n, -np.inf, dtype=np.float32)
+    span_pos = np.zeros((n, 2), dtype=np.int64)
+    span_val = np.zeros(n, dtype=np.float32)
+    if progress:
+        progress(0, n)
+    if not n:
+        return sel, span_pos, span_val
+    order = longest_first([len(x.ids) for x in seqs])
+    pieces = chunks(n, work.workers * 4, batch_size, SHARD_SEQUENCES)
+    common = (reader.ref, work.device, reader.stride, reader.max_span, reader.precision)
+    tasks = [
+        (str(i), *common, [seqs[order[j]] for j in piece], batch_size)
+        for i, piece in enumerate(pieces)
+    ]
+    found = work.run(
+        read_shard,
+        tasks,
+        what=lambda i: f"reading sequences {pieces[i].start}..{pieces[i].stop - 1}",
+        done=(lambda i, _: progress(len(pieces[i]), n)) if progress else None,
+    )
+    for piece, (s, pos, val) in zip(pieces, found, strict=True):
+        chosen = [order[j] for j in piece]
+        sel[chosen], span_pos[chosen], span_val[chosen] = s, pos, val
     return sel, span_pos, span_val
 
 
