@@ -2,7 +2,7 @@
 
 Usage: python bench/bench_dense.py [--texts 256] [--lengths 128,256] [--batch-size 32]
        [--repeat 2] [--vectors 100000] [--queries 1000] [--k 100,1000] [--train-steps 8]
-       [--skip encode,search,train] [--smoke]
+       [--skip encode,search,train] [--engine local,ray] [--workers 2] [--smoke]
 
 1. Encoding: the first N passages of the embedded sample (`cmrkit build-collection` first), with
    the default model (all-MiniLM-L6-v2), per passage length: cmrkit's encoder (tokenize once,
@@ -10,7 +10,9 @@ Usage: python bench/bench_dense.py [--texts 256] [--lengths 128,256] [--batch-si
    layers dynamically quantized), against sentence-transformers' own `encode` on the same
    texts, batch size and length (`max_seq_length`), interleaved; min of the repeats;
    passages/s, the ratios, the largest difference between cmrkit's and sentence-transformers'
-   fp32 vectors and the lowest cosine of an int8 vector with its fp32 one.
+   fp32 vectors and the lowest cosine of an int8 vector with its fp32 one; and the CPU seconds'
+   ratios (this process's), which move less than wall time on a shared machine.
+   `--engine local,ray` also encodes the passages as 4 shards here and on Ray workers.
 2. Exact search: random unit vectors (384 dims) for N passages and Q queries, top k by inner
    product: `cmrkit.retrieval.dense.search.search` (scores, ties, final ranked lists) against
    FAISS `IndexFlatIP.search` (needs faiss-cpu: pip install 'cmrkit[bench]'); queries/s, the
@@ -63,11 +65,12 @@ def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> No
     rows = []
     for length in lengths:
         times: dict[str, list[float]] = {"st": [], "ours": [], "int8": []}
+        cpu: dict[str, list[float]] = {"st": [], "ours": [], "int8": []}
         out: dict[str, np.ndarray] = {}
         for r in range(repeat):
             sides = ("st", "ours", "int8") if r % 2 == 0 else ("int8", "ours", "st")
             for side in sides:  # alternating, so a load drift hits every side alike
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 if side == "st":
                     model.max_seq_length = length
                     out[side] = model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
@@ -76,7 +79,9 @@ def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> No
                     ids = passage_ids(m.tokenizer, texts, length)
                     out[side] = encode_ids(m, ids, batch_size=batch_size)
                 times[side].append(time.perf_counter() - t0)
+                cpu[side].append(time.process_time() - c0)
         best = {k: min(v) for k, v in times.items()}
+        low = {k: min(v) for k, v in cpu.items()}
         rows.append(
             [
                 str(length),
@@ -88,6 +93,8 @@ def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> No
                 f"{best['st'] / best['int8']:.2f}",
                 f"{float(np.abs(out['ours'] - out['st']).max()):.1e}",
                 f"{float((out['int8'] * out['ours']).sum(1).min()):.4f}",
+                f"{low['st'] / low['ours']:.2f}",
+                f"{low['st'] / low['int8']:.2f}",
             ]
         )
     _table(
@@ -103,8 +110,57 @@ def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> No
             "int8/ST",
             "max |diff|",
             "min cos int8",
+            "CPU s cmrkit/ST",
+            "CPU s int8/ST",
         ],
         rows,
+    )
+
+
+def bench_encode_ray(n: int, length: int, batch_size: int, repeat: int, workers: int) -> None:
+    """The same N passages as 4 shards: encoded shard by shard in this process, and by Ray
+    workers of a local cluster (``store.RayWork.encode_shards``, what `encode --engine ray`
+    runs; the cluster started once before the rounds), fp32; the vectors must be equal."""
+    from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
+    from cmrkit.retrieval.dense.models import load_encoders, resolve_model
+    from cmrkit.retrieval.dense.store import RayWork
+    from cmrkit.retrieval.distributed.engine import EngineOptions
+
+    with gzip.open(SAMPLE / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["contents"] for _, line in zip(range(n), f, strict=False)]
+    ref = resolve_model("all-MiniLM-L6-v2")
+    model = load_encoders(ref, "cpu").passage
+    size = -(-len(texts) // 4)
+    todo = [(f"vectors-{i:05d}.npy", texts[i * size : (i + 1) * size]) for i in range(4)]
+    work = RayWork(EngineOptions("ray", workers=workers), "cpu", ref=ref).connect()
+    times: dict[str, list[float]] = {"local": [], "ray": []}
+    out: dict[str, dict[str, np.ndarray]] = {"local": {}, "ray": {}}
+    for r in range(repeat):
+        for side in ("local", "ray") if r % 2 == 0 else ("ray", "local"):
+            t0 = time.perf_counter()
+            if side == "ray":
+                work.encode_shards(todo, out["ray"].__setitem__, lambda k: None, length, batch_size)
+            else:
+                for name, part in todo:
+                    ids = passage_ids(model.tokenizer, part, length)
+                    out["local"][name] = encode_ids(model, ids, batch_size=batch_size)
+            times[side].append(time.perf_counter() - t0)
+    same = all(np.array_equal(out["local"][k], out["ray"][k]) for k, _ in todo)
+    best = {k: min(v) for k, v in times.items()}
+    _table(
+        f"corpus encoding on Ray: {len(texts)} passages as 4 shards, {length} tokens, "
+        f"{workers} workers of a local cluster, min of {repeat}",
+        ["side", "seconds", "passages/s", "x local", "same vectors"],
+        [
+            [
+                k,
+                f"{best[k]:.2f}",
+                f"{len(texts) / best[k]:.1f}",
+                f"{best['local'] / best[k]:.2f}",
+                str(same),
+            ]
+            for k in ("local", "ray")
+        ],  # fmt: skip
     )
 
 
@@ -198,6 +254,8 @@ def main() -> None:
     p.add_argument("--train-steps", type=int, default=8)
     p.add_argument("--skip", default="")
     p.add_argument("--smoke", action="store_true", help="a few seconds: tiny sizes of each part")
+    p.add_argument("--engine", default="local", help="local, or local,ray: also time Ray's side")
+    p.add_argument("--workers", type=int, default=2, help="Ray workers (--engine ray)")
     a = p.parse_args()
     if a.smoke:
         a.texts, a.lengths, a.repeat, a.vectors, a.queries, a.k = 8, "64", 1, 2000, 20, "10"
@@ -205,6 +263,10 @@ def main() -> None:
     skip = set(a.skip.split(","))
     if "encode" not in skip:
         bench_encode(a.texts, [int(x) for x in a.lengths.split(",")], a.batch_size, a.repeat)
+        if "ray" in a.engine.split(","):
+            bench_encode_ray(
+                a.texts, int(a.lengths.split(",")[-1]), a.batch_size, a.repeat, a.workers
+            )
     if "search" not in skip:
         bench_search(a.vectors, a.queries, [int(x) for x in a.k.split(",")], a.repeat)
     if "train" not in skip:
