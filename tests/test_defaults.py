@@ -65,7 +65,8 @@ def test_run_rerank_declares_its_options_from_the_library_defaults():
 
     from cmrkit.commands import reader
 
-    fields = {f.name for f in dataclasses.fields(RerankOptions)}
+    # engine: --engine and its Ray options, shared with encode and run dense (commands/runs.py)
+    fields = {f.name for f in dataclasses.fields(RerankOptions)} - {"engine"}
     tree = ast.parse(Path(reader.__file__).read_text(encoding="utf-8"))
     command = next(
         n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "rerank_command"
