@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,7 +216,14 @@ def judge_models(sidecar: Mapping[str, Any] | None) -> list[str]:
     found = [judge["identity"]] if isinstance(judge.get("identity"), str) else []
     params = judge.get("parameters")
     model = params.get("model") if isinstance(params, Mapping) else None
-    stack: list[Any] = [model]
+    for value in _texts(model):
+        found.extend(SHA256.findall(value.lower()))
+    return list(dict.fromkeys(found))
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value (mappings' values and lists, depth first)."""
+    stack: list[Any] = [value]
     while stack:
         value = stack.pop()
         if isinstance(value, Mapping):
@@ -224,8 +231,7 @@ def judge_models(sidecar: Mapping[str, Any] | None) -> list[str]:
         elif isinstance(value, list):
             stack.extend(value)
         elif isinstance(value, str):
-            found.extend(SHA256.findall(value.lower()))
-    return list(dict.fromkeys(found))
+            yield value
 
 
 def same_model(sidecar: Mapping[str, Any] | None, models: Sequence[str]) -> bool:
@@ -236,16 +242,7 @@ def same_model(sidecar: Mapping[str, Any] | None, models: Sequence[str]) -> bool
     wanted = {m.lower() for m in models}
     for m in models:
         wanted.update(SHA256.findall(m.lower()))
-    stack: list[Any] = [sidecar]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, Mapping):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, str) and value.lower() in wanted:
-            return True
-    return False
+    return any(value.lower() in wanted for value in _texts(sidecar))
 
 
 def _ranks(scores: Mapping[str, float]) -> dict[str, int]:

@@ -346,7 +346,7 @@ class _Simulation:
         with the reference, each run's bias, and the bias of leaving each run out."""
         from cmrkit.evaluation.rescore import Judgments
 
-        names, labels, reference = self.names, self.labels, self.reference
+        names, labels = self.names, self.labels
         full = tuple(names)
         sel = chosen[full][budget]
         judged = Judgments(*_judged(self.cands_of[full], sel, labels))
@@ -361,12 +361,22 @@ class _Simulation:
         for left, subset in zip(names, self.subsets[1:], strict=True):
             without = Judgments(*_judged(self.cands_of[subset], chosen[subset][budget], labels))
             loo[left] = score.score(left, without) - sim[left]
-        agreement = ranking_agreement({r: reference[r] for r in names}, sim)
-        bias = {r: sim[r] - reference[r] for r in names}
         return {
             "strategy": name,
             "budget": budget,
             "judged": sel.size,
+            **self._figures(sim, loo, found, measure),
+        }
+
+    def _figures(
+        self, sim: dict[str, float], loo: dict[str, float], found: int, measure: str
+    ) -> dict[str, Any]:
+        """What a row says of qrels whose scores are ``sim`` (``loo``: each run's change when
+        it is left out of the pool), ``found`` relevant pairs among them: the share found, the
+        agreement of the ranking with the reference's, each run's bias."""
+        agreement = ranking_agreement({r: self.reference[r] for r in self.names}, sim)
+        bias = {r: sim[r] - self.reference[r] for r in self.names}
+        return {
             "found": found / self.relevant_total if self.relevant_total else 0.0,
             "tau": agreement.tau_b,
             "swap": agreement.swap,
@@ -389,7 +399,7 @@ class _Simulation:
         """The automatic judge at every budget of human judgments (the module's docstring)."""
         from cmrkit.evaluation.rescore import Judgments
 
-        names, reference = self.names, self.reference
+        names = self.names
         full = tuple(names)
         rows = []
         for budget in options.budgets:
@@ -408,8 +418,6 @@ class _Simulation:
                 without = Judgments(_qrels_of(self.cands_of[subset], final))
                 loo[left] = score.score(left, without) - sim[left]
             found = sum(1 for pair in self.relevant if final.get(pair) == 1)
-            agreement = ranking_agreement({r: reference[r] for r in names}, sim)
-            bias = {r: sim[r] - reference[r] for r in names}
             rows.append(
                 {
                     "strategy": JUDGE,
@@ -417,17 +425,7 @@ class _Simulation:
                     "judged": judged,
                     "people_share": judged / labelled,
                     "judge_labelled": labelled - judged,
-                    "found": found / self.relevant_total if self.relevant_total else 0.0,
-                    "tau": agreement.tau_b,
-                    "swap": agreement.swap,
-                    "scores": sim,
-                    "bias": bias,
-                    "mean_bias": sum(bias.values()) / len(bias),
-                    "max_abs_bias": max(abs(b) for b in bias.values()),
-                    "loo": loo,
-                    "mean_loo": sum(loo.values()) / len(loo),
-                    "max_abs_loo": max(abs(v) for v in loo.values()),
-                    "measure": score.measure,
+                    **self._figures(sim, loo, found, score.measure),
                 }
             )
         return rows
