@@ -221,6 +221,20 @@ def score_candidates(
     return out
 
 
+def _unread(
+    n: int, progress: Callable[[int, int], None] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays of :func:`read_sequences` for ``n`` sequences not read yet (selection -inf,
+    spans 0), the progress told 0 of ``n``."""
+    if progress:
+        progress(0, n)
+    return (
+        np.full(n, -np.inf, dtype=np.float32),
+        np.zeros((n, 2), dtype=np.int64),
+        np.zeros(n, dtype=np.float32),
+    )
+
+
 def read_sequences(
     reader: Reader,
     seqs: Sequence[Item],
@@ -234,11 +248,7 @@ def read_sequences(
     from cmrkit.retrieval.reader.model import best_spans, collate, passage_mask
 
     n = len(seqs)
-    sel = np.full(n, -np.inf, dtype=np.float32)
-    span_pos = np.zeros((n, 2), dtype=np.int64)
-    span_val = np.zeros(n, dtype=np.float32)
-    if progress:
-        progress(0, n)
+    sel, span_pos, span_val = _unread(n, progress)
     if not n:
         return sel, span_pos, span_val
     net, device = reader.net, reader.device
@@ -306,11 +316,7 @@ def read_on_ray(
     """:func:`read_sequences` on the Ray workers of ``work`` (``engine.NeuralWork``,
     connected): the same arrays, shard by shard (a shard whose worker dies is read again)."""
     n = len(seqs)
-    sel = np.full(n, -np.inf, dtype=np.float32)
-    span_pos = np.zeros((n, 2), dtype=np.int64)
-    span_val = np.zeros(n, dtype=np.float32)
-    if progress:
-        progress(0, n)
+    sel, span_pos, span_val = _unread(n, progress)
     if not n:
         return sel, span_pos, span_val
     order = longest_first([len(x.ids) for x in seqs])
