@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -40,12 +41,30 @@ TREC_VERSION = typer.Option(
 )
 
 
-def check_agreement_options(ci: float, rbo_p: float) -> None:
-    """--ci and --rbo-p strictly between 0 and 1, refused in one line before any work."""
+def agreement_options(
+    *,
+    bootstrap: int,
+    ci: float,
+    seed: int,
+    rbo_p: float,
+    depth: int | None,
+    trec_version: TrecVersion,
+) -> dict[str, Any]:
+    """The agreement options as the library's keyword arguments (``samples``, ``ci``, ``seed``,
+    ``p``, ``depth``, ``version``); --ci and --rbo-p strictly between 0 and 1, refused in one
+    line before any work."""
     if not 0 < ci < 1:
         raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
     if not 0 < rbo_p < 1:
         raise CmrkitError(f"--rbo-p {rbo_p}: RBO's persistence must lie strictly between 0 and 1")
+    return {
+        "samples": bootstrap,
+        "ci": ci,
+        "seed": seed,
+        "p": rbo_p,
+        "depth": depth,
+        "version": trec_version.value,
+    }
 
 
 def register(app: typer.Typer) -> None:
@@ -144,7 +163,14 @@ def agree_command(
     Example: cmrkit agree qrels/sample.test.txt shallow.qrels runs/sample/bm25.test.trec
     runs/sample/qe-rm3.test.trec runs/sample/hybrid.test.trec -m AP -m RR@10
     """
-    check_agreement_options(ci, rbo_p)
+    options = agreement_options(
+        bootstrap=bootstrap,
+        ci=ci,
+        seed=seed,
+        rbo_p=rbo_p,
+        depth=depth,
+        trec_version=trec_version,
+    )
     from cmrkit.evaluation.agreement import qrels_agreement
     from cmrkit.evaluation.significance import run_names
     from cmrkit.trec import read_qrels, read_run_columns
@@ -166,12 +192,7 @@ def agree_command(
         reference,
         other,
         measure or ["AP"],
-        samples=bootstrap,
-        ci=ci,
-        seed=seed,
-        p=rbo_p,
-        depth=depth,
-        version=trec_version.value,
+        **options,
     )
     if fmt is Format.json:
         import json

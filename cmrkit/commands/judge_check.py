@@ -14,8 +14,8 @@ from cmrkit.commands.agree import (
     RBO_P,
     SEED,
     TREC_VERSION,
+    agreement_options,
     agreement_table,
-    check_agreement_options,
 )
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
 from cmrkit.commands.output import FORMAT, Format, emit, with_warnings
@@ -107,7 +107,14 @@ def check_command(
     Example: cmrkit judgments check labels.csv --against qrels/sample.test.txt
     runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec runs/sample/qe-rm3.test.trec
     """
-    check_agreement_options(ci, rbo_p)
+    options = agreement_options(
+        bootstrap=bootstrap,
+        ci=ci,
+        seed=seed,
+        rbo_p=rbo_p,
+        depth=depth,
+        trec_version=trec_version,
+    )
     if not flag_gain >= 0:
         raise CmrkitError(f"--flag-gain {flag_gain} must be 0 or more")
     if fmt is Format.trec:
@@ -139,13 +146,8 @@ def check_command(
         runs=loaded,
         sidecars={n: read_sidecar(p) for n, p in zip(names, runs, strict=True)},
         measures=measure or ["AP"],
-        samples=bootstrap,
-        ci=ci,
-        seed=seed,
-        p=rbo_p,
-        depth=depth,
-        version=trec_version.value,
         min_gain=flag_gain,
+        **options,
     )
     if fmt is Format.json:
         obj = result.to_json()
