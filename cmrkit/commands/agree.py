@@ -42,7 +42,6 @@ TREC_VERSION = typer.Option(
 
 
 def agreement_options(
-    *,
     bootstrap: int,
     ci: float,
     seed: int,
@@ -163,14 +162,7 @@ def agree_command(
     Example: cmrkit agree qrels/sample.test.txt shallow.qrels runs/sample/bm25.test.trec
     runs/sample/qe-rm3.test.trec runs/sample/hybrid.test.trec -m AP -m RR@10
     """
-    options = agreement_options(
-        bootstrap=bootstrap,
-        ci=ci,
-        seed=seed,
-        rbo_p=rbo_p,
-        depth=depth,
-        trec_version=trec_version,
-    )
+    options = agreement_options(bootstrap, ci, seed, rbo_p, depth, trec_version)
     from cmrkit.evaluation.agreement import qrels_agreement
     from cmrkit.evaluation.significance import run_names
     from cmrkit.trec import read_qrels, read_run_columns

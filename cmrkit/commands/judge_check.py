@@ -107,14 +107,7 @@ def check_command(
     Example: cmrkit judgments check labels.csv --against qrels/sample.test.txt
     runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec runs/sample/qe-rm3.test.trec
     """
-    options = agreement_options(
-        bootstrap=bootstrap,
-        ci=ci,
-        seed=seed,
-        rbo_p=rbo_p,
-        depth=depth,
-        trec_version=trec_version,
-    )
+    options = agreement_options(bootstrap, ci, seed, rbo_p, depth, trec_version)
     if not flag_gain >= 0:
         raise CmrkitError(f"--flag-gain {flag_gain} must be 0 or more")
     if fmt is Format.trec:
