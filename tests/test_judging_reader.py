@@ -126,6 +126,8 @@ def test_an_interrupted_run_keeps_its_labels_and_resumes_to_the_same_bytes(
     monkeypatch.setattr(reader_judge, "CHUNK", 3)
     targets = pool_targets(pool)
     judged_pairs = split_judged(coll, "train", cand_train, 4, root / "qrels")
+    two = split_judged(coll, "train", cand_train, 4, root / "qrels", queries=2)
+    assert two.fitted_on["queries"] == 2 and {q for q, _ in two.labels} == {"t1", "t2"}
 
     def judge(cache: Path, bar=None):
         j = reader_judge.ReaderJudge(model, device="cpu")

@@ -12,7 +12,12 @@ from cmrkit.commands.dense import DEVICE, PRECISION
 from cmrkit.commands.pooling import FORCE_OUTPUTS, judgments_app
 from cmrkit.commands.runs import rerun_argv
 from cmrkit.console import console, progress_bar, user_errors
-from cmrkit.judging.options import DEFAULT_DEPTH, LLM_DEFAULTS, READER_BATCH_SIZE
+from cmrkit.judging.options import (
+    CALIBRATE_QUERIES,
+    DEFAULT_DEPTH,
+    LLM_DEFAULTS,
+    READER_BATCH_SIZE,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -69,7 +74,14 @@ def _judged(calibrate_on: str | None, coll: Path, opts: dict[str, Any]) -> Any:
             f"a run of split {calibrate_on} whose top --calibrate-depth pairs its qrels label "
             f"(e.g. `cmrkit run bm25 {coll} --split {calibrate_on}`)"
         )
-    return split_judged(coll, calibrate_on, run, opts["calibrate_depth"], opts["qrels_dir"])
+    return split_judged(
+        coll,
+        calibrate_on,
+        run,
+        opts["calibrate_depth"],
+        opts["qrels_dir"],
+        opts["calibrate_queries"] or None,
+    )
 
 
 @judgments_app.command("auto")
@@ -121,6 +133,11 @@ def auto_command(
     ),
     calibrate_depth: int = typer.Option(
         DEFAULT_DEPTH, "--calibrate-depth", help="Candidates per query of --calibrate-run."
+    ),
+    calibrate_queries: int = typer.Option(
+        CALIBRATE_QUERIES,
+        "--calibrate-queries",
+        help="Judged queries of the split, evenly spread (0: all).",
     ),
     qrels_dir: Path | None = typer.Option(
         None, "--qrels-dir", help="Where the split's qrels are [default: as recorded]."

@@ -10,6 +10,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.reader.options import RERANK_DEFAULTS
 
 DEFAULT_DEPTH = 20  # --run's units per query, and --calibrate-run's
+CALIBRATE_QUERIES = 100  # --calibrate-on SPLIT: queries (evenly spread) whose top k calibrate
 READER_BATCH_SIZE = RERANK_DEFAULTS.batch_size  # the reader judge reads as `run rerank`
 ON_UNPARSED = ("skip", "fail")
 

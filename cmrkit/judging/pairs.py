@@ -158,9 +158,11 @@ def split_judged(
     run: str | os.PathLike,
     depth: int,
     qrels_dir: str | os.PathLike | None = None,
+    queries: int | None = None,
 ) -> Judged:
     """The top ``depth`` candidates of a run of ``split``, labelled by the split's qrels (a
-    unit the qrels do not list as relevant is not: a collection's qrels are complete)."""
+    unit the qrels do not list as relevant is not: a collection's qrels are complete), for
+    ``queries`` of its judged queries evenly spread over their natural order (None: all)."""
     run_path = Path(run)
     if not run_path.is_file():
         raise CmrkitError("no such run file (--calibrate-run)", path=run_path)
@@ -181,10 +183,18 @@ def split_judged(
             "split?); give a run of that split",
             path=run_path,
         )
+    if queries is not None:
+        if queries < 1:
+            raise CmrkitError(f"--calibrate-queries must be at least 1, got {queries}")
+        qids = sorted(ranking, key=natural_key)
+        n = min(queries, len(qids))
+        chosen = {qids[i * len(qids) // n] for i in range(n)}
+        ranking = {q: ranking[q] for q in chosen}
     pairs = top_pairs(ranking, topics, coll, depth, run_path)
     labels = {(q, d): int(qrels[q].get(d, 0) > 0) for q, d in pairs}
     fitted_on = {
         "split": split,
+        "queries": len(ranking),
         "qrels": {"path": str(qpath), "sha256": sha256_file(qpath)},
         "run": {"path": str(run_path), "sha256": sha256_file(run_path), "depth": depth},
     }
