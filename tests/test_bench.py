@@ -13,7 +13,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = sorted(p.name for p in (ROOT / "bench").glob("bench_*.py"))
-ON_THE_SAMPLE = {"bench_dense.py", "bench_rerank.py"}  # read collections/sample of the folder
+ON_THE_SAMPLE = {
+    "bench_dense.py",
+    "bench_judge.py",
+    "bench_rerank.py",
+}  # read collections/sample of the folder
 
 
 def _env() -> dict[str, str]:
