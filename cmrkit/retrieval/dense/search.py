@@ -108,14 +108,27 @@ def search(
 
 
 def search_task(
-    index: Any, queries: np.ndarray, k: int, exclude: list[AbstractSet[str]]
+    index: Any, queries: np.ndarray, k: int, exclude: list[AbstractSet[str]], threads: int
 ) -> tuple[list[list[tuple[str, float]]], None]:
     """Ray task: (:func:`search`, no model) of a block of queries in the encoding ``index`` (a
-    ``store.DenseIndex`` not yet read: the worker reads it from storage every node shares)."""
+    ``store.DenseIndex`` not yet read: the worker reads it from storage every node shares),
+    with ``threads`` BLAS threads: the matrix product's last bits depend on how many threads
+    share it, so a worker uses as many as the command's own process would."""
+    from threadpoolctl import threadpool_limits
+
     from cmrkit.retrieval.distributed.engine import fault_point
 
     fault_point("search-dense")
-    return search(queries, index.vectors(), index.ids(), k, exclude=exclude), None
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return search(queries, index.vectors(), index.ids(), k, exclude=exclude), None
+
+
+def blas_threads() -> int:
+    """How many threads this process's BLAS (numpy's) runs a matrix product with."""
+    from threadpoolctl import threadpool_info
+
+    found = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return int(found[0]) if found else 1
 
 
 def search_on_ray(
@@ -127,14 +140,16 @@ def search_on_ray(
     progress: Callable[[int], None] | None = None,
 ) -> list[list[tuple[str, float]]]:
     """:func:`search` on Ray workers: the queries cut into pieces of whole ``QUERY_BLOCK``
-    blocks (the blocks one machine multiplies), so the same scores, in query order."""
+    blocks (the blocks one machine multiplies), each multiplied with this process's number of
+    BLAS threads, so the same scores, in query order."""
     from cmrkit.retrieval.dense.store import DenseIndex
     from cmrkit.retrieval.distributed.engine import chunks
 
     unread = DenseIndex(encoded.collection, encoded.path, encoded.manifest)
     pieces = chunks(qvecs.shape[0], work.workers, QUERY_BLOCK, 16 * QUERY_BLOCK)
+    threads = blas_threads()
     tasks = [
-        (unread, qvecs[piece.start : piece.stop], k, exclude[piece.start : piece.stop])
+        (unread, qvecs[piece.start : piece.stop], k, exclude[piece.start : piece.stop], threads)
         for piece in pieces
     ]
     found = work.run(
