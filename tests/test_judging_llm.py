@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 from test_reader import DISTRACTORS, TEST, write_candidates, write_tiny
 
+from cmrkit.judging.judges import Request
 from cmrkit.judging.labels import read_labels, sidecar_path
 from cmrkit.judging.prompt import SHIPPED, load_prompt, parse_answer
 
@@ -161,7 +162,7 @@ def test_llm_local_judges_offline_deterministically_and_the_injection_as_text(
     )
     pairs = [("q1", "plain"), ("q1", "hostile")]
     with LabelCache(None, "x", judge.prompt_sha256) as c:
-        judge.answer(texts, pairs, set(pairs), c, lambda n: None)
+        judge.answer(Request(texts, pairs, set(pairs), c, lambda n: None))
         got = {k[1]: v for k, v in c.get([texts.key(p) for p in pairs]).items()}
     judge.close()
     assert got["hostile"].label != 5 and got["hostile"].probability < 0.5

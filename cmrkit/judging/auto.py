@@ -17,7 +17,7 @@ from cmrkit._version import __version__
 from cmrkit.errors import CmrkitError
 from cmrkit.judging.cache import Entry, LabelCache
 from cmrkit.judging.calibration import fit_platt
-from cmrkit.judging.judges import Judge, identity_sha256
+from cmrkit.judging.judges import Judge, Request, identity_sha256
 from cmrkit.judging.labels import (
     LABELS_FORMAT,
     LABELS_VERSION,
@@ -62,7 +62,7 @@ def _answers(
     found = cache.get(list(keys.values()))
     missing = {p for p in pairs if keys[p] not in found}
     bar(len(pairs) - len(missing))
-    judge.answer(texts, pairs, missing, cache, bar)
+    judge.answer(Request(texts, pairs, missing, cache, bar))
     if missing:
         found = cache.get(list(keys.values()))
     return {p: found[keys[p]] for p in pairs}, len(pairs) - len(missing)

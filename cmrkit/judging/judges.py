@@ -24,21 +24,29 @@ KINDS = ("reader", "llm", "llm-local")
 Progress = Callable[[int], None]  # pairs answered now
 
 
+@dataclass(frozen=True)
+class Request:
+    """What a judge is asked: the ``missing`` pairs of ``pairs`` (those the cache lacks), their
+    texts, the cache each answer goes to as it comes, and the progress to tick."""
+
+    texts: PairTexts
+    pairs: Sequence[Pair]
+    missing: set[Pair]
+    cache: LabelCache
+    progress: Progress
+
+    def todo(self) -> list[Pair]:
+        """The missing pairs in the order of ``pairs``."""
+        return [p for p in self.pairs if p in self.missing]
+
+
 class Judge(Protocol):
     kind: str
     identity: dict[str, Any]
     prompt_sha256: str
 
-    def answer(
-        self,
-        texts: PairTexts,
-        pairs: Sequence[Pair],
-        missing: set[Pair],
-        cache: LabelCache,
-        progress: Progress,
-    ) -> None:
-        """Answer the ``missing`` pairs of ``pairs`` (those the cache lacks) and put each
-        answer in ``cache`` as it comes."""
+    def answer(self, request: Request) -> None:
+        """Answer the request's missing pairs and put each answer in its cache as it comes."""
 
     def label(self, entry: Entry) -> tuple[int, float | None] | None:
         """The (Likert label, probability) of a cached answer; None: no label (unparsed)."""

@@ -17,13 +17,12 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.judging.cache import Entry, LabelCache
-from cmrkit.judging.judges import Progress
+from cmrkit.judging.judges import Request
 from cmrkit.judging.options import LlmOptions
 from cmrkit.judging.pairs import Pair, PairTexts
 from cmrkit.judging.prompt import load_prompt, openai_logprobs, parse_answer, relevant_probability
@@ -151,15 +150,9 @@ class EndpointJudge:
         t = texts.topics[pair[0]]
         return self.prompt.render(t.context, t.span, t.mention, texts.texts[pair[1]])
 
-    def answer(
-        self,
-        texts: PairTexts,
-        pairs: Sequence[Pair],
-        missing: set[Pair],
-        cache: LabelCache,
-        progress: Progress,
-    ) -> None:
-        todo = [p for p in pairs if p in missing]
+    def answer(self, request: Request) -> None:
+        texts, cache, progress = request.texts, request.cache, request.progress
+        todo = request.todo()
         if not todo:
             return
         order = {p: i for i, p in enumerate(todo)}

