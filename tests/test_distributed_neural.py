@@ -299,3 +299,21 @@ def test_workers_use_the_gpu_torch_sees(local, tmp_path):
     assert found.manifest["engine"]["devices"] == ["cuda"]
     assert np.allclose(found.vectors(), index.vectors(), atol=1e-4)
     shutil.rmtree(ours / "dense")
+
+
+def test_an_address_where_nothing_listens_is_refused_in_one_line(local, cli, tmp_path):
+    from cmrkit.retrieval.distributed.engine import REACH_WAIT
+
+    coll, _, _ = local
+    t0 = time.monotonic()
+    result = cli(
+        "run", "dense", coll, "--engine", "ray", "--address", "127.0.0.1:1", "--max-length",
+        "64", "--runs-dir", tmp_path / "runs", "--quiet",
+    )  # fmt: skip
+    assert time.monotonic() - t0 < REACH_WAIT + 60
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: cannot reach the Ray cluster at 127.0.0.1:1: nothing answers there after"
+    ), lines
+    assert not (tmp_path / "runs").exists()
