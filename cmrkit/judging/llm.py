@@ -25,7 +25,13 @@ from cmrkit.judging.cache import Entry, LabelCache
 from cmrkit.judging.judges import Request
 from cmrkit.judging.options import LlmOptions
 from cmrkit.judging.pairs import Pair, PairTexts
-from cmrkit.judging.prompt import load_prompt, openai_logprobs, parse_answer, relevant_probability
+from cmrkit.judging.prompt import (
+    Prompt,
+    load_prompt,
+    openai_logprobs,
+    parse_answer,
+    relevant_probability,
+)
 
 MAX_TOKENS = 8  # a digit, or "Final score: 4"
 TOP_LOGPROBS = 5
@@ -41,6 +47,12 @@ def chat_url(url: str) -> str:
     """The chat-completions URL of an endpoint given as its base (``.../v1``) or in full."""
     url = url.rstrip("/")
     return url if url.endswith("/chat/completions") else url + "/chat/completions"
+
+
+def pair_messages(prompt: Prompt, texts: PairTexts, pair: Pair) -> list[dict]:
+    """The chat messages that ask an LLM judge about one pair (query, unit)."""
+    t = texts.topics[pair[0]]
+    return prompt.render(t.context, t.span, t.mention, texts.texts[pair[1]])
 
 
 def label_of(entry: Entry) -> tuple[int, float | None] | None:
@@ -146,10 +158,6 @@ class EndpointJudge:
             completion_tokens=int(usage.get("completion_tokens") or 0),
         )
 
-    def messages(self, texts: PairTexts, pair: Pair) -> list[dict]:
-        t = texts.topics[pair[0]]
-        return self.prompt.render(t.context, t.span, t.mention, texts.texts[pair[1]])
-
     def answer(self, request: Request) -> None:
         texts, cache, progress = request.texts, request.cache, request.progress
         todo = request.todo()
@@ -159,7 +167,7 @@ class EndpointJudge:
         pool = ThreadPoolExecutor(self.opts.concurrency, thread_name_prefix="cmrkit-llm")
         futures: dict[Future, Pair] = {}
         try:
-            futures = {pool.submit(self.ask, self.messages(texts, p)): p for p in todo}
+            futures = {pool.submit(self.ask, pair_messages(self.prompt, texts, p)): p for p in todo}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)

@@ -24,7 +24,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
 from cmrkit.judging.cache import Entry
 from cmrkit.judging.judges import Request
-from cmrkit.judging.llm import label_of
+from cmrkit.judging.llm import label_of, pair_messages
 from cmrkit.judging.options import LlmOptions
 from cmrkit.judging.prompt import DIGITS, load_prompt, relevant_probability
 
@@ -169,8 +169,7 @@ class LocalJudge:
     def answer(self, request: Request) -> None:
         texts = request.texts
         for pair in request.todo():
-            t = texts.topics[pair[0]]
-            messages = self.prompt.render(t.context, t.span, t.mention, texts.texts[pair[1]])
+            messages = pair_messages(self.prompt, texts, pair)
             request.cache.put([(texts.key(pair), self.ask(messages))])
             request.progress(1)
 
