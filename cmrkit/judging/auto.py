@@ -126,6 +126,13 @@ def auto_judge(
             f"{answer!r}); nothing written, the answers are kept in the cache; pass "
             "--on-unparsed skip to write the others and count these"
         )
+    if unparsed and not labels:
+        (qid, docno), answer = unparsed[0]
+        raise CmrkitError(
+            f"none of the {len(unparsed)} answers gave a label 1..5 (e.g. query {qid} unit "
+            f"{docno}: {answer!r}); nothing written (a labels file without labels is read by "
+            "no command), the answers are kept in the cache; try another --prompt or model"
+        )
     tokens = {
         "prompt": sum(entries[p].prompt_tokens or 0 for p in targets.pairs),
         "completion": sum(entries[p].completion_tokens or 0 for p in targets.pairs),

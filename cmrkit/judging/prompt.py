@@ -35,9 +35,10 @@ MARK = ("<m>", "</m>")
 DIGITS = "12345"
 _SECTION = re.compile(r"^### (system|user)[ \t]*$", re.MULTILINE)
 # a reply that starts with its score: "4", "4.", "4 - likely", "Final score: 4", "##final score:
-# 4", "4/5"; not "45", "4.5" or "4,5" (which score?)
+# 4", "4/5", "The score is 4", "The final score is: 4"; not "45", "4.5" or "4,5" (which score?)
 _ANSWER = re.compile(
-    r"\s*(?:#+\s*)?(?:(?:final\s+)?score\s*[:=]?\s*)?([1-5])(?![0-9]|[.,][0-9])", re.IGNORECASE
+    r"\s*(?:#+\s*)?(?:(?:the\s+)?(?:final\s+)?score(?:\s+is)?\s*[:=]?\s*)?([1-5])(?![0-9]|[.,][0-9])",
+    re.IGNORECASE,
 )
 
 
@@ -111,8 +112,8 @@ def load_prompt(path: str | os.PathLike | None = None) -> Prompt:
 
 def parse_answer(text: str | None) -> int | None:
     """The Likert label of a reply that starts with it (``4``, ``4.``, ``4 - likely``, ``Final
-    score: 4``, ``##final score: 4``, ``4/5``); None for anything else (``45``, ``4.5``, ``I
-    think 4``): never guessed."""
+    score: 4``, ``##final score: 4``, ``4/5``, ``The score is 4.``, SmolLM2's usual reply);
+    None for anything else (``45``, ``4.5``, ``I think 4``): never guessed."""
     if text is None:
         return None
     m = _ANSWER.match(text)
