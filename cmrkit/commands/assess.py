@@ -339,43 +339,29 @@ def _set_state(name: str, db_url: str, what: str) -> None:
     out.print(f"{name}: {what}d", markup=False)
 
 
-@users_app.command("disable")
-@user_errors
-def users_disable_command(
-    name: str = USER,
-    db_url: str = DB,
-) -> None:
-    """Disable an account: its sessions end now and it cannot log in (judgments are kept).
+def _state_command(what: str, summary: str) -> None:
+    """Add `assess users WHAT` (disable, enable, resume): one account's state set by name."""
 
-    Example: cmrkit assess users disable ann --db sqlite:///pools/sample.assess.sqlite
-    """
-    _set_state(name, db_url, "disable")
+    def command(name: str = USER, db_url: str = DB) -> None:
+        _set_state(name, db_url, what)
 
-
-@users_app.command("enable")
-@user_errors
-def users_enable_command(
-    name: str = USER,
-    db_url: str = DB,
-) -> None:
-    """Enable a disabled account again.
-
-    Example: cmrkit assess users enable ann --db sqlite:///pools/sample.assess.sqlite
-    """
-    _set_state(name, db_url, "enable")
+    command.__name__ = f"users_{what}_command"
+    command.__doc__ = (
+        f"{summary}\n\n"
+        f"Example: cmrkit assess users {what} ann --db sqlite:///pools/sample.assess.sqlite"
+    )
+    users_app.command(what)(user_errors(command))
 
 
-@users_app.command("resume")
-@user_errors
-def users_resume_command(
-    name: str = USER,
-    db_url: str = DB,
-) -> None:
-    """Let an assessor paused for low gold accuracy work again (the flag stays on record).
-
-    Example: cmrkit assess users resume ann --db sqlite:///pools/sample.assess.sqlite
-    """
-    _set_state(name, db_url, "resume")
+_state_command(
+    "disable",
+    "Disable an account: its sessions end now and it cannot log in (judgments are kept).",
+)
+_state_command("enable", "Enable a disabled account again.")
+_state_command(
+    "resume",
+    "Let an assessor paused for low gold accuracy work again (the flag stays on record).",
+)
 
 
 @assess_app.command("export")
