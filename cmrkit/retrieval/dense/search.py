@@ -203,13 +203,11 @@ def ensure_encoded(
         collection,
         ref,
         None,
+        dense,
         passage_max_length=passage_max_length,
-        batch_size=dense.batch_size,
-        shard_size=dense.shard_size,
         force=True,
         progress=progress,
         loader=loader,
-        precision=precision,
         work=work,
     )
 

@@ -310,25 +310,24 @@ def encode_corpus(
     collection: str | Path,
     ref: ModelRef,
     encoders: Any,
+    dense: DenseOptions,
     *,
     passage_max_length: int,
-    batch_size: int,
-    shard_size: int,
     force: bool = False,
     progress: bool = True,
     loader: Any = None,
-    precision: str = "fp32",
     work: RayWork | None = None,
 ) -> DenseIndex:
-    """Encode every unit of the corpus with the passage encoder into ``dense/<model-tag>/``
-    (``-int8`` appended for ``precision`` int8: ``encoders`` must then be the int8 ones); with
-    ``work`` (``--engine ray``), shard by shard on Ray workers: the same files but for the
-    manifest's timings and its ``engine``.
+    """Encode every unit of the corpus with the passage encoder into ``dense/<model-tag>/``,
+    in batches and shards of ``dense``'s sizes (``-int8`` appended for ``dense.precision``
+    int8: ``encoders`` must then be the int8 ones); with ``work`` (``--engine ray``), shard by
+    shard on Ray workers: the same files but for the manifest's timings and its ``engine``.
 
     ``encoders`` is the loaded model, or None with ``loader`` (called once, only when there is
     work to do) returning it. An existing current encoding with the same settings is kept (its
     content checked); a stale, damaged or different one is refused unless ``force``.
     """
+    batch_size, shard_size, precision = dense.batch_size, dense.shard_size, dense.precision
     coll = collection_dir(collection)
     target = dense_path(coll, ref, passage_max_length, precision)
     corpus_sha = sha256_file(corpus_path(coll))
@@ -686,13 +685,11 @@ def encode(
         coll,
         ref,
         None,
+        dense,
         passage_max_length=passage_len,
-        batch_size=dense.batch_size,
-        shard_size=dense.shard_size,
         force=force,
         progress=progress,
         loader=lambda: load_encoders(ref, local_device(dense.device, engine), dense.precision),
-        precision=dense.precision,
         work=ray_work(engine, ref, dense),
     )
 
