@@ -6,8 +6,10 @@ and an endpoint that goes away is one line naming it, its labels kept in the cac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -16,7 +18,10 @@ import time
 import urllib.request
 
 import pytest
-from test_reader import DISTRACTORS, TEST, write_candidates, write_tiny
+from fault_tools import start
+from retrieval_collection import topic, unit, write_collection
+from test_interrupts import wait_for_handlers
+from test_reader import DISTRACTORS, TEST, UNITS, write_candidates, write_tiny
 
 from cmrkit.judging.judges import Request
 from cmrkit.judging.labels import read_labels, sidecar_path
@@ -256,3 +261,78 @@ def test_bad_llm_options_exit_2(tiny, cli, tmp_path):
                 bad, "-o", out)  # fmt: skip
     assert res.exit_code == 2 and "lacks MENTION, QUERY" in res.output
     assert not out.exists()
+
+
+# a long unit (a prompt of about 2,400 tokens): llama.cpp evaluates it in native code for seconds
+# (70 s on a loaded 2-core machine)
+LONG = " ".join(
+    f"Paragraph {i}: the harbour authority of the town published its annual report on shipping, "
+    "fisheries, tides and the maintenance of the old lighthouse, with tables of figures."
+    for i in range(60)
+)
+
+
+def test_ctrl_c_mid_pair_of_llm_local_ends_at_once_and_keeps_the_labels(gguf, tmp_path):
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group) while llm:local is
+    inside a long pair, in llama.cpp's native evaluation: the command ends within seconds
+    (the watchdog's deadline is 2 s; the bound allows for a loaded machine), exit 130, one
+    line, the labels made before are kept in the cache, no labels file, no process left.
+
+    The command starts in a new session with default signal dispositions, as a terminal's
+    foreground job does: a job a script starts with ``&`` (no job control) ignores SIGINT, and
+    cmrkit keeps a signal its caller ignores ignored (test_interrupts)."""
+    units = [unit(d, t) for d, (t, _) in UNITS.items()] + [
+        unit(f"L:{i}", f"{LONG} Report {i}.") for i in range(1, 4)
+    ]
+    q1 = UNITS[TEST["q1"]][0]
+    coll = write_collection(tmp_path, "long", units, [topic("q1", "test", "quake", q1, "P:a2")])
+    run = tmp_path / "short-then-long.trec"
+    ranking = ["P:a1", "L:1", "L:2", "L:3"]  # one short pair, then three long ones
+    run.write_text(
+        "".join(f"q1 Q0 {d} {r} {10 - r}.0 hand\n" for r, d in enumerate(ranking, 1)),
+        encoding="utf-8",
+    )
+    out, cache = tmp_path / "x.csv", tmp_path / "c.sqlite"
+    args = ["judgments", "auto", "--run", run, "--collection", coll, "--depth", "4",
+            "--judge", "llm:local", "-o", out, "--cache", cache, "--quiet"]  # fmt: skip
+    proc = start(*args, cwd=tmp_path, start_new_session=True)
+    wait_for_handlers(proc)
+
+    def made() -> int:
+        if not cache.exists():
+            return 0
+        with contextlib.closing(sqlite3.connect(cache, timeout=30)) as db:
+            try:
+                return db.execute("SELECT COUNT(*) FROM labels").fetchone()[0]
+            except sqlite3.OperationalError:  # the table is not there yet
+                return 0
+
+    deadline = time.monotonic() + 600
+    while made() == 0:  # the short pair's label: the first long pair is being evaluated
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "no label made in 10 minutes"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    before = made()
+    sent = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        raise AssertionError(f"still running 60 s after Ctrl-C: {err[-2000:]}") from None
+    took = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    kept = made()
+    assert 1 <= before <= kept < len(ranking), (before, kept)  # stopped mid-way
+    assert err.strip() == (
+        f"interrupted by Ctrl-C (SIGINT): nothing written: did not write {out}, "
+        f"{sidecar_path(out)}; kept {kept} label(s) made in the cache {cache} "
+        "(a rerun resumes there)"
+    )
+    assert not out.exists() and not sidecar_path(out).exists()
+    assert took < 15, f"{took:.1f} s from Ctrl-C to the end"
+    left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
+    assert left.stdout.split() == []
