@@ -2,16 +2,19 @@
 
 Usage: python bench/bench_dense.py [--texts 256] [--lengths 128,256] [--batch-size 32]
        [--repeat 2] [--vectors 100000] [--queries 1000] [--k 100,1000] [--train-steps 8]
-       [--skip encode,search,train] [--engine local,ray] [--workers 2] [--smoke]
+       [--skip encode,search,train] [--precision fp32,int8,onnx-int8] [--engine local,ray]
+       [--workers 2] [--smoke]
 
 1. Encoding: the first N passages of the embedded sample (`cmrkit build-collection` first), with
    the default model (all-MiniLM-L6-v2), per passage length: cmrkit's encoder (tokenize once,
-   sort by token count, batch), fp32 and with `--precision int8` (the transformer's linear
-   layers dynamically quantized), against sentence-transformers' own `encode` on the same
-   texts, batch size and length (`max_seq_length`), interleaved; min of the repeats;
-   passages/s, the ratios, the largest difference between cmrkit's and sentence-transformers'
-   fp32 vectors and the lowest cosine of an int8 vector with its fp32 one; and the CPU seconds'
-   ratios (this process's), which move less than wall time on a shared machine.
+   sort by token count, batch), fp32, with `--precision int8` (the transformer's linear
+   layers dynamically quantized in torch) and with `--precision onnx-int8` (the transformer
+   exported to ONNX, quantized, run on ONNX Runtime), the sides `--precision` names, against
+   sentence-transformers' own `encode` on the same texts, batch size and length
+   (`max_seq_length`), interleaved; min of the repeats; passages/s, the ratios, the largest
+   difference between cmrkit's and sentence-transformers' fp32 vectors and the lowest cosine of
+   an int8 vector with its fp32 one; and the CPU seconds' ratios (this process's), which move
+   less than wall time on a shared machine.
    `--engine local,ray` also encodes the passages as 4 shards here and on Ray workers.
 2. Exact search: random unit vectors (384 dims) for N passages and Q queries, top k by inner
    product: `cmrkit.retrieval.dense.search.search` (scores, ties, final ranked lists) against
@@ -45,13 +48,13 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
         print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
 
 
-def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> None:
+def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int, precisions: list[str]):
     import tempfile
 
     from cmrkit.retrieval.dense.encode import encode_ids, passage_ids
     from cmrkit.retrieval.dense.models import load_encoders, resolve_model
     from cmrkit.retrieval.neural import quiet_hub
-    from cmrkit.retrieval.quantized import quantize
+    from cmrkit.retrieval.quantized import fast_encoder
 
     quiet_hub()
     if not (SAMPLE / "corpus.jsonl.gz").exists():
@@ -59,23 +62,27 @@ def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> No
     with gzip.open(SAMPLE / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
         texts = [json.loads(line)["contents"] for _, line in zip(range(n), f, strict=False)]
     model = load_encoders(resolve_model("all-MiniLM-L6-v2"), "cpu").passage
-    int8 = load_encoders(resolve_model("all-MiniLM-L6-v2"), "cpu").passage
-    with tempfile.TemporaryDirectory() as tmp:  # --precision int8, without touching the cache
-        int8[0].model, _ = quantize(int8[0].model, Path(tmp), "bench")
+    models = {"ours": model}
+    for precision in (p for p in precisions if p != "fp32"):
+        fast = load_encoders(resolve_model("all-MiniLM-L6-v2"), "cpu").passage
+        with tempfile.TemporaryDirectory() as tmp:  # --precision P, without touching the cache
+            fast[0].model, _ = fast_encoder(fast[0].model, precision, Path(tmp), "bench")
+        models[precision] = fast
+    fast_sides = [k for k in models if k != "ours"]
+    sides = ["st", *models]
     rows = []
     for length in lengths:
-        times: dict[str, list[float]] = {"st": [], "ours": [], "int8": []}
-        cpu: dict[str, list[float]] = {"st": [], "ours": [], "int8": []}
+        times: dict[str, list[float]] = {k: [] for k in sides}
+        cpu: dict[str, list[float]] = {k: [] for k in sides}
         out: dict[str, np.ndarray] = {}
         for r in range(repeat):
-            sides = ("st", "ours", "int8") if r % 2 == 0 else ("int8", "ours", "st")
-            for side in sides:  # alternating, so a load drift hits every side alike
+            for side in sides if r % 2 == 0 else sides[::-1]:  # a load drift hits every side
                 t0, c0 = time.perf_counter(), time.process_time()
                 if side == "st":
                     model.max_seq_length = length
                     out[side] = model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
                 else:
-                    m = model if side == "ours" else int8
+                    m = models[side]
                     ids = passage_ids(m.tokenizer, texts, length)
                     out[side] = encode_ids(m, ids, batch_size=batch_size)
                 times[side].append(time.perf_counter() - t0)
@@ -86,32 +93,25 @@ def bench_encode(n: int, lengths: list[int], batch_size: int, repeat: int) -> No
             [
                 str(length),
                 str(batch_size),
-                f"{len(texts) / best['st']:.1f}",
-                f"{len(texts) / best['ours']:.1f}",
-                f"{len(texts) / best['int8']:.1f}",
-                f"{best['st'] / best['ours']:.2f}",
-                f"{best['st'] / best['int8']:.2f}",
+                *(f"{len(texts) / best[k]:.1f}" for k in sides),
+                *(f"{best['st'] / best[k]:.2f}" for k in sides[1:]),
                 f"{float(np.abs(out['ours'] - out['st']).max()):.1e}",
-                f"{float((out['int8'] * out['ours']).sum(1).min()):.4f}",
-                f"{low['st'] / low['ours']:.2f}",
-                f"{low['st'] / low['int8']:.2f}",
+                *(f"{float((out[k] * out['ours']).sum(1).min()):.4f}" for k in fast_sides),
+                *(f"{low['st'] / low[k]:.2f}" for k in sides[1:]),
             ]
         )
+    name = {"st": "ST", "ours": "cmrkit"}
     _table(
         f"corpus encoding, {len(texts)} sample passages, all-MiniLM-L6-v2, CPU "
         f"({os.cpu_count()} cores), min of {repeat}",
         [
             "tokens",
             "batch",
-            "ST p/s",
-            "cmrkit p/s",
-            "int8 p/s",
-            "cmrkit/ST",
-            "int8/ST",
+            *(f"{name.get(k, k)} p/s" for k in sides),
+            *(f"{name.get(k, k)}/ST" for k in sides[1:]),
             "max |diff|",
-            "min cos int8",
-            "CPU s cmrkit/ST",
-            "CPU s int8/ST",
+            *(f"min cos {k}" for k in fast_sides),
+            *(f"CPU s {name.get(k, k)}/ST" for k in sides[1:]),
         ],
         rows,
     )
@@ -253,6 +253,11 @@ def main() -> None:
     p.add_argument("--k", default="100,1000")
     p.add_argument("--train-steps", type=int, default=8)
     p.add_argument("--skip", default="")
+    p.add_argument(
+        "--precision",
+        default="fp32,int8,onnx-int8",
+        help="cmrkit's encoding sides: fp32 (always), int8 (torch), onnx-int8 (ONNX Runtime)",
+    )
     p.add_argument("--smoke", action="store_true", help="a few seconds: tiny sizes of each part")
     p.add_argument("--engine", default="local", help="local, or local,ray: also time Ray's side")
     p.add_argument("--workers", type=int, default=2, help="Ray workers (--engine ray)")
@@ -262,7 +267,8 @@ def main() -> None:
         a.train_steps = 1
     skip = set(a.skip.split(","))
     if "encode" not in skip:
-        bench_encode(a.texts, [int(x) for x in a.lengths.split(",")], a.batch_size, a.repeat)
+        lengths = [int(x) for x in a.lengths.split(",")]
+        bench_encode(a.texts, lengths, a.batch_size, a.repeat, a.precision.split(","))
         if "ray" in a.engine.split(","):
             bench_encode_ray(
                 a.texts, int(a.lengths.split(",")[-1]), a.batch_size, a.repeat, a.workers

@@ -2,7 +2,7 @@
 
 Usage: python bench/bench_rerank.py [--queries 16] [--depth 10] [--batch-size 32]
        [--max-length 192] [--query-max-length 64] [--stride 128] [--select cls]
-       [--repeat 2] [--device cpu] [--precision fp32,int8] [--engine local,ray]
+       [--repeat 2] [--device cpu] [--precision fp32,int8,onnx-int8] [--engine local,ray]
        [--workers 2] [--smoke]
 
 The pairs are the top ``--depth`` units of BM25's ranking (``runs/sample/bm25.test.trec``; made
@@ -17,12 +17,15 @@ wheel) and batch size:
   ``AutoModel``'s forward and a linear span layer (``torch.inference_mode``), nothing else.
 
 - cmrkit int8: the same as cmrkit with ``--precision int8`` (the encoder's linear layers
-  dynamically quantized to int8, ``retrieval/quantized.py``).
+  dynamically quantized to int8, ``retrieval/quantized.py``);
+- cmrkit onnx-int8: the same with ``--precision onnx-int8`` (the encoder exported to ONNX,
+  quantized, run on ONNX Runtime, ``retrieval/onnxrt.py``).
 
-Interleaved in alternating order (plain, cmrkit, cmrkit int8, then backwards, ...); prints
+Interleaved in alternating order (plain, cmrkit, cmrkit int8, ..., then backwards); prints
 sequences/s of each side (min of ``--repeat``), its throughput over plain's (min / min) and the
 median of the rounds' ratios, which a load that drifts between rounds moves less; and the
-largest difference of an int8 selection score from fp32's. ``--device cuda`` runs the fp32
+largest difference of an int8 selection score from fp32's, and how many pairs' best spans
+differ. ``--device cuda`` runs the fp32
 sides on the GPU (int8 is CPU only).
 
 - cmrkit ray (``--engine local,ray``): ``score_pairs`` with ``work`` (``--engine ray``): the
@@ -58,8 +61,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument(
         "--precision",
-        default="fp32,int8",
-        help="cmrkit sides to time: fp32, int8 (--precision int8: int8 linear layers), or both",
+        default="fp32,int8,onnx-int8",
+        help="cmrkit sides to time, of fp32, int8 (--precision int8: torch's int8 linear "
+        "layers) and onnx-int8 (the encoder in int8 on ONNX Runtime)",
     )
     parser.add_argument(
         "--engine", default="local", help="local, or local,ray: also time the Ray side"
@@ -122,14 +126,14 @@ def main() -> None:
         import copy
         import tempfile
 
-        from cmrkit.retrieval.quantized import quantize
+        from cmrkit.retrieval.quantized import fast_encoder
 
-        net8 = copy.deepcopy(net)
+        fast_net = copy.deepcopy(net)
         with tempfile.TemporaryDirectory() as tmp:
-            net8.encoder, int8 = quantize(net.encoder, Path(tmp), "bench")
+            fast_net.encoder, fast = fast_encoder(net.encoder, precision, Path(tmp), "bench")
         readers[f"cmrkit {precision}"] = Reader(
-            net8, tokenizer, lay, DEFAULT_MARKERS, args.stride, args.max_span, None, device, None,
-            int8,
+            fast_net, tokenizer, lay, DEFAULT_MARKERS, args.stride, args.max_span, None, device,
+            None, fast,
         )  # fmt: skip
     seqs = [x for qi, pi in pairs for x in items(lay, qwin[qi], ptoks[pi], args.stride)]
     work = None
@@ -137,6 +141,7 @@ def main() -> None:
         work = _ray_side(net, tokenizer, args, readers)
 
     scores: dict[str, list[float]] = {}
+    spans: dict[str, list[tuple]] = {}
     cpu: dict[str, list[float]] = {}
 
     def ours(side: str) -> float:
@@ -152,6 +157,7 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         cpu.setdefault(side, []).append(time.process_time() - c0)
         scores[side] = [x.score for x in found]
+        spans[side] = [(x.start, x.end) for x in found]
         return seconds
 
     def plain() -> float:
@@ -185,7 +191,7 @@ def main() -> None:
         f"torch threads {torch.get_num_threads()}, min of {args.repeat}"
     )
     print(
-        f"{'':14}{'seconds':>10}{'seq/s':>10}{'x plain':>10}{'median x':>10}{'CPU s':>10}"
+        f"{'':18}{'seconds':>10}{'seq/s':>10}{'x plain':>10}{'median x':>10}{'CPU s':>10}"
         f"{'CPU x':>10}"
     )
     low = {k: min(v) for k, v in cpu.items()}
@@ -195,7 +201,7 @@ def main() -> None:
         median = rounds[mid] if len(rounds) % 2 else (rounds[mid - 1] + rounds[mid]) / 2
         cpu_x = f"{low['plain'] / low[k]:>10.2f}" if k != "cmrkit ray" else f"{'-':>10}"
         print(
-            f"{k:14}{best[k]:>10.2f}{n / best[k]:>10.1f}{best['plain'] / best[k]:>10.2f}"
+            f"{k:18}{best[k]:>10.2f}{n / best[k]:>10.1f}{best['plain'] / best[k]:>10.2f}"
             f"{median:>10.2f}{low[k]:>10.2f}{cpu_x}"
         )
     if "cmrkit" in scores and "cmrkit ray" in scores:
@@ -205,7 +211,11 @@ def main() -> None:
         for k in readers:
             if k not in ("cmrkit", "cmrkit ray"):
                 diff = max(abs(a - b) for a, b in zip(scores[k], scores["cmrkit"], strict=True))
-                print(f"{k}: largest |selection score - fp32's| over the pairs: {diff:.4f}")
+                moved = sum(a != b for a, b in zip(spans[k], spans["cmrkit"], strict=True))
+                print(
+                    f"{k}: largest |selection score - fp32's| over the pairs: {diff:.4f}; "
+                    f"best span differs on {moved} of {len(pairs)} pairs"
+                )
 
 
 def _ray_side(net, tokenizer, args, readers) -> object:

@@ -611,3 +611,76 @@ def test_int8_refuses_a_gpu_and_a_model_without_linear_layers_in_one_line(cli, t
     assert "StaticEmbedding; use --precision fp32" in r.stderr, r.output
     assert len(r.stderr.strip().splitlines()) == 1
     assert not list((tmp_path / "collections/tiny").glob("dense/*-int8*"))
+
+
+def test_onnx_int8_encoding_is_cached_checked_recorded_and_reruns_identically(
+    tmp_path, monkeypatch, caplog, capsys
+):
+    """--precision onnx-int8: the encoder exported to ONNX and quantized once, into the cmrkit
+    cache folder for the packaged model, recorded with its hashes and the ONNX Runtime version;
+    a cache made from other weights or changed since is made again with a note; a rerun gives
+    the same bytes; the vectors stay close to fp32's."""
+    pytest.importorskip("onnxruntime")
+    import onnxruntime
+
+    from cmrkit.fileio.inputs import sha256_file
+    from cmrkit.retrieval import onnxrt
+
+    monkeypatch.setenv("CMRKIT_CACHE_DIR", str(tmp_path / "cache"))
+    coll = _write(tmp_path)
+    fast = DenseOptions(**{**DENSE.__dict__, "precision": "onnx-int8"})
+    fp32_index = encode(coll, DENSE, progress=False)
+    index = encode(coll, fast, progress=False)
+    assert index.path.name == fp32_index.path.name + "-onnx-int8"
+    record = index.manifest["precision"]["passage"]
+    model = Path(record["model"])
+    tag = resolve_model("all-MiniLM-L6-v2").tag
+    assert model == tmp_path / "cache" / "onnx-int8" / tag / "passage" / onnxrt.MODEL
+    assert record["sha256"] == sha256_file(model)
+    assert record["source_sha256"] == resolve_model("all-MiniLM-L6-v2").sha256
+    assert record["precision"] == "onnx-int8" and record["onnxruntime"] == onnxruntime.__version__
+    assert index.manifest["identity"]["precision"] == "onnx-int8"
+    a, b = fp32_index.vectors(), index.vectors()
+    assert not np.array_equal(a, b) and float((a * b).sum(1).min()) > 0.97
+    first = b.tobytes()
+    meta = model.parent / onnxrt.RECORD
+    found = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**found, "source_sha256": "0" * 64}))
+    again = encode(coll, fast, force=True, progress=False)
+    assert "made from other weights" in caplog.text + capsys.readouterr().err
+    assert json.loads(meta.read_text())["source_sha256"] == found["source_sha256"]
+    assert again.vectors().tobytes() == first
+    model.write_bytes(b"changed")
+    again = encode(coll, fast, force=True, progress=False)
+    assert "differs from what was written" in caplog.text + capsys.readouterr().err
+    assert sha256_file(model) == found["sha256"]  # the export and quantization repeat
+    assert again.vectors().tobytes() == first
+    result = run_dense(coll, dense=fast, options=_opts(tmp_path, k=5))
+    assert result.sidecar["parameters"]["precision"] == "onnx-int8"
+    assert result.sidecar["precision"]["passage"]["sha256"] == found["sha256"]
+    assert ":onnx-int8" in result.run_path.read_text().split("\n")[0]
+    first_run = result.run_path.read_bytes()
+    assert run_dense(coll, dense=fast, options=_opts(tmp_path, k=5)).up_to_date
+    assert not run_dense(coll, dense=fast, options=_opts(tmp_path, k=5, force=True)).up_to_date
+    assert result.run_path.read_bytes() == first_run
+
+
+def test_onnx_int8_refuses_a_gpu_and_a_missing_onnxruntime_in_one_line(cli, tmp_path):
+    _write(tmp_path)
+    r = cli("encode", "collections/tiny", "--device", "cuda", "--precision", "onnx-int8")
+    assert r.exit_code == 2 and "--precision onnx-int8 runs on the CPU" in r.stderr, r.output
+    assert len(r.stderr.strip().splitlines()) == 1
+    # onnxruntime not importable (as where the dense extra is not installed)
+    code = (
+        "import sys; sys.modules['onnxruntime'] = None; from cmrkit.__main__ import main; "
+        "sys.argv = ['cmrkit', 'encode', 'collections/tiny', '--precision', 'onnx-int8', "
+        "'--device', 'cpu', '--quiet']; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "needs onnxruntime, which is not installed" in line and "cmrkit[dense]" in line
+    assert len(line.splitlines()) == 1
+    assert not list((tmp_path / "collections/tiny").glob("dense/*"))

@@ -115,6 +115,30 @@ def test_reader_labels_a_pool_calibrated_and_reruns_from_the_cache(judged, cli, 
     assert json.loads(sidecar_path(by_run).read_text(encoding="utf-8"))["run"]["depth"] == 4
 
 
+def test_onnx_int8_judge_labels_the_pool_as_its_own_judge_and_reruns_identically(
+    judged, cli, tmp_path
+):
+    """--precision onnx-int8: the reader on ONNX Runtime labels the same pairs, as a judge of
+    its own identity (its answers cached apart from fp32's); a rerun without the cache gives the
+    same bytes; the probabilities stay close to fp32's."""
+    pytest.importorskip("onnxruntime")
+    root, coll, model, cand_train, cand_test, pool = judged
+    outs = {}
+    for precision, cache in (("fp32", "a"), ("onnx-int8", "a"), ("onnx-int8", "b")):
+        out = tmp_path / f"{precision}-{cache}.labels.csv"
+        res = _auto(cli, root, model, cand_train, pool, "-o", out,
+                    "--cache", tmp_path / f"{cache}.sqlite", "--precision", precision)  # fmt: skip
+        assert res.exit_code == 0, res.output
+        side = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
+        assert side["cached"] == 0  # onnx-int8's answers are not fp32's
+        outs[precision, cache] = out
+    assert outs["onnx-int8", "a"].read_bytes() == outs["onnx-int8", "b"].read_bytes()
+    fp32 = {(x.qid, x.docno): x.probability for x in read_labels(outs["fp32", "a"])}
+    fast = {(x.qid, x.docno): x.probability for x in read_labels(outs["onnx-int8", "a"])}
+    assert fast.keys() == fp32.keys()
+    assert max(abs(fast[k] - fp32[k]) for k in fp32) < 0.05
+
+
 def test_an_interrupted_run_keeps_its_labels_and_resumes_to_the_same_bytes(
     judged, tmp_path, monkeypatch
 ):

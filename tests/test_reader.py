@@ -602,6 +602,71 @@ def test_int8_rerank_is_cached_in_the_reader_folder_recorded_and_reruns_identica
     assert not list((root / "runs" / coll.name).glob("rr-gpu*"))
 
 
+def test_onnx_int8_rerank_is_cached_recorded_close_to_fp32_and_reruns_identically(trained, cli):
+    """--precision onnx-int8: the encoder exported and quantized once into the reader folder's
+    .cache/, recorded in the sidecar with its hashes; a rerun gives the same bytes; the
+    selection scores stay close to fp32's; a GPU is refused in one line."""
+    pytest.importorskip("onnxruntime")
+    from cmrkit.fileio.inputs import sha256_file
+    from cmrkit.retrieval import onnxrt
+    from cmrkit.retrieval.reader.model import resolve_reader
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+    from cmrkit.retrieval.reader.scoring import open_reader
+
+    root, coll, train = trained
+    model = _rerank_model(root, train)
+    run_in = write_candidates(root, coll, "test", TEST)
+
+    def rerank(precision: str, force: bool = False):
+        return run_rerank(
+            run_in,
+            model,
+            options=RerankOptions(depth=4, batch_size=3, device="cpu", precision=precision),
+            name=f"rr-{precision}",
+            runs_dir=root / "runs",
+            force=force,
+        )
+
+    result = rerank("onnx-int8")
+    record = result.sidecar["precision"]
+    path = Path(record["model"])
+    assert path == model / ".cache" / "cmrkit-onnx-int8" / onnxrt.MODEL
+    assert record["sha256"] == sha256_file(path)
+    assert record["source_sha256"] == resolve_reader(model).sha256
+    assert record["precision"] == result.sidecar["parameters"]["precision"] == "onnx-int8"
+    spans = result.run_path.with_name("rr-onnx-int8.test.spans.jsonl")
+    first = (result.run_path.read_bytes(), spans.read_bytes())
+    assert rerank("onnx-int8").up_to_date
+    assert not rerank("onnx-int8", force=True).up_to_date
+    assert (result.run_path.read_bytes(), spans.read_bytes()) == first
+    fast_pairs = sorted((q, d) for q, docs in result.run.items() for d, _ in docs)
+    plain = rerank("fp32")
+    assert fast_pairs == sorted((q, d) for q, docs in plain.run.items() for d, _ in docs)
+    # the encoder's hidden states on ONNX Runtime against torch's fp32, on one real batch
+    import torch
+
+    fp32, fast = (open_reader(model, device="cpu", precision=p) for p in ("fp32", "onnx-int8"))
+    batch = fp32.tokenizer(
+        ["The quake struck Chile on Monday.", "Rescuers searched the rubble."],
+        padding=True,
+        return_tensors="pt",
+    )
+    with torch.inference_mode():
+        a = fp32.net.encoder(**batch).last_hidden_state
+        b = fast.net.encoder(**batch).last_hidden_state
+    assert a.shape == b.shape and not torch.equal(a, b)
+    cos = torch.nn.functional.cosine_similarity(a, b, dim=-1)
+    assert float(cos.min()) > 0.97, cos
+    res = cli(
+        "run", "rerank", run_in, "--model", model, "--runs-dir", root / "runs",
+        "--device", "cuda", "--precision", "onnx-int8", "--name", "rr-gpu",
+    )  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert "--precision onnx-int8 runs on the CPU" in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not list((root / "runs" / coll.name).glob("rr-gpu*"))
+
+
 def test_interpolation_with_the_first_stage(trained, cli):
     """S = W = 0 is the reader's selection score alone; otherwise the run score is
     z(selection) + S * z(best span score) + W * z(first stage) over each query's reranked units;

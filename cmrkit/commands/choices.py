@@ -27,7 +27,7 @@ def plain(value: Any) -> Any:
 
 
 Device = choices("Device", ("cpu", "cuda", "auto"))  # retrieval.dense.options.DEVICES
-Precision = choices("Precision", ("fp32", "int8"))  # retrieval.quantized.PRECISIONS
+Precision = choices("Precision", ("fp32", "int8", "onnx-int8"))  # retrieval.quantized.PRECISIONS
 Select = choices("Select", ("cls", "coref"))  # retrieval.reader.model.SELECTS
 FuseMethod = choices("FuseMethod", ("rrf", "combsum", "combmnz"))  # retrieval.fusion.METHODS
 Norm = choices("Norm", ("minmax", "zscore"))  # retrieval.fusion.NORMS

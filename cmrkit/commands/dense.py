@@ -48,8 +48,9 @@ BATCH = typer.Option(32, "--batch-size", help="Texts encoded per batch.")
 PRECISION = typer.Option(
     Precision.fp32,
     "--precision",
-    help="fp32, or int8: the encoder's linear layers in int8 on the CPU (about 2x faster; "
-    "made once and cached beside the model; docs/dense.md).",
+    help="fp32; int8: the encoder's linear layers in int8 on the CPU (torch); onnx-int8: the "
+    "encoder exported to ONNX and run in int8 on ONNX Runtime (the fastest on a CPU; extra "
+    "cmrkit[dense]). int8 models are made once and cached beside the model; docs/dense.md.",
 )
 MAX_LENGTH = typer.Option(
     None,

@@ -1,5 +1,7 @@
 """Fast CPU inference: a model's transformer encoder with int8 linear layers (torch dynamic
-quantization), made once and cached with the hash of the weights it was made from.
+quantization), made once and cached with the hash of the weights it was made from; and the one
+place that picks the runtime a ``--precision`` runs on (:func:`fast_encoder`: ``int8`` here,
+``onnx-int8`` on ONNX Runtime in ``retrieval/onnxrt.py``).
 
 ``--precision int8`` (``encode``, ``run dense``, ``run rerank``, the reader judge) replaces every
 ``nn.Linear`` of the encoder (attention projections, feed-forward layers: nearly all of its
@@ -36,11 +38,12 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "int8", "onnx-int8")
 FORMAT = "cmrkit-int8/1"
 WEIGHTS = "encoder.int8.pt"
 RECORD = "cmrkit-int8.json"
 BESIDE = Path(".cache") / "cmrkit-int8"
+BESIDE_ONNX = Path(".cache") / "cmrkit-onnx-int8"
 RECIPE = {
     "runtime": "torch dynamic quantization (torch.ao.quantization.quantize_dynamic)",
     "quantized": "every nn.Linear of the encoder: int8 weights per output channel, activations "
@@ -52,31 +55,52 @@ log = logging.getLogger("cmrkit")
 
 
 def check_precision(precision: str, device: str = "cpu") -> None:
-    """``fp32`` or ``int8``; int8 runs on the CPU only."""
+    """``fp32``, ``int8`` or ``onnx-int8``; int8 runs on the CPU only, onnx-int8 on ONNX
+    Runtime (which must be installed), on the CPU."""
     if precision not in PRECISIONS:
         raise CmrkitError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if precision == "int8" and device == "cuda":
+    if precision != "fp32" and device == "cuda":
+        kernels = "torch's int8 kernels" if precision == "int8" else "ONNX Runtime's CPU kernels"
         raise CmrkitError(
-            "--precision int8 runs on the CPU (torch's int8 kernels); use --device cpu, or "
+            f"--precision {precision} runs on the CPU ({kernels}); use --device cpu, or "
             "--precision fp32 on the GPU"
         )
+    if precision == "onnx-int8":
+        from cmrkit.retrieval.onnxrt import check_installed
+
+        check_installed(precision)
 
 
-def cache_folder(model_path: Path, source: str, tag: str) -> Path:
-    """Where the int8 weights of a model are kept: beside a model folder of the user
-    (``source`` ``local``), else under the cmrkit cache folder (the packaged model, the
-    Hugging Face cache)."""
+def cache_folder(model_path: Path, source: str, tag: str, precision: str = "int8") -> Path:
+    """Where the int8 weights (or the ONNX model) of a model are kept: beside a model folder
+    of the user (``source`` ``local``), else under the cmrkit cache folder (the packaged model,
+    the Hugging Face cache)."""
     from cmrkit.nercache import cache_root
 
     if source == "local":
-        return Path(model_path) / BESIDE
+        return Path(model_path) / (BESIDE if precision == "int8" else BESIDE_ONNX)
     root = cache_root()
     if root is None:
         raise CmrkitError(
-            "--precision int8 keeps the int8 weights of this model in the cmrkit cache folder, "
-            "which an empty $CMRKIT_CACHE_DIR turns off; set it to a folder"
+            f"--precision {precision} keeps the int8 weights of this model in the cmrkit cache "
+            "folder, which an empty $CMRKIT_CACHE_DIR turns off; set it to a folder"
         )
-    return root / "int8" / tag
+    return root / precision / tag
+
+
+def fast_encoder(encoder: Any, precision: str, folder: Path, source_sha256: str) -> tuple[Any, Any]:
+    """The one place that picks the runtime: ``encoder`` (a Hugging Face encoder, fp32, on the
+    CPU) as it runs at ``precision`` (``int8``: torch's dynamically quantized linear layers;
+    ``onnx-int8``: the int8 ONNX model on ONNX Runtime, ``retrieval/onnxrt.py``), and what it
+    runs (``Int8Weights`` or ``onnxrt.OnnxModel``: ``precision``, ``record()``), made once into
+    the cache ``folder`` from the weights of sha256 ``source_sha256``."""
+    if precision == "int8":
+        return quantize(encoder, folder, source_sha256)
+    if precision == "onnx-int8":
+        from cmrkit.retrieval import onnxrt
+
+        return onnxrt.build(encoder, folder, source_sha256)
+    raise ValueError(f"no fast runtime for precision {precision!r}")
 
 
 @dataclass(frozen=True)
@@ -86,6 +110,7 @@ class Int8Weights:
     path: Path
     sha256: str
     source_sha256: str
+    precision: str = "int8"
 
     def record(self) -> dict[str, Any]:
         """What a run's sidecar (or an encoding's manifest) records of them."""

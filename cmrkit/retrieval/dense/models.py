@@ -233,25 +233,25 @@ def load_sentence_transformer(path: Path, device: str) -> Any:
 
 @dataclass
 class Encoders:
-    """The loaded query and passage encoders (the same object for a shared encoder); ``int8``:
-    the int8 weights each runs (``quantized.Int8Weights`` by ``query`` / ``passage``), empty in
-    fp32."""
+    """The loaded query and passage encoders (the same object for a shared encoder); ``fast``:
+    what each runs at another precision than fp32 (``quantized.Int8Weights`` or
+    ``onnxrt.OnnxModel``, by ``query`` / ``passage``), empty in fp32."""
 
     ref: ModelRef
     device: str
     query: Any
     passage: Any
-    int8: dict[str, Any] = field(default_factory=dict)
+    fast: dict[str, Any] = field(default_factory=dict)
 
     @property
     def precision(self) -> str:
-        return "int8" if self.int8 else "fp32"
+        return next(iter(self.fast.values())).precision if self.fast else "fp32"
 
     def precision_record(self) -> dict[str, Any]:
         """What a run or an encoding records of the int8 weights (nothing in fp32)."""
-        if not self.int8:
+        if not self.fast:
             return {}
-        return {"precision": {k: v.record() for k, v in sorted(self.int8.items())}}
+        return {"precision": {k: v.record() for k, v in sorted(self.fast.items())}}
 
     @property
     def max_length(self) -> int:
@@ -261,8 +261,8 @@ class Encoders:
 
 def load_encoders(ref: ModelRef, device: str, precision: str = "fp32") -> Encoders:
     """Load a resolved model's encoders onto ``device`` (``cpu``, ``cuda`` or ``auto``); with
-    ``precision`` ``int8``, their transformers' linear layers in int8 (made once and cached:
-    ``retrieval/quantized.py``)."""
+    ``precision`` ``int8`` or ``onnx-int8``, their transformers run in int8 (made once and
+    cached: ``quantized.fast_encoder``)."""
     from cmrkit.retrieval import quantized
 
     quantized.check_precision(precision, device)
@@ -275,20 +275,21 @@ def load_encoders(ref: ModelRef, device: str, precision: str = "fp32") -> Encode
         else passage
     )
     encoders = Encoders(ref, dev, query, passage)
-    if precision == "int8":
+    if precision != "fp32":
         import torch
 
-        folder = quantized.cache_folder(ref.path, ref.source, ref.tag)
+        folder = quantized.cache_folder(ref.path, ref.source, ref.tag, precision)
         sides = {"passage": passage} if query is passage else {"passage": passage, "query": query}
         for side, model in sides.items():
             transformer = model[0]
             if not isinstance(getattr(transformer, "model", None), torch.nn.Module):
                 raise CmrkitError(
-                    f"--precision int8 quantizes a transformer's linear layers, and this "
-                    f"model's first module is {type(transformer).__name__}; use --precision fp32",
+                    f"--precision {precision} runs a transformer's linear layers in int8, and "
+                    f"this model's first module is {type(transformer).__name__}; use "
+                    "--precision fp32",
                     path=ref.path,
                 )
-            transformer.model, encoders.int8[side] = quantized.quantize(
-                transformer.model, folder / side, ref.sha256
+            transformer.model, encoders.fast[side] = quantized.fast_encoder(
+                transformer.model, precision, folder / side, ref.sha256
             )
     return encoders

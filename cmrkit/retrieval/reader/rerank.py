@@ -242,7 +242,7 @@ def _compute(job: _Job, progress: bool, started: float) -> Computed:
         f"{job.name}:depth={job.opts.depth}"
         + (f":s={job.span_weight:g}" if job.span_weight else "")
         + (f":w={job.weight:g}" if job.weight else "")
-        + (f":{reader.precision}" if reader.int8 is not None else "")
+        + (f":{reader.precision}" if reader.fast is not None else "")
     )
     spans = "".join(line + "\n" for line in span_lines)
     return Computed(
@@ -377,7 +377,7 @@ def _sidecar(job: _Job, reader: Any) -> dict[str, Any]:
     from cmrkit.retrieval.neural import versions
 
     weight, span_weight, opts = job.weight, job.span_weight, job.opts
-    precision = {} if reader.int8 is None else {"precision": reader.int8.record()}
+    precision = {} if reader.fast is None else {"precision": reader.fast.record()}
     return {
         **precision,
         "spans": str(job.out_spans),

@@ -61,11 +61,13 @@ class Reader:
     spacy_model: str | None  # the query window is followed by its context's entities
     device: str
     ref: Any = None
-    int8: Any = None  # the int8 weights the encoder runs (``quantized.Int8Weights``); None: fp32
+    # what the encoder runs at another precision (``quantized.Int8Weights``,
+    # ``onnxrt.OnnxModel``); None: fp32
+    fast: Any = None
 
     @property
     def precision(self) -> str:
-        return "fp32" if self.int8 is None else "int8"
+        return "fp32" if self.fast is None else self.fast.precision
 
     @property
     def pad(self) -> int:
@@ -84,8 +86,9 @@ def open_reader(
 ) -> Reader:
     """Load a reader folder (a path, or a ``ReaderRef``) for :func:`score_pairs`; ``stride`` and
     ``max_span`` default to the reader's own; ``markers``, when given, must be the reader's.
-    ``precision`` ``int8`` runs the encoder with int8 linear layers on the CPU (made once and
-    cached in the reader folder's ``.cache/``; see ``retrieval/quantized.py``)."""
+    ``precision`` ``int8`` (torch) or ``onnx-int8`` (ONNX Runtime) runs the encoder with int8
+    linear layers on the CPU (made once and cached in the reader folder's ``.cache/``; see
+    ``quantized.fast_encoder``)."""
     from cmrkit.retrieval import quantized
     from cmrkit.retrieval.neural import quiet_hub, resolve_device
     from cmrkit.retrieval.reader.features import layout
@@ -98,10 +101,10 @@ def open_reader(
     dev = resolve_device(device)
     quantized.check_precision(precision, dev)
     net, tokenizer = load_reader(ref, dev)
-    int8 = None
-    if precision == "int8":
-        folder = quantized.cache_folder(ref.path, "local", ref.tag)
-        net.encoder, int8 = quantized.quantize(net.encoder, folder, ref.sha256)
+    fast = None
+    if precision != "fp32":
+        folder = quantized.cache_folder(ref.path, "local", ref.tag, precision)
+        net.encoder, fast = quantized.fast_encoder(net.encoder, precision, folder, ref.sha256)
     params = ref.metadata["parameters"]
     return Reader(
         net,
@@ -113,7 +116,7 @@ def open_reader(
         query_spacy(params),
         dev,
         ref,
-        int8,
+        fast,
     )
 
 
