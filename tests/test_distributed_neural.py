@@ -167,9 +167,12 @@ def reader(tmp_path_factory):
     return root, root / "reader", write_candidates(root, coll, "test", TEST)
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "int8", "onnx-int8"])
 def test_rerank_on_ray_writes_the_local_run_and_spans(faults, reader, precision):
     from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+
+    if precision == "onnx-int8":
+        pytest.importorskip("onnxruntime")
 
     root, model, run_in = reader
 
