@@ -551,6 +551,7 @@ def test_int8_encoding_and_run_are_kept_apart_cached_and_rerun_identically(
     once (in the cmrkit cache folder for the packaged model) and recorded with their hashes; a
     cache made from other weights or changed since is made again with a note; reruns give the
     same bytes; the int8 vectors stay close to fp32's."""
+    from cmrkit.fileio.inputs import sha256_file
     from cmrkit.retrieval import quantized
 
     monkeypatch.setenv("CMRKIT_CACHE_DIR", str(tmp_path / "cache"))
@@ -562,7 +563,7 @@ def test_int8_encoding_and_run_are_kept_apart_cached_and_rerun_identically(
     record = index.manifest["precision"]["passage"]
     weights = Path(record["weights"])
     assert weights.parent.parent.parent == tmp_path / "cache" / "int8"
-    assert record["sha256"] == quantized._sha256(weights)
+    assert record["sha256"] == sha256_file(weights)
     assert record["source_sha256"] == resolve_model("all-MiniLM-L6-v2").sha256
     assert index.manifest["identity"]["precision"] == "int8"
     assert "precision" not in fp32_index.manifest["identity"]
@@ -580,7 +581,7 @@ def test_int8_encoding_and_run_are_kept_apart_cached_and_rerun_identically(
     weights.write_bytes(b"changed")
     again = encode(coll, int8, force=True, progress=False)
     assert "differ from what was written" in caplog.text + capsys.readouterr().err
-    assert quantized._sha256(weights) == found["sha256"]
+    assert sha256_file(weights) == found["sha256"]
     assert again.vectors().tobytes() == first
     result = run_dense(coll, dense=int8, options=_opts(tmp_path, k=5))
     assert result.sidecar["parameters"]["precision"] == "int8"

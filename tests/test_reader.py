@@ -558,6 +558,7 @@ def test_int8_rerank_is_cached_in_the_reader_folder_recorded_and_reruns_identica
     """--precision int8: the int8 weights are made once into the reader folder's .cache/ (not
     part of its identity), recorded in the sidecar with their hashes; a rerun gives the same
     bytes; a GPU is refused in one line."""
+    from cmrkit.fileio.inputs import sha256_file
     from cmrkit.retrieval import quantized
     from cmrkit.retrieval.reader.model import resolve_reader
     from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
@@ -581,7 +582,7 @@ def test_int8_rerank_is_cached_in_the_reader_folder_recorded_and_reruns_identica
     record = result.sidecar["precision"]
     weights = Path(record["weights"])
     assert weights == model / ".cache" / "cmrkit-int8" / quantized.WEIGHTS
-    assert record["sha256"] == quantized._sha256(weights)
+    assert record["sha256"] == sha256_file(weights)
     assert record["source_sha256"] == identity == resolve_reader(model).sha256
     assert result.sidecar["parameters"]["precision"] == "int8"
     spans = result.run_path.with_name("rr-int8.test.spans.jsonl")

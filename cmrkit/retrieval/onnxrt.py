@@ -17,7 +17,7 @@ beside a model folder of the user; ``onnx-int8/<tag>/`` under the cmrkit cache f
 packaged model and the Hugging Face cache). ``cmrkit-onnx.json`` beside it records the sha256 of
 the model it was made from, its own sha256, the recipe and the versions; a file made from other
 weights or with another recipe, or that is not what was recorded, is made again with a note,
-never used silently.
+never used silently (the checks and the writing: ``retrieval/artifacts.py``).
 
 onnxruntime and onnx come with the ``dense`` extra; torch, onnx and onnxruntime are imported
 inside the functions.
@@ -25,16 +25,13 @@ inside the functions.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cmrkit.errors import CmrkitError
-from cmrkit.fileio.inputs import sha256_file
+from cmrkit.retrieval.artifacts import Artifact, Cached
 
 FORMAT = "cmrkit-onnx/1"
 MODEL = "encoder.onnx"
@@ -55,7 +52,8 @@ RECIPE = {
 # the quantize_dynamic arguments the recipe above names (chosen by RR@10: docs/benchmarks.md)
 QUANTIZE: dict[str, Any] = {"per_channel": True, "reduce_range": False}
 
-log = logging.getLogger("cmrkit")
+# the cached ONNX model: checked by its hashes and recipe (retrieval/artifacts.py)
+ONNX = Artifact(MODEL, RECORD, FORMAT, cache="ONNX", noun="the ONNX model", recipe=RECIPE)
 
 
 def check_installed(precision: str) -> None:
@@ -71,28 +69,17 @@ def check_installed(precision: str) -> None:
 
 
 @dataclass(frozen=True)
-class OnnxModel:
+class OnnxModel(Cached):
     """The exported, quantized encoder in its cache folder, checked against the model it was
     made from."""
 
-    path: Path
-    sha256: str
-    source_sha256: str
     precision: str = "onnx-int8"
+    path_key: ClassVar[str] = "model"
 
-    def record(self) -> dict[str, Any]:
-        """What a run's sidecar (or an encoding's manifest) records of it."""
+    def details(self) -> dict[str, Any]:
         import onnxruntime
 
-        return {
-            "precision": self.precision,
-            "model": str(self.path),
-            "sha256": self.sha256,
-            "source_sha256": self.source_sha256,
-            **RECIPE,
-            "onnxruntime": onnxruntime.__version__,
-            "threads": threads(),
-        }
+        return {**RECIPE, "onnxruntime": onnxruntime.__version__, "threads": threads()}
 
 
 def threads() -> int:
@@ -102,77 +89,36 @@ def threads() -> int:
     return int(torch.get_num_threads())
 
 
-def _recorded(source_sha256: str) -> dict[str, Any]:
-    return {"format": FORMAT, "source_sha256": source_sha256, "recipe": RECIPE}
-
-
-def _cached(folder: Path, source_sha256: str) -> OnnxModel | None:
-    """The ONNX file in ``folder`` when it was made from ``source_sha256`` with this recipe and
-    is what its record says; None (with a note saying why, when there is a cache) otherwise."""
-    record_path, model = folder / RECORD, folder / MODEL
-    if not record_path.exists() and not model.exists():
-        return None
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = None
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        log.warning(f"{folder}: the ONNX cache has no readable {RECORD}; making it again")
-        return None
-    if record.get("source_sha256") != source_sha256:
-        log.warning(
-            f"{folder}: the ONNX model was made from other weights (sha256 "
-            f"{str(record.get('source_sha256'))[:12]}..., the model is {source_sha256[:12]}...); "
-            "making it again"
-        )
-        return None
-    if record.get("recipe") != RECIPE:
-        log.warning(f"{folder}: the ONNX model was made with another recipe; making it again")
-        return None
-    found = sha256_file(model) if model.is_file() else None
-    if found != record.get("sha256"):
-        log.warning(f"{model}: the ONNX model differs from what was written; making it again")
-        return None
-    return OnnxModel(model, found, source_sha256)
-
-
 def build(encoder: Any, folder: Path, source_sha256: str) -> tuple[Any, OnnxModel]:
     """``encoder`` (a Hugging Face encoder, fp32, on the CPU) as a torch module that runs the
     cached int8 ONNX model on ONNX Runtime, and that model: read from the cache ``folder`` when
-    it was made from ``source_sha256``, else exported, quantized and cached first. ``encoder``
-    itself is left as it was."""
+    it was made from ``source_sha256`` (with this recipe), else exported, quantized and cached
+    first. ``encoder`` itself is left as it was."""
     check_installed("onnx-int8")
-    found = _cached(folder, source_sha256)
-    if found is None:
-        found = _make(encoder, folder, source_sha256)
-    return wrap(found.path, encoder), found
+    digest = ONNX.cached(folder, source_sha256)
+    if digest is None:
+        digest = _make(encoder, folder, source_sha256)
+    return wrap(folder / MODEL, encoder), OnnxModel(folder / MODEL, digest, source_sha256)
 
 
-def _make(encoder: Any, folder: Path, source_sha256: str) -> OnnxModel:
+def _make(encoder: Any, folder: Path, source_sha256: str) -> str:
+    """Export and quantize ``encoder`` into the cache ``folder``; the model's sha256."""
     import onnx
     import onnxruntime
     import torch
 
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".export-") as tmp:
-        fp32 = Path(tmp) / "fp32.onnx"
+    def make(out: Path) -> None:
+        fp32 = out.parent / "fp32.onnx"
         export(encoder, fp32)
-        out = Path(tmp) / MODEL
         quantize(fp32, out, **QUANTIZE)
-        digest = sha256_file(out)
-        os.chmod(out, 0o644)
-        os.replace(out, folder / MODEL)
-    record = {
-        **_recorded(source_sha256),
-        "sha256": digest,
+
+    fields = {
         "torch": torch.__version__,
         "onnx": onnx.__version__,
         "onnxruntime": onnxruntime.__version__,
         "opset": OPSET,
     }
-    # the record goes in last: a record names only a model that is whole
-    (folder / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", "utf-8")
-    return OnnxModel(folder / MODEL, digest, source_sha256)
+    return ONNX.store(folder, source_sha256, make, fields)
 
 
 def input_names(encoder: Any) -> list[str]:

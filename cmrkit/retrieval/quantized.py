@@ -18,25 +18,22 @@ of the user; under the cmrkit cache folder (``$CMRKIT_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/cmrkit``) in ``int8/<tag>/`` for the packaged default model and the Hugging
 Face cache. ``cmrkit-int8.json`` beside them records the sha256 of the model they were made
 from, their own sha256, the recipe and the torch version. A cache made from other weights, or
-whose file is not what was recorded, is made again with a note, never used silently.
+whose file is not what was recorded, is made again with a note, never used silently (the checks
+and the writing: ``retrieval/artifacts.py``, which ``onnxrt.py`` shares).
 
 torch is imported inside the functions.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import logging
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cmrkit.errors import CmrkitError
+from cmrkit.retrieval.artifacts import Artifact, Cached
 
 PRECISIONS = ("fp32", "int8", "onnx-int8")
 FORMAT = "cmrkit-int8/1"
@@ -51,7 +48,9 @@ RECIPE = {
     "fp32": "embeddings, LayerNorm, attention products, pooling, the reader's heads",
 }
 
-log = logging.getLogger("cmrkit")
+# the cached int8 weights: checked by their hashes (retrieval/artifacts.py); the recipe is
+# recorded flat beside them (not under "recipe") and not checked
+INT8 = Artifact(WEIGHTS, RECORD, FORMAT, cache="int8", noun="the int8 weights", plural=True)
 
 
 def check_precision(precision: str, device: str = "cpu") -> None:
@@ -104,61 +103,16 @@ def fast_encoder(encoder: Any, precision: str, folder: Path, source_sha256: str)
 
 
 @dataclass(frozen=True)
-class Int8Weights:
+class Int8Weights(Cached):
     """The int8 weights in their cache folder, checked against the model they were made from."""
 
-    path: Path
-    sha256: str
-    source_sha256: str
     precision: str = "int8"
+    path_key: ClassVar[str] = "weights"
 
-    def record(self) -> dict[str, Any]:
-        """What a run's sidecar (or an encoding's manifest) records of them."""
+    def details(self) -> dict[str, Any]:
         import torch
 
-        return {
-            "precision": "int8",
-            "weights": str(self.path),
-            "sha256": self.sha256,
-            "source_sha256": self.source_sha256,
-            **RECIPE,
-            "engine": torch.backends.quantized.engine,
-        }
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _cached(folder: Path, source_sha256: str) -> Int8Weights | None:
-    """The weights in ``folder`` when they were made from ``source_sha256`` and are what their
-    record says; None (with a note saying why, when there is a cache) otherwise."""
-    record_path, weights = folder / RECORD, folder / WEIGHTS
-    if not record_path.exists() and not weights.exists():
-        return None
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = None
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        log.warning(f"{folder}: the int8 cache has no readable {RECORD}; making it again")
-        return None
-    if record.get("source_sha256") != source_sha256:
-        log.warning(
-            f"{folder}: the int8 weights were made from other weights (sha256 "
-            f"{str(record.get('source_sha256'))[:12]}..., the model is {source_sha256[:12]}...); "
-            "making them again"
-        )
-        return None
-    found = _sha256(weights) if weights.is_file() else None
-    if found != record.get("sha256"):
-        log.warning(f"{weights}: the int8 weights differ from what was written; making them again")
-        return None
-    return Int8Weights(weights, found, source_sha256)
+        return {**RECIPE, "engine": torch.backends.quantized.engine}
 
 
 def quantize(encoder: Any, folder: Path, source_sha256: str) -> tuple[Any, Int8Weights]:
@@ -179,35 +133,18 @@ def quantize(encoder: Any, folder: Path, source_sha256: str) -> tuple[Any, Int8W
             f"{torch.backends.quantized.engine!r}); use --precision fp32"
         )
     model = _quantized(encoder)
-    found = _cached(folder, source_sha256)
-    if found is not None:
+    digest = INT8.cached(folder, source_sha256)
+    if digest is not None:
         with warnings.catch_warnings():  # TypedStorage's deprecation, inside torch.load
             warnings.simplefilter("ignore")
-            state = torch.load(found.path, map_location="cpu", weights_only=True)
+            state = torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
             model.load_state_dict(state)
-        return model, found
-    folder.mkdir(parents=True, exist_ok=True)
+        return model, Int8Weights(folder / WEIGHTS, digest, source_sha256)
     buffer = io.BytesIO()  # not a file name: torch names the archive after it
     torch.save(model.state_dict(), buffer)
     data = buffer.getvalue()
-    digest = hashlib.sha256(data).hexdigest()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".weights-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
-        os.replace(tmp, folder / WEIGHTS)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    record = {
-        "format": FORMAT,
-        "source_sha256": source_sha256,
-        "sha256": digest,
-        **RECIPE,
-        "torch": torch.__version__,
-    }
-    # the record goes in last: a record names only weights that are whole
-    (folder / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", "utf-8")
+    fields = {**RECIPE, "torch": torch.__version__}
+    digest = INT8.store(folder, source_sha256, lambda path: path.write_bytes(data), fields)
     return model, Int8Weights(folder / WEIGHTS, digest, source_sha256)
 
 
