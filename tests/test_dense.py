@@ -571,18 +571,14 @@ def test_int8_encoding_and_run_are_kept_apart_cached_and_rerun_identically(
     assert not np.array_equal(a, b) and float((a * b).sum(1).min()) > 0.95
     first = index.vectors().tobytes()
     # a stale record (other source weights) and changed weights: made again, with a note
-    meta = weights.parent / quantized.RECORD
-    found = json.loads(meta.read_text())
-    meta.write_text(json.dumps({**found, "source_sha256": "0" * 64}))
-    again = encode(coll, int8, force=True, progress=False)
-    assert "made from other weights" in caplog.text + capsys.readouterr().err
-    assert json.loads(meta.read_text())["source_sha256"] == found["source_sha256"]
-    assert again.vectors().tobytes() == first
-    weights.write_bytes(b"changed")
-    again = encode(coll, int8, force=True, progress=False)
-    assert "differ from what was written" in caplog.text + capsys.readouterr().err
-    assert sha256_file(weights) == found["sha256"]
-    assert again.vectors().tobytes() == first
+    found = _remade_when_stale_or_changed(
+        weights,
+        quantized.RECORD,
+        lambda: encode(coll, int8, force=True, progress=False),
+        first,
+        "differ",
+        lambda: caplog.text + capsys.readouterr().err,
+    )
     result = run_dense(coll, dense=int8, options=_opts(tmp_path, k=5))
     assert result.sidecar["parameters"]["precision"] == "int8"
     assert result.sidecar["precision"]["passage"]["sha256"] == found["sha256"]
@@ -591,6 +587,27 @@ def test_int8_encoding_and_run_are_kept_apart_cached_and_rerun_identically(
     assert run_dense(coll, dense=int8, options=_opts(tmp_path, k=5)).up_to_date
     plain = run_dense(coll, dense=DENSE, options=_opts(tmp_path, k=5, name="fp32"))
     assert "precision" not in plain.sidecar["parameters"] and "precision" not in plain.sidecar
+
+
+def _remade_when_stale_or_changed(artifact, record_name, encode_again, first, differ, logs):
+    """A cached int8 artifact whose record names other source weights, then whose file was
+    changed, is made again with a note each time, to the same bytes (the same record and the
+    same vectors as ``first``); the record as it was first written."""
+    from cmrkit.fileio.inputs import sha256_file
+
+    meta = artifact.parent / record_name
+    found = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**found, "source_sha256": "0" * 64}))
+    again = encode_again()
+    assert "made from other weights" in logs()
+    assert json.loads(meta.read_text())["source_sha256"] == found["source_sha256"]
+    assert again.vectors().tobytes() == first
+    artifact.write_bytes(b"changed")
+    again = encode_again()
+    assert f"{differ} from what was written" in logs()
+    assert sha256_file(artifact) == found["sha256"]
+    assert again.vectors().tobytes() == first
+    return found
 
 
 def test_int8_refuses_a_gpu_and_a_model_without_linear_layers_in_one_line(cli, tmp_path):
@@ -644,18 +661,14 @@ def test_onnx_int8_encoding_is_cached_checked_recorded_and_reruns_identically(
     a, b = fp32_index.vectors(), index.vectors()
     assert not np.array_equal(a, b) and float((a * b).sum(1).min()) > 0.97
     first = b.tobytes()
-    meta = model.parent / onnxrt.RECORD
-    found = json.loads(meta.read_text())
-    meta.write_text(json.dumps({**found, "source_sha256": "0" * 64}))
-    again = encode(coll, fast, force=True, progress=False)
-    assert "made from other weights" in caplog.text + capsys.readouterr().err
-    assert json.loads(meta.read_text())["source_sha256"] == found["source_sha256"]
-    assert again.vectors().tobytes() == first
-    model.write_bytes(b"changed")
-    again = encode(coll, fast, force=True, progress=False)
-    assert "differs from what was written" in caplog.text + capsys.readouterr().err
-    assert sha256_file(model) == found["sha256"]  # the export and quantization repeat
-    assert again.vectors().tobytes() == first
+    found = _remade_when_stale_or_changed(  # the export and quantization repeat, same bytes
+        model,
+        onnxrt.RECORD,
+        lambda: encode(coll, fast, force=True, progress=False),
+        first,
+        "differs",
+        lambda: caplog.text + capsys.readouterr().err,
+    )
     result = run_dense(coll, dense=fast, options=_opts(tmp_path, k=5))
     assert result.sidecar["parameters"]["precision"] == "onnx-int8"
     assert result.sidecar["precision"]["passage"]["sha256"] == found["sha256"]

@@ -410,6 +410,21 @@ def _rerank_model(root: Path, train) -> Path:
     return model
 
 
+def _rerank_at(run_in: Path, model: Path, root: Path, precision: str, force: bool = False):
+    """``run_rerank`` of the test candidates at ``precision`` (depth 4, batch 3, CPU), named
+    ``rr-PRECISION``: the run the precision tests compare."""
+    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
+
+    return run_rerank(
+        run_in,
+        model,
+        options=RerankOptions(depth=4, batch_size=3, device="cpu", precision=precision),
+        name=f"rr-{precision}",
+        runs_dir=root / "runs",
+        force=force,
+    )
+
+
 def test_rerank_keeps_order_below_depth_drops_own_unit_and_reruns_identically(trained, cli):
     from cmrkit.evaluation.spans import evaluate_spans, read_span_run, span_measures
     from cmrkit.evaluation.units import read_annotated_units
@@ -561,24 +576,13 @@ def test_int8_rerank_is_cached_in_the_reader_folder_recorded_and_reruns_identica
     from cmrkit.fileio.inputs import sha256_file
     from cmrkit.retrieval import quantized
     from cmrkit.retrieval.reader.model import resolve_reader
-    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
 
     root, coll, train = trained
     model = _rerank_model(root, train)
     run_in = write_candidates(root, coll, "test", TEST)
     identity = resolve_reader(model).sha256
 
-    def rerank(precision: str, force: bool = False):
-        return run_rerank(
-            run_in,
-            model,
-            options=RerankOptions(depth=4, batch_size=3, device="cpu", precision=precision),
-            name=f"rr-{precision}",
-            runs_dir=root / "runs",
-            force=force,
-        )
-
-    result = rerank("int8")
+    result = _rerank_at(run_in, model, root, "int8")
     record = result.sidecar["precision"]
     weights = Path(record["weights"])
     assert weights == model / ".cache" / "cmrkit-int8" / quantized.WEIGHTS
@@ -587,10 +591,10 @@ def test_int8_rerank_is_cached_in_the_reader_folder_recorded_and_reruns_identica
     assert result.sidecar["parameters"]["precision"] == "int8"
     spans = result.run_path.with_name("rr-int8.test.spans.jsonl")
     first = (result.run_path.read_bytes(), spans.read_bytes())
-    assert rerank("int8").up_to_date
-    assert not rerank("int8", force=True).up_to_date
+    assert _rerank_at(run_in, model, root, "int8").up_to_date
+    assert not _rerank_at(run_in, model, root, "int8", force=True).up_to_date
     assert (result.run_path.read_bytes(), spans.read_bytes()) == first
-    plain = rerank("fp32")
+    plain = _rerank_at(run_in, model, root, "fp32")
     assert "precision" not in plain.sidecar["parameters"] and "precision" not in plain.sidecar
     int8_pairs = sorted((q, d) for q, docs in result.run.items() for d, _ in docs)
     assert int8_pairs == sorted((q, d) for q, docs in plain.run.items() for d, _ in docs)
@@ -611,24 +615,13 @@ def test_onnx_int8_rerank_is_cached_recorded_close_to_fp32_and_reruns_identicall
     from cmrkit.fileio.inputs import sha256_file
     from cmrkit.retrieval import onnxrt
     from cmrkit.retrieval.reader.model import resolve_reader
-    from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
     from cmrkit.retrieval.reader.scoring import open_reader
 
     root, coll, train = trained
     model = _rerank_model(root, train)
     run_in = write_candidates(root, coll, "test", TEST)
 
-    def rerank(precision: str, force: bool = False):
-        return run_rerank(
-            run_in,
-            model,
-            options=RerankOptions(depth=4, batch_size=3, device="cpu", precision=precision),
-            name=f"rr-{precision}",
-            runs_dir=root / "runs",
-            force=force,
-        )
-
-    result = rerank("onnx-int8")
+    result = _rerank_at(run_in, model, root, "onnx-int8")
     record = result.sidecar["precision"]
     path = Path(record["model"])
     assert path == model / ".cache" / "cmrkit-onnx-int8" / onnxrt.MODEL
@@ -637,11 +630,11 @@ def test_onnx_int8_rerank_is_cached_recorded_close_to_fp32_and_reruns_identicall
     assert record["precision"] == result.sidecar["parameters"]["precision"] == "onnx-int8"
     spans = result.run_path.with_name("rr-onnx-int8.test.spans.jsonl")
     first = (result.run_path.read_bytes(), spans.read_bytes())
-    assert rerank("onnx-int8").up_to_date
-    assert not rerank("onnx-int8", force=True).up_to_date
+    assert _rerank_at(run_in, model, root, "onnx-int8").up_to_date
+    assert not _rerank_at(run_in, model, root, "onnx-int8", force=True).up_to_date
     assert (result.run_path.read_bytes(), spans.read_bytes()) == first
     fast_pairs = sorted((q, d) for q, docs in result.run.items() for d, _ in docs)
-    plain = rerank("fp32")
+    plain = _rerank_at(run_in, model, root, "fp32")
     assert fast_pairs == sorted((q, d) for q, docs in plain.run.items() for d, _ in docs)
     # the encoder's hidden states on ONNX Runtime against torch's fp32, on one real batch
     import torch

@@ -187,23 +187,11 @@ def export(encoder: Any, path: Path) -> None:
         encoder.train(was_training)
 
 
-def quantize(
-    source: Path,
-    target: Path,
-    *,
-    per_channel: bool,
-    reduce_range: bool,
-    exclude: tuple[str, ...] = (),
-    weight_type: str = "QInt8",
-) -> None:
+def quantize(source: Path, target: Path, *, per_channel: bool, reduce_range: bool) -> None:
     """The MatMuls of ``source`` with constant weights (the linear layers) dynamically quantized
-    into ``target``; those whose node name contains a part of ``exclude`` (``output.dense``: the
-    feed-forward output projections, BERT's naming) stay fp32."""
-    import onnx
+    to int8 into ``target``."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    graph = onnx.load(str(source), load_external_data=False).graph
-    skip = [n.name for n in graph.node if n.op_type == "MatMul" and _excluded(n.name, exclude)]
     root = logging.getLogger()
     root.addFilter(_no_advice)
     try:
@@ -213,8 +201,7 @@ def quantize(
             op_types_to_quantize=["MatMul"],
             per_channel=per_channel,
             reduce_range=reduce_range,
-            weight_type=getattr(QuantType, weight_type),
-            nodes_to_exclude=skip,
+            weight_type=QuantType.QInt8,
             extra_options={"MatMulConstBOnly": True},
         )
     finally:
@@ -224,13 +211,6 @@ def quantize(
 def _no_advice(record: logging.LogRecord) -> bool:
     # the quantizer advises its pre-processing on the root logger at every call
     return "pre-processing before quantization" not in record.getMessage()
-
-
-def _excluded(name: str, parts: tuple[str, ...]) -> bool:
-    # TorchScript names a linear layer's MatMul after its module path, with / for dots:
-    # /inner/encoder/layer.0/output/dense/MatMul
-    dotted = name.replace("/", ".")
-    return any(f".{p}." in dotted and ".attention." not in dotted for p in parts)
 
 
 def session(path: Path) -> Any:

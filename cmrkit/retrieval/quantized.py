@@ -80,8 +80,9 @@ def cache_folder(model_path: Path, source: str, tag: str, precision: str = "int8
         return Path(model_path) / (BESIDE if precision == "int8" else BESIDE_ONNX)
     root = cache_root()
     if root is None:
+        made = "int8 weights" if precision == "int8" else "int8 ONNX model"
         raise CmrkitError(
-            f"--precision {precision} keeps the int8 weights of this model in the cmrkit cache "
+            f"--precision {precision} keeps the {made} of this model in the cmrkit cache "
             "folder, which an empty $CMRKIT_CACHE_DIR turns off; set it to a folder"
         )
     return root / precision / tag

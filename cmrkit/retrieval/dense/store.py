@@ -319,9 +319,10 @@ def encode_corpus(
     work: RayWork | None = None,
 ) -> DenseIndex:
     """Encode every unit of the corpus with the passage encoder into ``dense/<model-tag>/``,
-    in batches and shards of ``dense``'s sizes (``-int8`` appended for ``dense.precision``
-    int8: ``encoders`` must then be the int8 ones); with ``work`` (``--engine ray``), shard by
-    shard on Ray workers: the same files but for the manifest's timings and its ``engine``.
+    in batches and shards of ``dense``'s sizes (``-int8`` or ``-onnx-int8`` appended for that
+    ``dense.precision``: ``encoders`` must then run at it); with ``work`` (``--engine ray``),
+    shard by shard on Ray workers: the same files but for the manifest's timings and its
+    ``engine``.
 
     ``encoders`` is the loaded model, or None with ``loader`` (called once, only when there is
     work to do) returning it. An existing current encoding with the same settings is kept (its
