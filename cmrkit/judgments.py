@@ -31,8 +31,8 @@ from cmrkit.pooling.assessors import (  # noqa: F401 - the kappas are read from 
     LABELS,
     LABELS_TEXT,
     MAX_ASSESSORS,
+    SimulatedAssessors,
     agreement_rows,
-    answers,
     binarize,
     check_assessors,
     cohen_kappa,
@@ -584,14 +584,8 @@ def simulate(
             f"the qrels judge none of the pool's queries (e.g. {pool.queries[0]}); "
             "are they from another collection?"
         )
-    rows = answers(
-        [(p.qid, p.docno) for p in pool.pairs if p.sampled],
-        truth,
-        assessors=assessors,
-        noise=noise,
-        seed=seed,
-        worker_prefix=worker_prefix,
-    )
+    people = SimulatedAssessors(truth, assessors, noise, seed)
+    rows = people.answers([(p.qid, p.docno) for p in pool.pairs if p.sampled], worker_prefix)
     rows.sort(key=lambda r: (natural_key(r[0]), r[1], r[2]))
     return rows
 

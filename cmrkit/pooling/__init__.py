@@ -26,7 +26,6 @@ from cmrkit.pooling.pool import (
 )
 from cmrkit.pooling.rounds import (
     apply_strategy,
-    create_strategy_pool,
     next_round,
     plain_pool,
     pool_runs,
@@ -47,7 +46,6 @@ __all__ = [
     "check_collection",
     "collection_identity",
     "create_pool",
-    "create_strategy_pool",
     "infer_collection",
     "natural_key",
     "next_round",

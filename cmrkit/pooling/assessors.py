@@ -45,32 +45,6 @@ def check_assessors(assessors: int, noise: float) -> None:
         raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
 
 
-def answers(
-    pairs: Sequence[tuple[str, str]],
-    truth: Qrels,
-    *,
-    assessors: int = 3,
-    noise: float = 0.1,
-    seed: int = 0,
-    worker_prefix: str = "sim",
-) -> list[tuple[str, str, str, int]]:
-    """Every assessor's Likert answer to every pair: rows (query_id, doc_id, worker_id, label),
-    assessor by assessor, pairs in the order given."""
-    check_assessors(assessors, noise)
-    width = max(2, len(str(assessors)))
-    rows = []
-    for a in range(1, assessors + 1):
-        worker = f"{worker_prefix}{a:0{width}d}"
-        rng = random.Random(f"{seed}:{worker}")
-        for qid, docno in pairs:
-            relevant = truth.get(qid, {}).get(docno, 0) > 0
-            if rng.random() < noise:
-                relevant = not relevant
-            label = rng.choice((4, 5)) if relevant else rng.choice((1, 2, 3))
-            rows.append((qid, docno, worker, label))
-    return rows
-
-
 def majority(relevant: int, not_relevant: int) -> int:
     """1 or 0 for a strict majority of binary votes, -1 (unknown) for a tie."""
     if relevant == not_relevant:
@@ -89,13 +63,30 @@ class SimulatedAssessors:
     seed: int = 0
     source: Mapping[str, Any] = field(default_factory=dict)
 
+    def answers(
+        self, pairs: Sequence[tuple[str, str]], worker_prefix: str = "sim"
+    ) -> list[tuple[str, str, str, int]]:
+        """Every assessor's Likert answer to every pair: rows (query_id, doc_id, worker_id,
+        label), assessor by assessor, pairs in the order given."""
+        check_assessors(self.assessors, self.noise)
+        width = max(2, len(str(self.assessors)))
+        rows = []
+        for a in range(1, self.assessors + 1):
+            worker = f"{worker_prefix}{a:0{width}d}"
+            rng = random.Random(f"{self.seed}:{worker}")
+            for qid, docno in pairs:
+                relevant = self.truth.get(qid, {}).get(docno, 0) > 0
+                if rng.random() < self.noise:
+                    relevant = not relevant
+                label = rng.choice((4, 5)) if relevant else rng.choice((1, 2, 3))
+                rows.append((qid, docno, worker, label))
+        return rows
+
     def labels(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The majority label (1, 0, or -1 for a tie) of the assessors for each pair."""
         keys = list(dict.fromkeys(pairs))
         votes = dict.fromkeys(keys, 0)
-        for qid, docno, _, label in answers(
-            keys, self.truth, assessors=self.assessors, noise=self.noise, seed=self.seed
-        ):
+        for qid, docno, _, label in self.answers(keys):
             votes[(qid, docno)] += binarize(label)
         return {k: majority(v, self.assessors - v) for k, v in votes.items()}
 

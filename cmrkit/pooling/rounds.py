@@ -219,31 +219,6 @@ def strategy_depth(opts: StrategyOptions, depth: int | None) -> int:
     return end
 
 
-def create_strategy_pool(
-    runs: Sequence[str | os.PathLike],
-    collection: str | os.PathLike,
-    opts: StrategyOptions,
-    *,
-    depth: int | None = None,
-    exclude: Sequence[str | os.PathLike] = (),
-    topics: str | os.PathLike | None = None,
-    assessors: SimulatedAssessors | None = None,
-) -> Pool:
-    """Pool the runs' candidates and choose with the strategy; an adaptive strategy runs its
-    whole budget against simulated ``assessors`` when given, else chooses its first round."""
-    opts.check()
-    if assessors is not None and opts.name not in ADAPTIVE:
-        raise CmrkitError("--simulate feeds judgments to mtf or maxmean; this strategy needs none")
-    pool = create_pool(
-        runs, collection, depth=strategy_depth(opts, depth), exclude=exclude, topics=topics
-    )
-    labels = assessors.labels((p.qid, p.docno) for p in pool.pairs) if assessors else None
-    apply_strategy(pool, opts, labels)
-    if assessors is not None:
-        pool.header["strategy"]["simulated"] = assessors.to_json()
-    return pool
-
-
 def plain_pool(opts: StrategyOptions, sample: str | None) -> bool:
     """Whether the options ask for the plain depth pool (every pair judged, or a ``sample``);
     ``sample`` with a strategy is refused."""
@@ -274,7 +249,7 @@ def pool_runs(
         return create_pool(
             runs,
             collection,
-            depth=30 if depth is None else depth,
+            depth=strategy_depth(opts, depth),
             exclude=exclude,
             topics=topics,
             sample=sample,
@@ -292,6 +267,13 @@ def pool_runs(
             opts.seed,
             {"path": str(simulate), "sha256": sha256_file(simulate)},
         )
-    return create_strategy_pool(
-        runs, collection, opts, depth=depth, exclude=exclude, topics=topics, assessors=simulated
+    if simulated is not None and opts.name not in ADAPTIVE:
+        raise CmrkitError("--simulate feeds judgments to mtf or maxmean; this strategy needs none")
+    pool = create_pool(
+        runs, collection, depth=strategy_depth(opts, depth), exclude=exclude, topics=topics
     )
+    labels = simulated.labels((p.qid, p.docno) for p in pool.pairs) if simulated else None
+    apply_strategy(pool, opts, labels)
+    if simulated is not None:
+        pool.header["strategy"]["simulated"] = simulated.to_json()
+    return pool
