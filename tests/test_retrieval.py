@@ -241,9 +241,16 @@ def test_rocchio_and_rm3_expand_the_query(ws):
     assert (
         rocchio["parameters"]["qe"]["alpha"] == 0.9 and rocchio["parameters"]["qe"]["beta"] == 0.1
     )
+    # the settings as one QE record: the same run (r is rm3's), and a name neither QE nor the
+    # shared options know is refused
+    feedback = QE(method="rm3", fb_docs=2, fb_terms=20)
+    same = run_qe(coll(ws), query="mention", feedback=feedback, runs_dir=ws / "runs", force=True)
+    assert same.run == r.run and same.sidecar["parameters"] == r.sidecar["parameters"]
+    with pytest.raises(TypeError, match="fb_doc"):
+        run_qe(coll(ws), fb_doc=2, runs_dir=ws / "runs")
     s = Searcher(open_index(coll(ws)))
     try:
-        s.set_qe(QE(method="rm3", fb_docs=2, fb_terms=20))
+        s.set_qe(feedback)
         terms = s.feedback_terms("erupted violently")
     finally:
         s.close()

@@ -217,24 +217,22 @@ def qe_command(
 
     Example: cmrkit run qe collections/sample --method rocchio --base fields --preset doc
     """
-    from cmrkit.retrieval import run_qe
+    import dataclasses
 
+    from cmrkit.retrieval import QE, run_qe
+
+    # the expansion's options are named as QE's fields: QE holds the list
+    feedback = QE(
+        **{f.name: ctx.params[f.name] for f in dataclasses.fields(QE) if f.name in ctx.params}
+    )
     report_run(
         run_qe(
             collection,
-            method=method,
             base=base,
             query=query,
             weights=weights,
             preset=preset,
-            fb_terms=fb_terms,
-            fb_docs=fb_docs,
-            original_weight=original_weight,
-            alpha=alpha,
-            beta=beta,
-            gamma=gamma,
-            bottom_fb_terms=bottom_fb_terms,
-            bottom_fb_docs=bottom_fb_docs,
+            feedback=feedback,
             **lucene_run(ctx),
         )
     )

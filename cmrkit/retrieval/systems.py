@@ -16,6 +16,7 @@ stopwords or punctuation) gets no results and a warning in the sidecar.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -46,7 +47,7 @@ from cmrkit.retrieval.index import (
     opening,
 )
 from cmrkit.retrieval.java import java_errors
-from cmrkit.retrieval.options import MAX_K, RunOptions
+from cmrkit.retrieval.options import MAX_K, RunOptions, with_overrides
 from cmrkit.retrieval.queries import check_formulation, formulate
 from cmrkit.retrieval.runfile import (
     Computed,
@@ -426,6 +427,23 @@ def _versions(spacy_model: str | None) -> dict[str, Any]:
     return versions
 
 
+@dataclass(frozen=True)
+class _Query:
+    """What ``query``, ``weights`` and ``preset`` choose: the field weights (None: the unit text
+    alone), the formulation, the preset used (None when none is) and the formulation the
+    system queries with by default, which a run's default name leaves out."""
+
+    fields: dict[str, float] | None
+    formulation: str
+    preset: str | None = None
+    default: str = DEFAULT_QUERY
+
+    @property
+    def suffix(self) -> str:
+        """What the preset adds to a run's default name (``fields-doc``)."""
+        return "" if self.preset is None else f"-{self.preset}"
+
+
 @dataclass
 class _Plan:
     """One Lucene run: the system, its default name and its own parameters."""
@@ -439,6 +457,28 @@ class _Plan:
     fields: dict[str, float] | None = None
     qe: QE | None = None
     params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def named(
+        cls,
+        system: str,
+        base: str,
+        collection: str | Path,
+        query: _Query,
+        k1: float,
+        b: float,
+        opts: RunOptions,
+        **own: Any,
+    ) -> _Plan:
+        """The plan of a run named ``opts.name``, else ``base`` plus the query formulation when
+        it is not the system's default (``bm25-context``), so that another formulation writes
+        another file."""
+        name = opts.name or (
+            base if query.formulation == query.default else f"{base}-{query.formulation}"
+        )
+        return cls(
+            system, name, Path(collection), query.formulation, k1, b, fields=query.fields, **own
+        )
 
 
 def _execute(
@@ -621,12 +661,6 @@ def _tag(plan: _Plan) -> str:
     return ":".join(parts).replace(" ", "_")
 
 
-def _default_name(base: str, formulation: str, default_formulation: str) -> str:
-    """A run's default name: the system's, plus the query formulation when not its default
-    (``bm25-context``), so that trying another formulation writes another file."""
-    return base if formulation == default_formulation else f"{base}-{formulation}"
-
-
 def run_bm25(
     collection: str | Path = "collections/sample",
     *,
@@ -642,23 +676,23 @@ def run_bm25(
     keyword ``overrides`` set single options (``split="dev", k=100``).
     """
     opts = RunOptions.build(options, overrides)
-    name = opts.name or _default_name("bm25", query, DEFAULT_QUERY)
-    plan = _Plan("bm25", name, Path(collection), query, k1, b)
-    return _execute(plan, opts)
+    return _execute(_Plan.named("bm25", "bm25", collection, _Query(None, query), k1, b, opts), opts)
 
 
 def _resolve_fields(
     weights: str | Mapping[str, float] | None, preset: str | None, query: str | None
-) -> tuple[dict[str, float], str, str | None]:
+) -> _Query:
+    """The fields query: ``weights``, else a preset (default ``doc``), whose default
+    formulation is the mention text; ``query`` overrides the formulation."""
     if weights is not None and preset is not None:
         raise CmrkitError("give --weights or --preset, not both")
     if preset is not None and preset not in PRESETS:
         raise CmrkitError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     if weights is not None:
         w = parse_weights(weights) if isinstance(weights, str) else check_weights(weights)
-        return w, query or DEFAULT_QUERY, None
+        return _Query(w, query or DEFAULT_QUERY)
     chosen = preset or "doc"
-    return dict(PRESETS[chosen]), query or PRESET_QUERY, chosen
+    return _Query(dict(PRESETS[chosen]), query or PRESET_QUERY, chosen, PRESET_QUERY)
 
 
 def run_fields(
@@ -688,21 +722,11 @@ def run_fields(
         from cmrkit.evaluation.scoring import query_scorer
 
         query_scorer(measure)
-    fields, formulation, chosen = _resolve_fields(weights, preset, query)
-    base_name = "fields" if chosen is None else f"fields-{chosen}"
-    if learn_weights:
-        base_name = "fields-learned"
-    default_query = DEFAULT_QUERY if chosen is None else PRESET_QUERY
-    plan = _Plan(
-        "fields",
-        opts.name or _default_name(base_name, formulation, default_query),
-        Path(collection),
-        formulation,
-        k1,
-        b,
-        fields=fields,
-        params={"preset": chosen, "learn_weights": learn_weights},
-    )
+    chosen = _resolve_fields(weights, preset, query)
+    base_name = "fields-learned" if learn_weights else "fields" + chosen.suffix
+    params = {"preset": chosen.preset, "learn_weights": learn_weights}
+    plan = _Plan.named("fields", base_name, collection, chosen, k1, b, opts, params=params)
+    fields, formulation = chosen.fields, chosen.formulation
     learn = None
     if learn_weights:
         plan.params.update(
@@ -835,19 +859,11 @@ def learn_field_weights(
 def run_qe(
     collection: str | Path = "collections/sample",
     *,
-    method: str = "rm3",
     base: str = "bm25",
     query: str | None = None,
     weights: str | Mapping[str, float] | None = None,
     preset: str | None = None,
-    fb_terms: int = 10,
-    fb_docs: int = 10,
-    original_weight: float = 0.5,
-    alpha: float = 0.9,
-    beta: float = 0.1,
-    gamma: float = 0.0,
-    bottom_fb_terms: int = 10,
-    bottom_fb_docs: int = 10,
+    feedback: QE | None = None,
     k1: float = 0.9,
     b: float = 0.4,
     options: RunOptions | None = None,
@@ -855,41 +871,23 @@ def run_qe(
 ) -> RunResult:
     """Pseudo-relevance feedback (RM3 or Rocchio) on top of ``bm25`` or ``fields``.
 
-    Shared options as for :func:`run_bm25`.
+    ``feedback`` holds the expansion's settings (:class:`QE`; default RM3 with its defaults);
+    keyword ``overrides`` set single ones (``method="rocchio", fb_docs=5``) or shared options
+    as for :func:`run_bm25`.
     """
-    opts = RunOptions.build(options, overrides)
-    qe = QE(
-        method=method,
-        fb_terms=fb_terms,
-        fb_docs=fb_docs,
-        original_weight=original_weight,
-        alpha=alpha,
-        beta=beta,
-        gamma=gamma,
-        bottom_fb_terms=bottom_fb_terms,
-        bottom_fb_docs=bottom_fb_docs,
-    )
+    own = {f.name for f in dataclasses.fields(QE)}
+    opts = RunOptions.build(options, {k: v for k, v in overrides.items() if k not in own})
+    qe = with_overrides(QE, feedback, {k: v for k, v in overrides.items() if k in own}, "QE")
     qe.check()
     if base == "bm25":
         if weights is not None or preset is not None:
             raise CmrkitError("--weights and --preset apply to --base fields only")
-        fields, formulation, chosen = None, query or DEFAULT_QUERY, None
-        base_name, default_query = f"qe-{method}", DEFAULT_QUERY
+        chosen, base_name = _Query(None, query or DEFAULT_QUERY), f"qe-{qe.method}"
     elif base == "fields":
-        fields, formulation, chosen = _resolve_fields(weights, preset, query)
-        base_name = f"qe-{method}-fields" + (f"-{chosen}" if chosen else "")
-        default_query = DEFAULT_QUERY if chosen is None else PRESET_QUERY
+        chosen = _resolve_fields(weights, preset, query)
+        base_name = f"qe-{qe.method}-fields" + chosen.suffix
     else:
         raise CmrkitError(f"unknown --base {base!r}; choose bm25 or fields")
-    plan = _Plan(
-        "qe",
-        opts.name or _default_name(base_name, formulation, default_query),
-        Path(collection),
-        formulation,
-        k1,
-        b,
-        fields=fields,
-        qe=qe,
-        params={"base": base, "preset": chosen},
-    )
+    params = {"base": base, "preset": chosen.preset}
+    plan = _Plan.named("qe", base_name, collection, chosen, k1, b, opts, qe=qe, params=params)
     return _execute(plan, opts)
