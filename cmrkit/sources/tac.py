@@ -269,6 +269,27 @@ def _int_field(text: str, what: str, path: object, line: int, problems: Problems
     return value
 
 
+_MENTION_COLUMNS = ("system", "mention id", "string", "doc:start-end", "kb/nil id", "type")
+_LINK_COLUMNS = ("query id", "kb/nil id", "type")
+
+
+def _columns(
+    line: str, names: tuple[str, ...], path: object, n: int, problems: Problems
+) -> list[str] | None:
+    """The tab-separated columns of line ``n``; None, reported, when it has fewer than
+    ``names``."""
+    cols = line.split("\t")
+    if len(cols) < len(names):
+        problems.report(
+            f"expected at least {len(names)} tab-separated columns '{', '.join(names)}', "
+            f"found {len(cols)}",
+            path=path,
+            where=f"line {n}",
+        )
+        return None
+    return cols
+
+
 def read_mention_tab(
     path: str | os.PathLike,
     *,
@@ -282,14 +303,8 @@ def read_mention_tab(
     for n, line in iter_lines(path):
         if not line.strip():
             continue
-        cols = line.split("\t")
-        if len(cols) < 6:
-            problems.report(
-                f"expected at least 6 tab-separated columns 'system, mention id, string, "
-                f"doc:start-end, kb/nil id, type', found {len(cols)}",
-                path=path,
-                where=f"line {n}",
-            )
+        cols = _columns(line, _MENTION_COLUMNS, path, n, problems)
+        if cols is None:
             continue
         span = cols[3].strip()
         doc_id, sep, offsets = span.rpartition(":")
@@ -338,16 +353,10 @@ def read_queries_xml(
     types = frozenset(types)
     links: dict[str, tuple[str, str, int]] = {}
     for n, line in iter_lines(links_path):
-        cols = line.split("\t")
-        if not line.strip() or cols[0].strip().lower() == "query_id":
+        if not line.strip() or line.split("\t")[0].strip().lower() == "query_id":
             continue
-        if len(cols) < 3:
-            problems.report(
-                f"expected at least 3 tab-separated columns 'query id, kb/nil id, type', "
-                f"found {len(cols)}",
-                path=links_path,
-                where=f"line {n}",
-            )
+        cols = _columns(line, _LINK_COLUMNS, links_path, n, problems)
+        if cols is None:
             continue
         links[cols[0].strip()] = (cols[1].strip(), cols[2].strip(), n)
     mentions = []
