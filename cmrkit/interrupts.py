@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 GRACE = 1.0
 DEADLINE = 2.0
@@ -219,6 +219,22 @@ def _watchdog(read_fd: int) -> None:
                 _end_now(signum)
 
 
+def _unraisable(args: Any) -> None:
+    """``sys.unraisablehook`` while commands are handled: a signal taken inside code whose
+    exceptions Python prints and drops (a weakref callback such as importlib's module-lock
+    cleanup, a ``__del__``) raised :class:`Interrupted` there, and the command went on. No
+    traceback for it: the signal counts as taken, so the watchdog ends the process after
+    :data:`DEADLINE` seconds with the one line if it has not ended by then (a command that was
+    about to finish finishes), and a second signal ends it at once. Anything else goes to the
+    hook that was there before."""
+    if isinstance(args.exc_value, Interrupted) and _state is not None:
+        return
+    _previous_unraisable(args)
+
+
+_previous_unraisable = sys.unraisablehook
+
+
 @contextlib.contextmanager
 def handling() -> Iterator[None]:
     """Install the handlers and the watchdog for the duration of a command (main thread only;
@@ -239,6 +255,8 @@ def handling() -> Iterator[None]:
     for s, h in previous.items():
         if h is not signal.SIG_IGN:
             signal.signal(s, _handler)
+    global _previous_unraisable
+    _previous_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     dog = threading.Thread(target=_watchdog, args=(read_fd,), name="cmrkit-watchdog", daemon=True)
     dog.start()
@@ -247,6 +265,7 @@ def handling() -> Iterator[None]:
     finally:
         if st.first is None:
             signal.set_wakeup_fd(old_wakeup)
+            sys.unraisablehook = _previous_unraisable
             for s, h in previous.items():
                 if h is not None:
                     signal.signal(s, h)

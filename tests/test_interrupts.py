@@ -202,6 +202,53 @@ def test_a_main_thread_stuck_in_java_still_ends_on_ctrl_c(tmp_path):
     assert not (tmp_path / "out.txt").exists() and leftovers(tmp_path) == []
 
 
+_SWALLOWED = """
+import os, signal, sys, time, weakref
+from cmrkit import interrupts
+class Thing:
+    pass
+def gone(_):  # a weakref callback, as importlib's module-lock cleanup is one
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(100000):  # the handler runs here: Python prints and drops what it raises
+        pass
+with interrupts.handling():
+    thing = Thing()
+    ref = weakref.ref(thing, gone)
+    del thing
+    print("went on", flush=True)
+    time.sleep(float(sys.argv[1]))
+    print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("left", [0.0, 30.0])
+def test_ctrl_c_taken_inside_a_weakref_callback_prints_no_traceback(tmp_path, left):
+    """A signal whose handler runs inside code that drops exceptions (a weakref callback: seen
+    in CI as `Exception ignored in: <function _get_module_lock.<locals>.cb>` and a traceback
+    when Ctrl-C met the end of `cmrkit eval`): no traceback; a command with work left ends
+    within the deadline with the one line and 130, one about to finish finishes (exit 0)."""
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", _SWALLOWED, str(left)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_child_signals,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    took = time.monotonic() - t0
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stdout.startswith("went on\n"), done.stdout
+    if left:
+        assert done.returncode == 130, done
+        assert done.stderr == "interrupted by Ctrl-C (SIGINT): nothing was written\n"
+        assert "finished" not in done.stdout and took < left
+    else:
+        assert done.returncode == 0, done
+        assert done.stdout == "went on\nfinished\n" and done.stderr == ""
+
+
 def test_a_signal_ignored_by_the_caller_stays_ignored(tmp_path):
     """nohup and background jobs ignore some signals: cmrkit does not take them back."""
     proc = subprocess.Popen(
