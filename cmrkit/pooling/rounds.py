@@ -257,6 +257,10 @@ def pool_runs(
         )
     simulated = None
     if simulate is not None:
+        if opts.name not in ADAPTIVE:
+            raise CmrkitError(
+                "--simulate feeds judgments to mtf or maxmean; this strategy needs none"
+            )
         from cmrkit.fileio import sha256_file
         from cmrkit.trec import read_qrels
 
@@ -267,8 +271,6 @@ def pool_runs(
             opts.seed,
             {"path": str(simulate), "sha256": sha256_file(simulate)},
         )
-    if simulated is not None and opts.name not in ADAPTIVE:
-        raise CmrkitError("--simulate feeds judgments to mtf or maxmean; this strategy needs none")
     pool = create_pool(
         runs, collection, depth=strategy_depth(opts, depth), exclude=exclude, topics=topics
     )
