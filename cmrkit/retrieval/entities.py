@@ -8,11 +8,20 @@ Scale: texts already seen come from the entity cache (:mod:`cmrkit.nercache`); t
 others go through spaCy in blocks, over ``processes`` worker processes when there are enough of
 them to repay starting the workers (each loads the model once), else in this process. The
 entities are the same either way, in the same order.
+
+Signals: the workers leave Ctrl-C to the command (a terminal sends it to every process of the
+group): they start with SIGINT blocked and ignore it, so none dies with a traceback of its own.
+When the command stops on a signal (or any error) while workers recognise, :meth:`Recogniser.close`
+terminates them instead of waiting for their tasks: waiting could outlast the interrupt
+deadline, and a process ended by the watchdog never releases the pool's semaphores (Python's
+resource tracker then warns of "leaked semaphore objects").
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -78,6 +87,22 @@ def _worker_recognise(task: tuple[str, list[str]]) -> list[list[Span]]:
     return _recognise_here(texts, model)
 
 
+def _worker_start() -> None:
+    """A worker ignores Ctrl-C: the command decides (and terminates the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back in this thread while it starts workers: they inherit the blocked signal
+    until :func:`_worker_start` ignores it (a Ctrl-C meanwhile reaches this process afterwards)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 class Recogniser:
     """spaCy NER over texts, in this process or over worker processes, with the entity cache.
 
@@ -132,7 +157,9 @@ class Recogniser:
         pool = self._workers()
         tasks = [(self.model, texts[i : i + TASK]) for i in range(0, len(texts), TASK)]
         found: list[list[Span]] = []
-        for part in pool.map(_worker_recognise, tasks):  # in order, each as it is done
+        with _sigint_blocked():  # the workers start as the tasks are submitted
+            parts = pool.map(_worker_recognise, tasks)
+        for part in parts:  # in order, each as it is done
             found.extend(part)
             if progress:
                 progress(len(part))
@@ -144,22 +171,32 @@ class Recogniser:
             from concurrent.futures import ProcessPoolExecutor
 
             self._pool = ProcessPoolExecutor(
-                self.processes, mp_context=multiprocessing.get_context("spawn")
+                self.processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_start,
             )
         return self._pool
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+    def close(self, *, abort: bool = False) -> None:
+        """Stop the workers and close the cache (again: nothing). ``abort`` (the work is not
+        wanted any more: a signal, an error) terminates the workers at once, their tasks
+        dropped; else they finish what they hold."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            if abort:
+                # the executor has no public way to stop its workers' current tasks
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.terminate()
+            pool.shutdown(cancel_futures=True)
         if self.cache is not None:
             self.cache.close()
+            self.cache = None
 
     def __enter__(self) -> Recogniser:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.close(abort=kind is not None)
 
 
 def iter_entities(

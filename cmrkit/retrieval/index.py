@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import cmrkit.retrieval.entities as ner
+import cmrkit.retrieval.signal_points as signal_points
 import cmrkit.retrieval.stored as stored
 from cmrkit._version import __version__
 from cmrkit.collection.layout import (
@@ -157,6 +158,7 @@ def _write_shards(
                         nonlocal done
                         done += n
                         bar.update(task, completed=done, total=max(total, done))
+                        signal_points.reached("ner")
 
                     found = recogniser.block([r["contents"] for _, r in block], advance)
                 else:
@@ -174,6 +176,10 @@ def _write_shards(
                     i += 1
                 bar.update(task, completed=i, total=max(total, i))
             bar.update(task, completed=i, total=i)
+    except BaseException:
+        if recogniser is not None:  # a signal or an error: the workers' tasks are not wanted
+            recogniser.close(abort=True)
+        raise
     finally:
         for f in shards:
             f.close()
@@ -284,6 +290,7 @@ def index_corpus(
     with_documents = _add_documents(coll, shard_paths, groups, keys, always=bool(documents))
     del keys
     timings["prepare"] = round(time.perf_counter() - started, 3)
+    signal_points.reached("shards")
     args = [
         "-collection",
         "JsonCollection",
@@ -312,6 +319,7 @@ def index_corpus(
     with (
         java_errors("Lucene indexing failed", "rerun with --verbose to see Lucene's log", target),
         quiet(log, verbose=verbose),
+        signal_points.once_exists("lucene", index_dir / "write.lock"),
     ):
         jclass("io.anserini.index.IndexCollection").main(args)
         searcher = jclass("io.anserini.search.SimpleSearcher")(str(index_dir.resolve()))
@@ -432,6 +440,7 @@ def build_index(
             verbose=verbose,
             extra={"threads": threads, "seconds": built.seconds},
         )
+        signal_points.reached("manifest")
     return IndexInfo(coll, target, manifest)
 
 
