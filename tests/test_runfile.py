@@ -186,12 +186,23 @@ def test_a_run_scored_against_another_collection_s_qrels_is_refused(tmp_path, co
             "is judged there" in r.output
         )
         tail = "those qrels are another collection's; score it against its collection's"
-        assert r.output.rstrip().endswith(f"{tail} (qrels/tiny.test.txt)"), r.output
-    # its own qrels, by name or not (a document judged), and a run without a sidecar: scored
+        assert f"{tail} (qrels/tiny.test.txt), or add --allow-unjudged" in r.output, r.output
+    # its own qrels, by name or not (a document judged): scored
     for qrels in (own, mine):
         r = cli("eval", run, qrels, "-m", "AP")
         assert r.exit_code == 0, r.output
+    # issue 42 item 5a: a run without a sidecar (a copy, another tool's run), or with a broken
+    # one, is refused all the same, without naming a collection; --allow-unjudged scores it
     s.sidecar_path.rename(tmp_path / "aside.json")
-    assert cli("eval", run, other, "-m", "AP").exit_code == 0
-    s.sidecar_path.write_text("{", encoding="utf-8")  # broken: scoring does not need it
-    assert cli("eval", run, other, "-m", "AP").exit_code == 0
+    for _ in range(2):
+        for args in (("eval", run, other), ("compare", other, run, run.with_name("b.trec"))):
+            r = cli(*args, "-m", "AP")
+            assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+            assert r.output.startswith(
+                f"error: {run}: none of the 3 documents the run retrieved for the 2 queries it "
+                f"shares with {other} is judged anywhere in them"
+            ), r.output
+            assert "made on collection" not in r.output and "--allow-unjudged" in r.output
+        s.sidecar_path.write_text("{", encoding="utf-8")  # broken: scoring does not need it
+    r = cli("eval", run, other, "-m", "AP", "--allow-unjudged")
+    assert r.exit_code == 0 and "0.0000" in r.output, r.output

@@ -8,7 +8,16 @@ from typing import Any
 import typer
 
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
-from cmrkit.commands.output import DEDUPE, FORMAT, Format, emit, with_warnings
+from cmrkit.commands.output import (
+    ALLOW_UNJUDGED,
+    DEDUPE,
+    FORMAT,
+    Format,
+    check_order,
+    emit,
+    warn_identical,
+    with_warnings,
+)
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -64,6 +73,9 @@ def agreement_options(
         "depth": depth,
         "version": trec_version.value,
     }
+
+
+USAGE = "usage: cmrkit agree QRELS_A QRELS_B RUN RUN RUN [...] (the two qrels first, then the runs)"
 
 
 def register(app: typer.Typer) -> None:
@@ -149,6 +161,7 @@ def agree_command(
     rbo_p: float = RBO_P,
     depth: int = DEPTH,
     dedupe: bool = DEDUPE,
+    allow_unjudged: bool = ALLOW_UNJUDGED,
     trec_version: TrecVersion = TREC_VERSION,
     fmt: Format = FORMAT,
 ) -> None:
@@ -162,9 +175,11 @@ def agree_command(
     Example: cmrkit agree qrels/sample.test.txt shallow.qrels runs/sample/bm25.test.trec
     runs/sample/qe-rm3.test.trec runs/sample/hybrid.test.trec -m AP -m RR@10
     """
+    check_order([(qrels_a, "qrels"), (qrels_b, "qrels"), *((r, "a run") for r in runs)], USAGE)
     options = agreement_options(bootstrap, ci, seed, rbo_p, depth, trec_version)
     from cmrkit.evaluation.agreement import qrels_agreement
     from cmrkit.evaluation.significance import run_names
+    from cmrkit.retrieval.runfile import check_qrels_of
     from cmrkit.trec import read_qrels, read_run_columns
 
     if len(runs) < 3:
@@ -179,6 +194,10 @@ def agree_command(
         raise CmrkitError(
             f"{qrels_a} judges none of the runs' queries: are the runs of its collection?"
         )
+    for name, path in zip(names, runs, strict=True):
+        for qrels_path, judged in ((qrels_a, reference), (qrels_b, other)):
+            check_qrels_of(path, qrels_path, loaded[name], judged, allow_unjudged=allow_unjudged)
+    warn_identical(loaded)
     result = qrels_agreement(
         loaded,
         reference,

@@ -9,12 +9,14 @@ from pathlib import Path
 import typer
 
 from cmrkit.commands.output import (
+    ALLOW_UNJUDGED,
     DEDUPE,
     FORMAT,
     Format,
     check_order,
     coverage,
     emit,
+    warn_identical,
     with_warnings,
 )
 from cmrkit.console import console, out, user_errors
@@ -189,6 +191,7 @@ def eval_command(
         help="The trec_eval version to equal: 10 (10.0, the current release) or 9 (9.0.8).",
     ),
     dedupe: bool = DEDUPE,
+    allow_unjudged: bool = ALLOW_UNJUDGED,
     topics: Path = typer.Option(
         None, "--topics", help="topics.jsonl, or a 'qid<TAB>type...' file, for --by."
     ),
@@ -221,13 +224,10 @@ def eval_command(
     if (topics is None) != (by is None):
         raise CmrkitError("--by and --topics go together: give the topics file and the field")
     _check_inputs(run, qrels)
-    from cmrkit.retrieval.runfile import check_qrels_of
-
-    check_qrels_of(run, qrels)
     if convention is Convention.coresearch:
         if measure or by is not None:
             raise CmrkitError("--convention coresearch prints its own columns; drop -m and --by")
-        _eval_coresearch(run, qrels, fmt, dedupe)
+        _eval_coresearch(run, qrels, fmt, dedupe, allow_unjudged)
         return
     version = trec_version.value
     trec_only = {"-l": level is not None, "-N": num_docs is not None, "-n": no_summary,
@@ -240,9 +240,10 @@ def eval_command(
     if plan.engine == TREC_EVAL:
         opts = _trec_options(version, per_query, all_queries, depth, level, num_docs,
                              no_summary, judged_only, rel_format)  # fmt: skip
-        _eval_trec(run, qrels, plan, opts, fmt, zscores, dedupe)
+        _eval_trec(run, qrels, plan, opts, fmt, zscores, (dedupe, allow_unjudged))
         return
-    _eval_ranking(run, qrels, plan, fmt, per_query, all_queries, depth, dedupe, topics, by)
+    _eval_ranking(run, qrels, plan, fmt, per_query, all_queries, depth, (dedupe, allow_unjudged),
+                  topics, by)  # fmt: skip
 
 
 def _check_inputs(run: Path, qrels: Path) -> None:
@@ -267,14 +268,17 @@ def _eval_plan(measure, version: str, fmt: Format, by: str | None, trec_only: li
     return resolve(measure, version, engine=engine, trec_output=fmt is Format.trec)
 
 
-def _eval_ranking(run, qrels, plan, fmt, per_query, all_queries, depth, dedupe, topics, by):
+def _eval_ranking(run, qrels, plan, fmt, per_query, all_queries, depth, reading, topics, by):
     """`eval` through the ranking engine (evaluation/ranking.py): a value per query and
-    measure, groups with --by."""
+    measure, groups with --by. ``reading``: (--dedupe, --allow-unjudged)."""
     from cmrkit import evaluation
+    from cmrkit.retrieval.runfile import check_qrels_of
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
+    dedupe, allow_unjudged = reading
     qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels, columns=True))
     run_data = read_run_columns(run, dedupe=dedupe)
+    check_qrels_of(run, qrels, run_data, qrels_data, allow_unjudged=allow_unjudged)
     groups_map = evaluation.load_groups(topics, by) if topics is not None else None
     result = evaluation.evaluate(
         run_data,
@@ -320,14 +324,19 @@ def _trec_options(version, per_query, all_queries, depth, level, num_docs, no_su
     )
 
 
-def _eval_trec(run, qrels, plan, opts, fmt, zscores, dedupe) -> None:
-    """`eval` through the trec_eval port (evaluation/trec_eval.py)."""
+def _eval_trec(run, qrels, plan, opts, fmt, zscores, reading) -> None:
+    """`eval` through the trec_eval port (evaluation/trec_eval.py). ``reading``: (--dedupe,
+    --allow-unjudged)."""
     from cmrkit.evaluation import trec_eval as te
+    from cmrkit.retrieval.runfile import check_qrels_of
 
+    dedupe, allow_unjudged = reading
     rel_info = te.read_rel_info(qrels, opts.rel_format, opts.version)
     results = te.read_results(run, opts.version)
     if dedupe:
         results.queries = te.dedupe(results.queries)
+    check_qrels_of(run, qrels, results.documents(), rel_info.judged(),
+                   allow_unjudged=allow_unjudged)  # fmt: skip
     table = te.read_zscores(zscores) if zscores is not None else None
     result = te.evaluate(results, rel_info, plan.columns, opts, table, run_path=run)
     if fmt is Format.trec:
@@ -354,14 +363,17 @@ def _eval_trec(run, qrels, plan, opts, fmt, zscores, dedupe) -> None:
     console.print(te.coverage(result), markup=False, soft_wrap=True)
 
 
-def _eval_coresearch(run, qrels, fmt, dedupe: bool) -> None:
+def _eval_coresearch(run, qrels, fmt, dedupe: bool, allow_unjudged: bool) -> None:
     import json
 
     from cmrkit.evaluation import coresearch
+    from cmrkit.retrieval.runfile import check_qrels_of
     from cmrkit.trec import read_qrels_with_strata, read_run_columns
 
     qrels_data, _ = with_warnings(lambda: read_qrels_with_strata(qrels))
-    run_data = read_run_columns(run, dedupe=dedupe).to_run()
+    columns = read_run_columns(run, dedupe=dedupe)
+    check_qrels_of(run, qrels, columns, qrels_data, allow_unjudged=allow_unjudged)
+    run_data = columns.to_run()
     result = coresearch.evaluate(run_data, qrels_data)
     values = result["measures"]
     if fmt is Format.json:
@@ -518,6 +530,7 @@ def compare_command(
     ),
     depth: int = DEPTH,
     dedupe: bool = DEDUPE,
+    allow_unjudged: bool = ALLOW_UNJUDGED,
     plot: Path = typer.Option(
         None,
         "--plot",
@@ -589,12 +602,12 @@ def compare_command(
             )
     from cmrkit.retrieval.runfile import check_qrels_of
 
-    for path in runs:
-        check_qrels_of(path, qrels)
     qrels_data, strata = with_warnings(lambda: read_qrels_with_strata(qrels, columns=True))
-    loaded = {
-        name: read_run_columns(path, dedupe=dedupe) for name, path in zip(names, runs, strict=True)
-    }
+    loaded = {}
+    for name, path in zip(names, runs, strict=True):
+        loaded[name] = read_run_columns(path, dedupe=dedupe)
+        check_qrels_of(path, qrels, loaded[name], qrels_data, allow_unjudged=allow_unjudged)
+    warn_identical(loaded)
     comp = evaluation.compare(
         loaded,
         qrels_data,

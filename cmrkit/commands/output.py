@@ -28,6 +28,12 @@ DEDUPE = typer.Option(
     help="Keep the best score of a document retrieved twice for a query instead of refusing "
     "the run.",
 )
+ALLOW_UNJUDGED = typer.Option(
+    False,
+    "--allow-unjudged",
+    help="Score a run even when none of the documents it retrieved is judged in the qrels "
+    "(another collection's run: every measure 0). Default: refused in one line.",
+)
 
 
 def with_warnings(load: Callable[[], T]) -> T:
@@ -38,6 +44,21 @@ def with_warnings(load: Callable[[], T]) -> T:
     for w in caught:
         console.print(f"warning: {w.message}", markup=False)
     return value
+
+
+def warn_identical(runs) -> None:
+    """A warning line for each group of runs given that are one run (the same documents and
+    scores for every query): ranked as several systems, they weigh one system twice."""
+    from cmrkit.evaluation.identical import identical_runs
+
+    for group in identical_runs(runs):
+        console.print(
+            f"warning: runs {', '.join(group[:-1])} and {group[-1]} are identical (the same "
+            "documents with the same scores for every query): one system counted "
+            f"{len(group)} times; give each run once",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def coverage(result, label: str = "") -> str:

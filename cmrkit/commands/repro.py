@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
-from cmrkit.commands.output import DEDUPE, FORMAT, Format, emit, with_warnings
+from cmrkit.commands.output import ALLOW_UNJUDGED, DEDUPE, FORMAT, Format, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -138,6 +138,7 @@ def repro_command(
     ),
     rbo_p: float = typer.Option(0.95, "--rbo-p", help="RBO's persistence p (repro_eval: 0.95)."),
     dedupe: bool = DEDUPE,
+    allow_unjudged: bool = ALLOW_UNJUDGED,
     trec_version: TrecVersion = typer.Option(
         TrecVersion.v9,
         "--trec-eval",
@@ -172,10 +173,6 @@ def repro_command(
     rep_qrels_path = qrels_repro or qrels
     originals = [original, *([baseline_original] if baseline_original else [])]
     reproductions = [reproduced, *([baseline_repro] if baseline_repro else [])]
-    for path in originals:
-        check_qrels_of(path, qrels)
-    for path in reproductions:
-        check_qrels_of(path, rep_qrels_path)
     judged = with_warnings(lambda: read_qrels(qrels))
     rep_judged = with_warnings(lambda: read_qrels(qrels_repro)) if qrels_repro else judged
     runs = {}
@@ -189,6 +186,7 @@ def repro_command(
                 f"{qrels_path} judges none of {path}'s queries: is the run of its collection "
                 "(and split)?"
             )
+        check_qrels_of(path, qrels_path, runs[path], against, allow_unjudged=allow_unjudged)
     result = reproduce(
         runs[original],
         runs[reproduced],

@@ -29,8 +29,9 @@ import math
 import os
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import trec as defs
@@ -127,6 +128,12 @@ class Results:
     @property
     def qids(self) -> list[str]:
         return list(self.cols.qids) if self._queries is None else list(self._queries)
+
+    def documents(self):
+        """What the run retrieved: its columns as read, else {qid: {docno: score}}."""
+        if self._queries is None:
+            return self.cols
+        return {q: dict(docs) for q, docs in self._queries.items()}
 
     @classmethod
     def of(cls, run: dict[str, dict[str, float]], version: str, runid: str = "") -> Results:
@@ -301,6 +308,15 @@ class RelInfo:
     def qids(self) -> list[str]:
         data = {"qrels": self.qrels, "qrels_jg": self.jg}.get(self.format, self.prefs)
         return sorted(data, key=_cbytes)
+
+    def judged(self) -> Mapping[str, Any]:
+        """The documents judged for each query, in any of the formats: {qid: {docno: rel}}
+        of qrels, the docnos of prefs and of qrels_jg's judgment groups."""
+        if self.format == "qrels":
+            return self.qrels
+        if self.format == "qrels_jg":
+            return {q: [d for group in groups for d in group] for q, groups in self.jg.items()}
+        return {q: [row[3] for row in rows] for q, rows in self.prefs.items()}
 
 
 def _cbytes(s: str) -> bytes:

@@ -158,46 +158,50 @@ def collection_of(
     return collection_dir(made_on)
 
 
-def check_qrels_of(run_path: str | Path, qrels_path: str | Path) -> None:
-    """Refuse to score a run against another collection's qrels (issue 32, trip 4: AP 0.0000,
-    exit 0, and ``compare`` calling the difference significant): when the run's sidecar names
-    its collection, the qrels are not that collection's by name (``NAME.*``), and not one
-    document the run retrieved for the queries both hold is judged anywhere in the qrels.
-    Cheap where it matters: a run of the qrels' collection is told by its name, or by the first
-    judged document it retrieved."""
-    if not (Path(run_path).is_file() and Path(qrels_path).is_file()):
-        return  # stdin, a folder or a missing file: the scoring that follows says what it is
-    try:
-        sidecar = read_sidecar(run_path)
-    except CmrkitError:
-        return  # scoring needs no sidecar: a broken one only leaves this check undone
-    made_on = recorded(sidecar, "collection")
-    if made_on is None or Path(qrels_path).name.startswith(f"{Path(made_on).name}."):
+def check_qrels_of(
+    run_path: str | Path,
+    qrels_path: str | Path,
+    run: Any,
+    qrels: Mapping[str, Any],
+    *,
+    allow_unjudged: bool = False,
+) -> None:
+    """Refuse to score a run none of whose documents retrieved for the queries it shares with
+    the qrels is judged anywhere in them (issue 32, trip 4, and issue 42 item 5a: AP 0.0000,
+    exit 0, and ``compare`` calling the difference significant): a run of another collection,
+    with a sidecar or not. ``run`` and ``qrels`` are what the scoring read (RunColumns or
+    {qid: {docno: score}}; {qid: judged docnos} in any format ``eval`` reads), so no file is
+    read twice. When the run's sidecar names a collection whose qrels these are not by name
+    (``NAME.*``), the line says so and names that collection's own qrels. ``allow_unjudged``
+    (``--allow-unjudged``): scored as it is."""
+    if allow_unjudged:
         return
-    from cmrkit.fileio import iter_lines
-    from cmrkit.trec import read_qrels
+    from cmrkit.evaluation.judged import unjudged
 
-    qrels = read_qrels(qrels_path)
-    judged = {d for docs in qrels.values() for d in docs}
-    queries: set[str] = set()
-    retrieved = 0
-    for _, line in iter_lines(run_path):
-        fields = line.split()
-        if len(fields) < 3 or fields[0] not in qrels:
-            continue
-        if fields[2] in judged:
-            return
-        queries.add(fields[0])
-        retrieved += 1
-    if not queries:
-        return  # no query in common: the scoring says so
-    split = recorded(sidecar, "split")
-    own = qrels_file(made_on, split) if split and Path(made_on).is_dir() else None
-    instead = "score it against its collection's" + (f" ({own})" if own else "")
+    found = unjudged(run, qrels)
+    if found is None:
+        return
+    made_on = None
+    if str(run_path) != "-" and Path(run_path).is_file():
+        with contextlib.suppress(CmrkitError):  # a broken sidecar only leaves it unnamed
+            made_on = recorded(read_sidecar(run_path), "collection")
+    docs, queries = f"{found.documents:,}", f"{found.queries:,}"
+    flag = "or add --allow-unjudged to score it as it is (0)"
+    if made_on is not None and not Path(qrels_path).name.startswith(f"{Path(made_on).name}."):
+        split = recorded(read_sidecar(run_path), "split")
+        own = qrels_file(made_on, split) if split and Path(made_on).is_dir() else None
+        instead = "score it against its collection's" + (f" ({own})" if own else "")
+        raise CmrkitError(
+            f"the run was made on collection {made_on} (its sidecar says so), and none of the "
+            f"{docs} documents it retrieved for the {queries} queries it shares with "
+            f"{qrels_path} is judged there: those qrels are another collection's; {instead}, "
+            f"{flag}",
+            path=run_path,
+        )
     raise CmrkitError(
-        f"the run was made on collection {made_on} (its sidecar says so), and none of the "
-        f"{retrieved:,} documents it retrieved for the {len(queries):,} queries it shares with "
-        f"{qrels_path} is judged there: those qrels are another collection's; {instead}",
+        f"none of the {docs} documents the run retrieved for the {queries} queries it shares "
+        f"with {qrels_path} is judged anywhere in them: the run is another collection's (or "
+        f"writes its docnos otherwise); score it against its own collection's qrels, {flag}",
         path=run_path,
     )
 

@@ -1,0 +1,77 @@
+"""Is a run judged at all by the qrels it is scored against?
+
+A run of another collection (a copy, another tool's run, the wrong qrels file) shares query ids
+with the qrels but none of its documents: every measure is 0 and nothing says why. This is the
+one test of that, on what the scoring read already (no file is read again): cheap where it
+matters, since a run of the qrels' collection is told by the first document it retrieved that
+the qrels judge for its query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from cmrkit.trec import RunColumns, run_columns
+
+
+@dataclass(frozen=True)
+class Unjudged:
+    """A run none of whose ``documents`` retrieved for the ``queries`` it shares with the
+    qrels is judged anywhere in them."""
+
+    documents: int
+    queries: int
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _query_docnos(cols: RunColumns, a: int, b: int) -> list[str]:
+    """The docnos of rows a..b as str (from the file's bytes when the compiled reader read it,
+    so that the run's docnos are never all made)."""
+    if cols.spans is not None:
+        raw, begins, ends = cols.spans.raw, cols.spans.begins, cols.spans.ends
+        return [
+            raw[x:y].decode() for x, y in zip(begins[a:b].tolist(), ends[a:b].tolist(), strict=True)
+        ]
+    return [_text(d) for d in cols.docnos[a:b]]
+
+
+def _shared(cols: RunColumns, qrels: Mapping[str, object]) -> Iterator[tuple[str, list[str]]]:
+    bounds = cols.starts.tolist()
+    for i, qid in enumerate(cols.qids):
+        if qid in qrels and bounds[i + 1] > bounds[i]:
+            yield qid, _query_docnos(cols, bounds[i], bounds[i + 1])
+
+
+def _judged(docs: object) -> Container[str]:
+    """A query's judged docnos as str (a qrels dict, or the docnos of prefs or qrels_jg)."""
+    keys = docs.keys() if isinstance(docs, Mapping) else docs
+    return {_text(d) for d in keys}  # type: ignore[union-attr]
+
+
+def unjudged(
+    run: RunColumns | Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int] | Sequence[str]],
+) -> Unjudged | None:
+    """None when some document the run retrieved for a query of ``qrels`` is judged there (for
+    that query, or else for any); None too when they share no query (the scoring says so);
+    else what was retrieved, unjudged. ``qrels`` maps each query to its judged documents (a
+    {docno: grade} dict, or any collection of docnos), str or bytes alike."""
+    cols = run if isinstance(run, RunColumns) else run_columns(run)
+    for qid, docs in _shared(cols, qrels):
+        judged = _judged(qrels[qid])
+        if any(d in judged for d in docs):
+            return None
+    anywhere: set[str] = set()
+    for docs in qrels.values():
+        anywhere.update(_judged(docs))
+    documents = queries = 0
+    for _, docs in _shared(cols, qrels):
+        if any(d in anywhere for d in docs):
+            return None
+        documents += len(docs)
+        queries += 1
+    return Unjudged(documents, queries) if queries else None
