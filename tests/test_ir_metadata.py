@@ -136,3 +136,41 @@ def test_outputs_are_kept_unless_forced_and_bad_inputs_refused(ws):
     assert Path("other.trec").read_text() == "q Q0 d 1 1 t\n" and not Path("x.trec").exists()
     invoke("export", "ir-metadata", run, "-o", "other.trec", "--force")
     assert Path("other.trec").read_bytes() == Path("bm25.meta.trec").read_bytes()
+
+
+def test_an_unclosed_block_is_refused_naming_its_lines_and_nothing_is_written(ws):
+    """Issue 42 item 2: a run whose first line is '# ir_metadata.start' with no end mark (a
+    cut-off file, one written by hand) exported as the comment lines alone, none of its
+    results, exit 0. ir_metadata's spec ends the header with 'ir_metadata.end' before the
+    results: a result line inside the block, or a block that never ends, is refused."""
+    import shutil
+
+    run, sidecar = Path("runs/tiny/bm25.test.trec"), Path("runs/tiny/bm25.test.json")
+    results = run.read_text().splitlines(keepends=True)
+    cases = {
+        "cut.trec": ["# ir_metadata.start\n", "# tag: bm25\n", *results],
+        "blank.trec": ["# ir_metadata.start\n", "# tag: bm25\n", "\n", *results[:2]],
+        "header.trec": ["# ir_metadata.start\n", "# tag: bm25\n"],
+    }
+    for name, lines in cases.items():
+        Path(name).write_text("".join(lines))
+        shutil.copy(sidecar, Path(name).with_suffix(".json"))
+        res = invoke("export", "ir-metadata", name, "-o", f"out-{name}", code=2)
+        message = res.stderr.strip()
+        assert len(message.splitlines()) == 1 and message.startswith(f"error: {name}: ")
+        if name == "header.trec":
+            assert "the ir_metadata block that line 1 opens" in message and "never ends" in message
+        else:
+            first = 3 if name == "cut.trec" else 4
+            assert message.startswith(f"error: {name}: line {first}: a result line inside the "
+                                      "ir_metadata block that line 1 opens")  # fmt: skip
+            assert "'# ir_metadata.end'" in message
+        assert not Path(f"out-{name}").exists()
+    # closed, the block is replaced and every result kept
+    closed = ["# ir_metadata.start\n", "# tag: old\n", "# ir_metadata.end\n", *results]
+    Path("closed.trec").write_text("".join(closed))
+    shutil.copy(sidecar, "closed.json")
+    invoke("export", "ir-metadata", "closed.trec", "-o", "out-closed.trec")
+    exported = Path("out-closed.trec").read_text()
+    assert exported.endswith("".join(results)) and "# tag: old" not in exported
+    assert exported == Path("bm25.meta.trec").read_text()

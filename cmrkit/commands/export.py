@@ -102,9 +102,8 @@ def ir_metadata_command(
     with RepeatableOutputs([output], force=force) as staged:
         with open(staged.path(output), "w", encoding="utf-8", newline="\n") as f:
             f.write(block)
-            lines = (line for _, line in iter_lines(run))
-            for line in ir_metadata.without_block(f"{x}\n" for x in lines):
-                f.write(line)
+            for line in ir_metadata.without_block(iter_lines(run), run):
+                f.write(f"{line}\n")
     lines = block.count("\n")
     if staged.up_to_date:
         out.print(f"{output} is up to date; --force rewrites it", markup=False)

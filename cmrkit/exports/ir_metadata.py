@@ -16,9 +16,11 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from cmrkit.errors import CmrkitError
 
 START = "# ir_metadata.start"
 END = "# ir_metadata.end"
@@ -176,17 +178,34 @@ def block(meta: Mapping[str, Any]) -> str:
     return "".join(f"{line}\n" for line in (START, *(f"# {y}" for y in yaml_lines(meta)), END))
 
 
-def without_block(lines: Iterable[str]) -> Iterable[str]:
-    """A run's lines without an ir_metadata block that opens it (a run exported again gets
-    one block, the new one)."""
-    inside = None
-    for line in lines:
-        if inside is None:
-            inside = line.rstrip("\r\n") == START
-            if inside:
+def without_block(lines: Iterable[tuple[int, str]], path: object = None) -> Iterator[str]:
+    """A run's lines (numbered, without their newline) without an ir_metadata block that
+    opens it (a run exported again gets one block, the new one). The spec's block starts on
+    the first line and its end mark is the last line of the header, before any result: a
+    result line before the end mark, or no end mark, is refused naming the lines (issue 42:
+    such a run was exported without a single result)."""
+    opened = None
+    for n, line in lines:
+        if opened is None:
+            opened = n if line == START else 0
+            if opened:
                 continue
-        if inside:
-            if line.rstrip("\r\n") == END:
-                inside = False
+        if opened:
+            if line == END:
+                opened = 0
+            elif line.strip() and not line.lstrip().startswith("#"):
+                raise CmrkitError(
+                    f"a result line inside the ir_metadata block that line {opened} opens "
+                    f"({START!r}), which has no {END!r} before it: end the block with that "
+                    "line, or remove its start",
+                    path=path,
+                    where=f"line {n}",
+                )
             continue
         yield line
+    if opened:
+        raise CmrkitError(
+            f"the ir_metadata block that line {opened} opens ({START!r}) never ends: the file "
+            f"holds no {END!r} line (a cut-off file?); end the block with that line",
+            path=path,
+        )
