@@ -23,6 +23,7 @@ PIPELINE = (
     "repro",
     "cluster",
     "eval-coref",
+    "coref-table",
     "eval-spans",
     "pool",
     "judgments",

@@ -29,6 +29,30 @@ class Mention:
     split: str | None = None
     context_offset: int = 0
     source: dict[str, Any] = field(default_factory=dict)
+    cdcr: Cdcr | None = None
+
+
+@dataclass
+class Cdcr:
+    """Where a mention lies in a cross-document coreference corpus (ECB+, uCDCR), beyond its
+    span: what topic scopes, the lemma baselines and mention encoders read.
+
+    ``sentences`` is the document's sentences that the source gives, as (number, tokens) in
+    document order (ECB+: all of them; uCDCR: those holding a mention), the same list for every
+    mention of the document; the mention's sentence is the one numbered ``sentence`` and its
+    tokens are ``tokens`` (indexes into that sentence's tokens, in order; ECB+ has mentions on
+    non-contiguous tokens). ``singleton``: the mention's chain has no other mention among the
+    mentions read.
+    """
+
+    topic: str | None
+    subtopic: str | None
+    sentence: int
+    tokens: list[int]
+    sentences: list[tuple[int, list[str]]]
+    head: str | None = None
+    head_lemma: str | None = None
+    singleton: bool | None = None
 
 
 @dataclass

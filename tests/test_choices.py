@@ -18,8 +18,12 @@ def _library() -> dict[str, tuple[str, ...]]:
     from cmrkit.collection.build import FILTERS, QUERY_MODES, UNITS
     from cmrkit.collection.sentences import METHODS as SENTENCE_METHODS
     from cmrkit.commands.loaders import SOURCES
+    from cmrkit.coref.options import LEMMAS, WITHIN
+    from cmrkit.coref.options import METHODS as COREF_METHODS
+    from cmrkit.coref.options import SINGLETONS as GOLD_SINGLETONS
     from cmrkit.evaluation.clusters import METHODS as CLUSTER_METHODS
     from cmrkit.evaluation.coref import SCOPES, SINGLETONS
+    from cmrkit.evaluation.coref_table import PROTOCOLS
     from cmrkit.judging.options import ON_UNPARSED
     from cmrkit.pooling.strategies import STRATEGIES
     from cmrkit.retrieval.dense.options import DEVICES
@@ -53,7 +57,11 @@ def _library() -> dict[str, tuple[str, ...]]:
         "OnUnparsed": ON_UNPARSED,
         "coref.Scope": SCOPES,
         "coref.Singletons": SINGLETONS,
-        "coref.Method": CLUSTER_METHODS,
+        "coref.Method": (*CLUSTER_METHODS, *COREF_METHODS),
+        "coref.Within": WITHIN,
+        "coref.Lemmas": LEMMAS,
+        "coref.GoldSingletons": GOLD_SINGLETONS,
+        "coref.Protocol": PROTOCOLS,
     }
 
 

@@ -727,6 +727,7 @@ def build_collection(
                 gold_cluster_records(mentions, s, placed),
             )
 
+        cdcr = write_cdcr(cdir, mentions, placed)
         stats = _split_stats(splits, queries, mentions, placed, n_distractors)
         counts = _counts(mentions, len(query_clusters), queries, units, n_distractors)
         manifest = {
@@ -739,7 +740,7 @@ def build_collection(
             "counts": counts,
             "dropped": dropped,
             "splits": stats,
-            "files": _manifest_files(splits, qrels_files, cluster_files),
+            "files": _manifest_files(splits, qrels_files, cluster_files, cdcr),
             "corpus_sha256": sha256_file(corpus_path),
         }
         with open(layout.manifest_path(cdir), "w", encoding="utf-8", newline="\n") as f:
@@ -767,15 +768,78 @@ def _counts(
 
 
 def _manifest_files(
-    splits: list[str], qrels_files: dict[str, Path], cluster_files: dict[str, Path]
+    splits: list[str], qrels_files: dict[str, Path], cluster_files: dict[str, Path], cdcr: bool
 ) -> dict[str, Any]:
-    return {
+    files = {
         "corpus": layout.CORPUS,
         "topics": layout.TOPICS,
         "topics_tsv": {s: layout.topics_tsv_name(s) for s in splits},
         "qrels": {s: str(p) for s, p in qrels_files.items()},
         "clusters": {s: str(p) for s, p in cluster_files.items()},
     }
+    if cdcr:
+        files["mentions"] = layout.MENTIONS
+        files["documents"] = layout.DOCUMENTS
+    return files
+
+
+def write_cdcr(
+    cdir: Path, mentions: list[Mention], placed: dict[str, tuple[Unit, tuple[int, int]]]
+) -> bool:
+    """``mentions.jsonl.gz`` and ``documents.jsonl.gz`` when the source placed its mentions in
+    a cross-document coreference corpus (``Mention.cdcr``); False when it did not."""
+    if not any(m.cdcr is not None for m in mentions):
+        return False
+    documents: dict[str, Mention] = {}
+    out = gzip_writer(layout.mentions_path(cdir))
+    try:
+        for m in mentions:
+            c = m.cdcr
+            if c is None:
+                raise CmrkitError(
+                    f"mention {m.mention_id!r} lacks the corpus fields its source gives the others",
+                    path=m.source.get("file"),
+                    where=_where(m.source),
+                )
+            documents.setdefault(m.doc_id, m)
+            unit, span = placed[m.mention_id]
+            record = {
+                "mention_id": m.mention_id,
+                "split": m.split,
+                "cluster": m.cluster,
+                "doc_id": m.doc_id,
+                "unit": unit.id,
+                "span": list(span),
+                "text": m.text,
+                "type": m.type,
+                "topic": c.topic,
+                "subtopic": c.subtopic,
+                "sentence": c.sentence,
+                "tokens": c.tokens,
+                "head": c.head,
+                "head_lemma": c.head_lemma,
+                "singleton": c.singleton,
+                "source": m.source,
+            }
+            out.write(_json(record) + "\n")
+    finally:
+        out.close()
+    out = gzip_writer(layout.documents_path(cdir))
+    try:
+        for doc_id, m in documents.items():
+            c = m.cdcr
+            assert c is not None
+            record = {
+                "doc_id": doc_id,
+                "split": m.split,
+                "topic": c.topic,
+                "subtopic": c.subtopic,
+                "sentences": [[n, words] for n, words in c.sentences],
+            }
+            out.write(_json(record) + "\n")
+    finally:
+        out.close()
+    return True
 
 
 def _segmenter(
@@ -841,12 +905,16 @@ def gold_cluster_records(
     singletons too) with its cluster, its unit and its document."""
     for m in mentions:
         if m.split == split:
-            yield {
+            record = {
                 "cluster": m.cluster,
                 "mention_id": m.mention_id,
                 "unit": placed[m.mention_id][0].id,
                 "doc_id": m.doc_id,
             }
+            if m.cdcr is not None:  # the corpus's scopes, for scoring within them
+                record["topic"] = m.cdcr.topic
+                record["subtopic"] = m.cdcr.subtopic
+            yield record
 
 
 def _split_stats(

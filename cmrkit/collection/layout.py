@@ -1,12 +1,16 @@
 """The collection folder (see docs/collection-format.md): the one owner of its files.
 
 ``collections/NAME/`` holds ``corpus.jsonl.gz`` (one unit a line), ``topics.jsonl`` (one query a
-line, every split), ``topics.SPLIT.tsv`` (for Pyserini), ``manifest.json`` (what built it) and,
-once indexed, ``index/``; the qrels of a split lie in ``qrels/NAME.SPLIT.txt``. Everything else
+line, every split), ``topics.SPLIT.tsv`` (for Pyserini), ``manifest.json`` (what built it),
+for sources of cross-document coreference corpora (ECB+, uCDCR) ``mentions.jsonl.gz`` (every
+annotated mention with its topic, subtopic, sentence, head and singleton flag) and
+``documents.jsonl.gz`` (their documents' sentences), and, once indexed, ``index/``; the
+qrels of a split lie in ``qrels/NAME.SPLIT.txt``. Everything else
 asks this module: for these paths (``corpus_path``, ``topics_path``, ``topics_tsv_path``,
-``manifest_path``, ``index_path``, ``qrels_path``, ``qrels_file``), for a folder from a bare name
-(``sample`` -> ``collections/sample``), and for the records (``iter_corpus``, ``read_topics``,
-``topic_records``, ``read_manifest``). The Python API's ``cmrkit.api.Collection`` is the one
+``manifest_path``, ``index_path``, ``qrels_path``, ``qrels_file``, ``mentions_path``,
+``documents_path``), for a folder from a bare name (``sample`` -> ``collections/sample``), and
+for the records (``iter_corpus``, ``read_topics``, ``topic_records``, ``read_manifest``,
+``iter_mentions``, ``iter_documents``). The Python API's ``cmrkit.api.Collection`` is the one
 class of that name: a collection's files as DataFrames.
 """
 
@@ -25,6 +29,8 @@ from cmrkit.fileio import iter_jsonl
 CORPUS = "corpus.jsonl.gz"
 TOPICS = "topics.jsonl"
 MANIFEST = "manifest.json"
+MENTIONS = "mentions.jsonl.gz"
+DOCUMENTS = "documents.jsonl.gz"
 INDEX_DIR = "index"
 COLLECTIONS_DIR = Path("collections")
 QRELS_DIR = Path("qrels")
@@ -132,6 +138,32 @@ def topics_tsv_path(collection: str | os.PathLike, split: str) -> Path:
 def manifest_path(collection: str | os.PathLike) -> Path:
     """The collection's ``manifest.json`` (what built it)."""
     return Path(collection) / MANIFEST
+
+
+def mentions_path(collection: str | os.PathLike) -> Path:
+    """The collection's ``mentions.jsonl.gz``: every annotated mention with what cross-document
+    coreference reads of it (written for the ECB+ and uCDCR sources)."""
+    return Path(collection) / MENTIONS
+
+
+def documents_path(collection: str | os.PathLike) -> Path:
+    """The collection's ``documents.jsonl.gz``: the sentences of the mentions' documents."""
+    return Path(collection) / DOCUMENTS
+
+
+def iter_mentions(collection: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of ``mentions.jsonl.gz``; ``mention_id``, ``split``, ``cluster``,
+    ``doc_id`` and ``unit`` are strings."""
+    return _records(
+        mentions_path(collection),
+        "one mention object per line",
+        ("mention_id", "split", "cluster", "doc_id", "unit"),
+    )
+
+
+def iter_documents(collection: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of ``documents.jsonl.gz``; ``doc_id`` is a string."""
+    return _records(documents_path(collection), "one document object per line", ("doc_id",))
 
 
 def index_path(collection: str | os.PathLike) -> Path:

@@ -107,6 +107,23 @@ def _print_report(report) -> None:
     )
 
 
+def _mention_kind(source: str, mentions: str | None) -> str:
+    """``--mentions`` of a coreference corpus (events, entities, all); a file for tac."""
+    if source in ("ecbplus", "ucdcr"):
+        from cmrkit.sources.ecbplus import KINDS
+
+        if mentions is not None and mentions not in KINDS:
+            raise CmrkitError(
+                f"--mentions {mentions!r}: with --source {source} write events, entities or all"
+            )
+        return mentions or "events"
+    if mentions is not None and source != "tac":
+        raise CmrkitError(
+            "--mentions is for --source ecbplus, ucdcr (events, entities, all) and tac (a file)"
+        )
+    return "events"
+
+
 @user_errors
 def sample_data_command(
     folder: Path = typer.Argument(..., help="Folder to copy the sample files into."),
@@ -142,8 +159,9 @@ def build_collection_command(
         Source("wec-eng"),
         "--source",
         "-s",
-        help="Input format: wec-eng, coresearch, jsonl, hf or tac (TAC KBP EDL, see the "
-        "TAC options).",
+        help="Input format: wec-eng, coresearch, jsonl, hf, tac (TAC KBP EDL, see the "
+        "TAC options), ecbplus (the ECB+ 1.0 release: -i ECB+.zip or its folder) or ucdcr "
+        "(uCDCR's unified mentions: -i a dataset folder, a split folder or a file).",
     ),
     inputs: list[str] = typer.Option(
         [],
@@ -208,7 +226,18 @@ def build_collection_command(
     collections_dir: Path = typer.Option(Path("collections"), help="Where collections go."),
     qrels_dir: Path = typer.Option(Path("qrels"), help="Where qrels go."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing collection."),
-    tac_mentions: Path | None = _tac(None, "--mentions", "2015+ gold mention tab file."),
+    mentions: str | None = typer.Option(
+        None,
+        "--mentions",
+        help="ecbplus, ucdcr: events (default), entities or all. tac: the 2015+ gold mention "
+        "tab file.",
+    ),
+    validated: str | None = typer.Option(
+        None,
+        "--validated",
+        help="ecbplus: the validated-sentences CSV (default: ECBplus_coreference_sentences.csv "
+        "beside the input, else the release's copy); none keeps every sentence.",
+    ),
     tac_queries_xml: Path | None = _tac(None, "--queries-xml", "2014 queries XML (with --links)."),
     tac_links: Path | None = _tac(None, "--links", "2014 links tab file."),
     tac_docs: Path | None = _tac(None, "--docs", "Folder of TAC source documents (SGML/XML)."),
@@ -248,16 +277,20 @@ def build_collection_command(
     -i Dev_Event_gold_mentions_validated.json -i Test_Event_gold_mentions_validated.json
     -d Train_Event_gold_mentions.json --name wec
 
+    Example with the ECB+ 1.0 release (test events: 1,780 mentions): cmrkit build-collection
+    --source ecbplus -i ECB+.zip
+
     Example with your TAC copy: cmrkit build-collection --source tac --name tac15
     --mentions gold.tab --docs source_docs/ --queries longest --date-range auto
     """
+    kind = _mention_kind(source, mentions)
     if source == "tac":
         from cmrkit.commands.tac import build_tac
 
         with _progress() as progress:
             report = build_tac(
                 name=name,
-                mentions=tac_mentions,
+                mentions=None if mentions is None else Path(mentions),
                 queries_xml=tac_queries_xml,
                 links=tac_links,
                 docs=tac_docs,
@@ -312,6 +345,8 @@ def build_collection_command(
         revision=revision,
         hf_cache_dir=None if hf_cache_dir is None else str(hf_cache_dir),
         sample=sample,
+        kind=kind,
+        validated=validated,
     )
     if name is None and not sample:
         opts.name = loaded.default_name

@@ -43,7 +43,9 @@ Strategy = choices(  # pooling.strategies.STRATEGIES
 )
 ExportFormat = choices("ExportFormat", ("mturk", "jsonl", "html"))  # assess.render's writers
 Role = choices("Role", ("assessor", "organizer"))  # assess.server.auth.ROLES
-Source = choices("Source", ("wec-eng", "coresearch", "jsonl", "hf", "tac"))  # loaders.SOURCES
+Source = choices(  # loaders.SOURCES
+    "Source", ("wec-eng", "coresearch", "jsonl", "hf", "ecbplus", "ucdcr", "tac")
+)
 Unit = choices("Unit", ("passage", "sentence", "mention"))  # collection.build.UNITS
 QueryMode = choices("QueryMode", ("all", "longest"))  # collection.build.QUERY_MODES
 DistractorFormat = choices(  # sources.distractors.FORMATS

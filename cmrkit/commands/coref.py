@@ -10,12 +10,22 @@ import typer
 from cmrkit.commands.choices import choices
 from cmrkit.commands.output import FORMAT, Format, check_order, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
+from cmrkit.coref.options import JACCARD, TOPIC_THRESHOLD
 from cmrkit.errors import CmrkitError
+from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
 CorefFormat = choices("CorefFormat", ("table", "json", "csv"))
 Scope = choices("Scope", ("document", "corpus"))  # evaluation.coref.SCOPES
 Singletons = choices("Singletons", ("keep", "remove"))  # evaluation.coref.SINGLETONS
-Method = choices("Method", ("closure", "average"))  # evaluation.clusters.METHODS
+# evaluation.clusters.METHODS (a run's), then coref.options.METHODS (a collection's)
+Method = choices("Method", ("closure", "average", "lemma", "head-lemma", "lh"))
+Within = choices("Within", ("corpus", "topic", "subtopic", "predicted"))  # coref.options.WITHIN
+Lemmas = choices("Lemmas", ("mention", "sentence"))  # coref.options.LEMMAS
+GoldSingletons = choices("GoldSingletons", ("keep", "drop"))  # coref.options.SINGLETONS
+Protocol = choices("Protocol", ("papers", "ucdcr"))  # evaluation.coref_table.PROTOCOLS
+TableSingletons = choices("TableSingletons", ("both", "with", "without"))
+RUN_METHODS = ("closure", "average")
+COLLECTION = "Collections (--method lemma, head-lemma, lh)"
 
 
 COREF_MEASURE_HELP = (
@@ -33,6 +43,7 @@ def register(app: typer.Typer) -> None:
     """Add `eval-coref`, `cluster` and `eval-spans` to the app."""
     app.command("eval-coref")(eval_coref_command)
     app.command("cluster")(cluster_command)
+    app.command("coref-table")(coref_table_command)
     app.command("eval-spans")(eval_spans_command)
 
 
@@ -211,9 +222,19 @@ def _split_of(collection: Path, qids: set[str]) -> str:
     return splits.pop()
 
 
+def _coll(default, flag: str, text: str, **kw):
+    """An option of clustering a collection's mentions, in its help panel."""
+    return typer.Option(default, flag, help=text, rich_help_panel=COLLECTION, **kw)
+
+
 @user_errors
 def cluster_command(
-    run: Path = typer.Argument(..., help="TREC run over a collection's queries."),
+    run: Path = typer.Argument(
+        ...,
+        metavar="RUN|COLLECTION",
+        help="A TREC run over a collection's queries (--method closure, average), or a "
+        "collection, its folder or bare name (--method lemma, head-lemma, lh: no run).",
+    ),
     collection: Path = typer.Option(
         Path("collections/sample"), "--collection", help="The collection folder."
     ),
@@ -221,11 +242,13 @@ def cluster_command(
         None, "--threshold", "-t", help="Link a query to results scoring at least this."
     ),
     top: int = typer.Option(None, "--top", min=1, help="Link to the top k results only."),
-    method: Method = typer.Option(
-        Method.closure,
+    method: Method | None = typer.Option(
+        None,
         "--method",
-        help="closure: connected components of the links; average: average-link "
-        "agglomerative clustering down to --threshold.",
+        help="A run's: closure (default: connected components of the links), average "
+        "(average-link agglomerative clustering down to --threshold). A collection's: lemma "
+        "(equal lemma sequences, Hsu & Horwood), head-lemma (equal head lemmas), lh (Ahmed et "
+        "al.'s lemma heuristic).",
     ),
     missing_score: float = typer.Option(
         None,
@@ -248,15 +271,79 @@ def cluster_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an output that differs from what this would write."
     ),
+    within: Within = _coll(
+        Within.topic,
+        "--within",
+        "Where mentions may join: corpus, topic or subtopic (the corpus's gold ones), "
+        "predicted (documents clustered into topics first).",
+    ),
+    lemmas: Lemmas = _coll(
+        Lemmas.mention,
+        "--lemmas",
+        "lemma: lemmatize each mention's text alone (mention), or read each token's lemma "
+        "from its parsed sentence (sentence).",
+    ),
+    topic_threshold: float = _coll(
+        TOPIC_THRESHOLD,
+        "--topic-threshold",
+        "predicted: the TF-IDF cosine above which documents share a topic (-1 to 1).",
+    ),
+    jaccard: float = _coll(
+        JACCARD, "--jaccard", "lh: the sentences' lemma Jaccard a link needs (0 to 1)."
+    ),
+    gold_singletons: GoldSingletons = _coll(
+        GoldSingletons.keep,
+        "--gold-singletons",
+        "drop: leave out the mentions of gold singleton chains before clustering (uCDCR).",
+    ),
+    train_split: str = _coll("train", "--train-split", "lh: the split of coreferent lemmas."),
+    spacy_model: str = _coll(DEFAULT_SPACY_MODEL, "--spacy-model", "Installed spaCy model."),
 ) -> None:
-    """Turn a run into coreference clusters of the collection's annotated mentions.
+    """Turn a run, or a collection's mentions, into coreference clusters.
 
-    Each query is linked to the mentions of the units it retrieves (at or above --threshold,
-    within --top); the links become clusters. Every mention of the key is clustered (alone
-    when nothing links it). Score them with `cmrkit eval-coref KEY CLUSTERS`.
+    A run: each query is linked to the mentions of the units it retrieves (at or above
+    --threshold, within --top); the links become clusters. Every mention of the key is
+    clustered (alone when nothing links it). Score them with `cmrkit eval-coref KEY CLUSTERS`.
+
+    A collection: the split's mentions clustered by --method within --within; written to
+    runs/NAME/METHOD.WITHIN.SPLIT.clusters.jsonl with a .json sidecar. Score them with
+    `cmrkit coref-table KEY CLUSTERS...`.
 
     Example: cmrkit cluster runs/sample/bm25.test.trec --collection collections/sample --top 1
+
+    Example: cmrkit cluster ecbplus --split test --method lemma --within topic
     """  # noqa: E501
+    from cmrkit.collection.layout import bare_name
+
+    if bare_name(run).is_dir() or (method is not None and method.value not in RUN_METHODS):
+        from cmrkit.coref.options import ClusterOptions
+
+        unused = [
+            flag
+            for flag, value in (("--threshold", threshold), ("--top", top), ("--key", key))
+            if value is not None
+        ]
+        if missing_score is not None:
+            unused.append("--missing-score")
+        _cluster_collection(
+            run,
+            ClusterOptions(
+                method=method.value if method is not None else "",
+                within=within.value,
+                lemmas=lemmas.value,
+                topic_threshold=topic_threshold,
+                jaccard=jaccard,
+                gold_singletons=gold_singletons.value,
+                train_split=train_split,
+                spacy_model=spacy_model,
+            ),
+            split,
+            output,
+            force,
+            unused,
+        )
+        return
+    method = method or Method.closure
     from cmrkit.collection.clusters import ID, read_clustering, write_clusters_jsonl
     from cmrkit.evaluation.clusters import ClusterOptions, cluster_links, run_links
     from cmrkit.evaluation.units import gold_clusters_path, read_annotated_units
@@ -314,6 +401,243 @@ def cluster_command(
             soft_wrap=True,
         )
     console.print(f"score it: cmrkit eval-coref {key} {target}", markup=False, soft_wrap=True)
+
+
+def _cluster_collection(
+    collection: Path, opts, split: str | None, output: Path | None, force: bool, unused: list
+) -> None:
+    """`cmrkit cluster COLLECTION --method M`: the split's mentions clustered, written with a
+    sidecar naming how."""
+    import dataclasses
+    import json
+
+    from cmrkit._version import __version__
+    from cmrkit.collection.clusters import write_clusters_jsonl
+    from cmrkit.collection.layout import collection_dir, resolve_split
+    from cmrkit.commands.build import _progress
+    from cmrkit.fileio import RepeatableOutputs
+
+    if not opts.method:
+        raise CmrkitError(
+            "a collection is clustered by --method lemma, head-lemma or lh (closure and "
+            "average cluster a run)",
+            path=collection,
+        )
+    if unused:
+        raise CmrkitError(
+            f"{', '.join(unused)}: for clustering a run; --method {opts.method} takes none"
+        )
+    opts.check()
+    folder = collection_dir(collection)
+    split = resolve_split(folder, split)
+    name = folder.resolve().name
+    target = output or Path("runs") / name / f"{opts.method}.{opts.within}.{split}.clusters.jsonl"
+    sidecar = target.with_name(target.name.removesuffix(".jsonl") + ".json")
+    from cmrkit.coref.cluster import cluster_split
+
+    with _progress() as progress:
+        done = cluster_split(folder, split, opts, progress)
+    purity = done.scope.purity(done.mentions) if done.scope.topics is not None else None
+    record = {
+        "collection": str(folder),
+        "split": split,
+        "method": opts.method,
+        "within": opts.within,
+        "options": dataclasses.asdict(opts),
+        "mentions": len(done.mentions.mentions),
+        "clusters": len(done.clusters),
+        "predicted_topics": purity,
+        "cmrkit_version": __version__,
+    }
+    with RepeatableOutputs([target, sidecar], force=force) as staged:
+        with open(staged.path(target), "w", encoding="utf-8", newline="\n") as f:
+            write_clusters_jsonl(
+                f,
+                (
+                    {"cluster": n, "mention_id": m}
+                    for n, members in enumerate(done.clusters, 1)
+                    for m in members
+                ),
+            )
+        with open(staged.path(sidecar), "w", encoding="utf-8", newline="\n") as f:
+            f.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    linked = sum(1 for c in done.clusters if len(c) > 1)
+    state = f"{target} is up to date" if staged.up_to_date else f"wrote {target}"
+    console.print(
+        f"{state}: {len(done.mentions.mentions):,} {split} mentions, {len(done.clusters):,} "
+        f"clusters ({linked:,} with two or more) by {opts.method} within {opts.within}, "
+        f"{len(done.scope.groups):,} group(s), in {done.seconds:.1f} s",
+        markup=False,
+        soft_wrap=True,
+    )
+    if purity:
+        console.print(
+            f"predicted topics: {int(purity['predicted_topics'])} for "
+            f"{int(purity['gold_topics'])} gold topics over {int(purity['documents'])} "
+            f"documents; purity {purity['purity']:.3f}, inverse purity "
+            f"{purity['inverse_purity']:.3f}",
+            markup=False,
+            soft_wrap=True,
+        )
+    for note in done.notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
+    from cmrkit.evaluation.units import gold_clusters_path
+
+    key = gold_clusters_path(folder, split)
+    console.print(f"score it: cmrkit coref-table {key} {target}", markup=False, soft_wrap=True)
+
+
+def _response_label(path: Path, label: str | None) -> tuple[str, str]:
+    """A response's (system, scope): from the sidecar `cmrkit cluster` wrote beside it, else
+    the file name; ``--label`` names the system."""
+    import json
+
+    sidecar = path.with_name(path.name.removesuffix(".jsonl") + ".json")
+    system, scope = path.name.removesuffix(".jsonl").removesuffix(".clusters"), ""
+    try:
+        recorded = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
+    if isinstance(recorded, dict) and isinstance(recorded.get("method"), str):
+        system, scope = recorded["method"], str(recorded.get("within", ""))
+    return (label or system), scope
+
+
+def _subtopics(key: Path) -> dict[str, str]:
+    """mention id -> subtopic, from the gold clusters' ``subtopic`` fields."""
+    from cmrkit.fileio import iter_jsonl
+
+    found: dict[str, str] = {}
+    for _, rec in iter_jsonl(key, what="one mention record per line"):
+        if rec.get("subtopic") is not None and rec.get("mention_id") is not None:
+            found[str(rec["mention_id"])] = str(rec["subtopic"])
+    return found
+
+
+def _papers_table(rows, title: str) -> None:
+    from cmrkit.commands.tables import Table, render
+    from cmrkit.evaluation.coref import LABELS, perl_percent
+    from cmrkit.evaluation.coref_table import TABLE_MEASURES
+
+    heads = ["system", "scope", "singletons"]
+    for m in TABLE_MEASURES:
+        heads += [f"{LABELS[m]} R", f"{LABELS[m]} P", f"{LABELS[m]} F1"]
+    heads.append("CoNLL F1")
+    table = Table(
+        title,
+        heads,
+        keys=3,
+        caption="percent, truncated to 2 decimals as scorer.pl prints; all documents as one; "
+        "without: singleton chains removed from key and response after clustering",
+    )
+    for r in rows:
+        cells = [r.system, r.scope, r.singletons]
+        for m in TABLE_MEASURES:
+            c = r.scores[m]
+            cells += [perl_percent(c.recall), perl_percent(c.precision), perl_percent(c.f1)]
+        cells.append(perl_percent(r.conll))
+        table.add_row(*cells)
+    render(table, out)
+
+
+def _ucdcr_table(rows, means, title: str) -> None:
+    from cmrkit.commands.tables import Table, render
+
+    table = Table(
+        title,
+        ["subtopic", "mentions", "MUC F1", "B3 F1", "CEAF-e F1", "CoNLL F1"],
+        caption="uCDCR's protocol: gold singletons left out, each subtopic scored alone, F1 "
+        "rounded to 2 decimals, CoNLL their mean (3); the last row the mean over subtopics",
+    )
+    for r in rows:
+        table.add_row(
+            r.subtopic,
+            f"{r.mentions:,}",
+            *(f"{r.f1[m]:.2f}" for m in ("muc", "bcub", "ceafe")),
+            f"{r.conll:.3f}",
+        )
+    table.add_section()
+    table.add_row(
+        f"mean of {int(means['subtopics'])}",
+        "",
+        *(f"{means[m]:.3f}" for m in ("muc", "bcub", "ceafe")),
+        f"{means['conll']:.3f}",
+        style="bold",
+    )
+    render(table, out)
+
+
+@user_errors
+def coref_table_command(
+    key: Path = typer.Argument(..., help="The key (gold) clusters. " + FORMATS_HELP),
+    responses: list[Path] = typer.Argument(
+        ..., help="The responses (system clusters), one row each; same formats."
+    ),
+    label: list[str] = typer.Option(
+        None,
+        "--label",
+        "-l",
+        help="The system name of each response, in order (default: the method its sidecar "
+        "records, else its file name).",
+    ),
+    singletons: TableSingletons = typer.Option(
+        TableSingletons.both,
+        "--singletons",
+        help="Rows with singletons (the reference scorer as it is), without (singleton chains "
+        "removed from key and response after clustering, as coval's keep_singletons=False), "
+        "or both.",
+    ),
+    protocol: Protocol = typer.Option(
+        Protocol.papers,
+        "--protocol",
+        help="papers: MUC, B3, CEAF-e, LEA (R/P/F1) and CoNLL F1, a row per system, scope and "
+        "singletons; ucdcr: uCDCR's per-subtopic table of one response (gold singletons left "
+        "out, each subtopic alone, F1 rounded to 2 decimals, the mean over subtopics).",
+    ),
+    fmt: CorefFormat = typer.Option(CorefFormat.table, "--format", "-f", help="Output format."),
+) -> None:
+    """Print the table cross-document coreference papers print, for one or more clusterings.
+
+    Scores are the reference scorer's (scorer.pl v8.01; LEA as coval), all documents as one.
+
+    Example: cmrkit coref-table qrels/ecbplus.test.clusters.jsonl
+    runs/ecbplus/lemma.topic.test.clusters.jsonl runs/ecbplus/lemma.corpus.test.clusters.jsonl
+
+    Example: cmrkit coref-table qrels/ucdcr-ecbplus.dev.clusters.jsonl
+    runs/ucdcr-ecbplus/head-lemma.subtopic.dev.clusters.jsonl --protocol ucdcr
+    """
+    from cmrkit.collection.clusters import read_clustering
+    from cmrkit.evaluation import coref_table as ct
+
+    if label and len(label) > len(responses):
+        raise CmrkitError(f"{len(label)} --label for {len(responses)} response(s)")
+    key_clusters = read_clustering(key)
+    read = []
+    for n, path in enumerate(responses):
+        clusters = read_clustering(path)
+        _check_order(key, key_clusters, path, clusters)
+        system, scope = _response_label(path, label[n] if label and n < len(label) else None)
+        read.append(ct.Response(clusters, system, scope))
+    extra = {"key": str(key), "responses": [str(p) for p in responses]}
+    if protocol is Protocol.ucdcr:
+        if len(responses) != 1:
+            raise CmrkitError("--protocol ucdcr scores one response (uCDCR's table is per system)")
+        rows, means = ct.ucdcr_table(key_clusters, read[0].clustering, _subtopics(key))
+        if fmt is CorefFormat.table:
+            _ucdcr_table(rows, means, f"{key} vs {responses[0]}")
+        elif fmt is CorefFormat.json:
+            emit(ct.subtopics_to_json(rows, means, extra))
+        else:
+            emit(ct.subtopics_to_csv(rows, means))
+        return
+    which = ("with", "without") if singletons is TableSingletons.both else (singletons.value,)
+    rows = ct.papers_table(key_clusters, read, which)
+    if fmt is CorefFormat.table:
+        _papers_table(rows, f"{key}: {len(responses)} response(s)")
+    elif fmt is CorefFormat.json:
+        emit(ct.table_to_json(rows, extra))
+    else:
+        emit(ct.table_to_csv(rows))
 
 
 def _spans_table(result, per_query: bool, title: str) -> None:

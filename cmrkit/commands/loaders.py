@@ -11,7 +11,7 @@ from cmrkit.model import Mention
 from cmrkit.sources.common import parse_input_spec, split_from_name
 from cmrkit.sources.distractors import detect_format, file_tag, iter_distractors
 
-SOURCES = ("wec-eng", "coresearch", "jsonl", "hf")
+SOURCES = ("wec-eng", "coresearch", "jsonl", "hf", "ecbplus", "ucdcr")
 
 
 @dataclass
@@ -40,10 +40,20 @@ def load_inputs(
     revision: str = "main",
     hf_cache_dir: str | None = None,
     sample: bool = False,
+    kind: str = "events",
+    validated: str | None = None,
 ) -> Loaded:
-    """Read the annotated inputs and open the distractor streams for a source."""
+    """Read the annotated inputs and open the distractor streams for a source (``kind`` and
+    ``validated``: which mentions of a cross-document coreference corpus, and ECB+'s
+    validated-sentences file)."""
     if source not in SOURCES:
         raise CmrkitError(f"unknown source {source!r}; use one of {', '.join(SOURCES)}")
+    if source in ("ecbplus", "ucdcr"):
+        loaded = _read_corpus(source, inputs, kind, validated)
+        loaded.distractors, loaded.inputs = _distractors(
+            distractors, distractor_format, sample, loaded.inputs
+        )
+        return loaded
     records: list[InputFile] = []
     specs = [parse_input_spec(s) for s in inputs]
     from_hub = source == "hf"
@@ -80,16 +90,8 @@ def load_inputs(
     elif source == "coresearch":
         query_ids = _read_coresearch(specs, from_hub, sample, records, mentions, streams, notes)
 
-    for d in distractors:
-        fmt = distractor_format if distractor_format != "auto" else detect_format(d)
-        records.append(InputFile.of(d, "distractors", _display(d, sample), format=fmt))
-        streams.append(
-            DistractorSource(
-                name=d,
-                passages=iter_distractors(d, fmt),
-                count=lambda d=d, fmt=fmt: sum(1 for _ in iter_distractors(d, fmt)),
-            )
-        )
+    more, records = _distractors(distractors, distractor_format, sample, records)
+    streams.extend(more)
 
     default_name = file_tag(specs[0][1]).lower() if specs else "collection"
     if source == "coresearch":
@@ -169,3 +171,73 @@ def _read_coresearch(
     if not any(f.queries for f in resolved):
         return None
     return query_ids
+
+
+def _distractors(
+    distractors: list[str], distractor_format: str, sample: bool, records: list[InputFile]
+) -> tuple[list[DistractorSource], list[InputFile]]:
+    """The distractor streams, and the input records with theirs added."""
+    streams: list[DistractorSource] = []
+    records = list(records)
+    for d in distractors:
+        fmt = distractor_format if distractor_format != "auto" else detect_format(d)
+        records.append(InputFile.of(d, "distractors", _display(d, sample), format=fmt))
+        streams.append(
+            DistractorSource(
+                name=d,
+                passages=iter_distractors(d, fmt),
+                count=lambda d=d, fmt=fmt: sum(1 for _ in iter_distractors(d, fmt)),
+            )
+        )
+    return streams, records
+
+
+def _read_corpus(source: str, inputs: list[str], kind: str, validated: str | None) -> Loaded:
+    """A cross-document coreference corpus: the ECB+ release (one zip or folder) or uCDCR's
+    unified files (folders or files), its mentions split as the corpus splits them."""
+    if not inputs:
+        raise CmrkitError(f"--source {source} needs --input (the release or the dataset folder)")
+    suffix = "" if kind == "events" else f"-{kind}"
+    if source == "ecbplus":
+        from cmrkit.sources import ecbplus
+
+        if len(inputs) > 1:
+            raise CmrkitError(
+                "--source ecbplus reads one release: give -i ECB+.zip (or its folder) once"
+            )
+        path = inputs[0]
+        read = ecbplus.read_ecbplus(path, kind=kind, validated=validated)
+        records = [
+            InputFile(
+                path=path,
+                role="annotated",
+                sha256=ecbplus.release_sha256(path),
+                format=f"ecbplus:{kind}",
+            )
+        ]
+        own = ecbplus.validated_file(path, validated)
+        if own is not None:
+            records.append(InputFile.of(own, "validated", format="ecbplus-sentences"))
+        elif read.validated is not None:
+            read.notes.append(f"validated sentences: the release's copy, {read.validated}")
+        return Loaded(source, read.mentions, [], records, f"ecbplus{suffix}", read.notes)
+    if validated is not None:
+        raise CmrkitError("--validated is for --source ecbplus (ECB+'s sentences file)")
+    from cmrkit.sources import ucdcr
+
+    files = []
+    for spec in inputs:
+        split, path = parse_input_spec(spec)
+        for f in ucdcr.resolve(path, kind):
+            files.append(type(f)(f.path, split or f.split, f.kind) if split else f)
+    records = [
+        InputFile.of(f.path, "annotated", split=f.split, format=f"ucdcr:{f.kind}") for f in files
+    ]
+    mentions = ucdcr.read_ucdcr(files)
+    first = os.path.abspath(parse_input_spec(inputs[0])[1])
+    while os.path.basename(first).lower() in ("train", "val", "dev", "test") or os.path.isfile(
+        first
+    ):
+        first = os.path.dirname(first)
+    name = file_tag(os.path.basename(first) or "ucdcr").lower()
+    return Loaded(source, mentions, [], records, f"{name}{suffix}")

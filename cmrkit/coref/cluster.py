@@ -1,0 +1,160 @@
+"""A split's mentions clustered by a method within a scope: what `cmrkit cluster COLLECTION`
+runs. A method is a function of the mentions, the scope and the options giving one cluster
+label per mention (``METHODS``); a method that embeds mentions gives its vectors to
+``agglomerative.average_link`` group by group (``cluster_vectors``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cmrkit.coref import lemma
+from cmrkit.coref.mentions import CorefMentions, read_mentions
+from cmrkit.coref.options import ClusterOptions
+from cmrkit.coref.scopes import Scope, scope
+from cmrkit.errors import CmrkitError
+
+Progress = Callable[[str, int | None], Callable[[int], None]]
+
+
+@dataclass
+class Clustering:
+    """The clusters of a split (lists of mention ids, ordered by first mention), how they were
+    made and what to tell."""
+
+    mentions: CorefMentions
+    clusters: list[list[str]]
+    scope: Scope
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    mentions: CorefMentions
+    scope: Scope
+    opts: ClusterOptions
+    progress: Progress
+    notes: list[str]
+    nlp: object = None
+
+    def spacy(self):
+        if self.nlp is None:
+            done = self.progress(f"loading spaCy ({self.opts.spacy_model})", 1)
+            self.nlp = lemma.load_spacy(self.opts.spacy_model)
+            done(1)
+        return self.nlp
+
+    def parsed(self, mentions: CorefMentions, alone: bool = False) -> list[lemma.Parsed]:
+        sentences = len({tuple(m.words) for m in mentions.mentions})
+        tick = self.progress(f"parsing {mentions.split} sentences", sentences)
+        return lemma.parse_mentions(mentions.mentions, self.spacy(), alone=alone, tick=tick)
+
+
+def _lemma(run: _Run) -> np.ndarray:
+    parsed = run.parsed(run.mentions, alone=run.opts.lemmas == "mention")
+    return lemma.join_equal(lemma.lemma_keys(parsed, run.opts.lemmas), run.scope.groups)
+
+
+def _heads(run: _Run, mentions: CorefMentions) -> tuple[list[str], list[lemma.Parsed] | None]:
+    need = any(m.head_lemma is None for m in mentions.mentions)
+    parsed = run.parsed(mentions) if need else None
+    if parsed is not None:
+        missing = sum(1 for m in mentions.mentions if m.head_lemma is None)
+        run.notes.append(
+            f"{missing:,} {mentions.split} mention(s) without the corpus's head lemma: spaCy's"
+        )
+    return lemma.head_lemma_keys(mentions.mentions, parsed), parsed
+
+
+def _head_lemma(run: _Run) -> np.ndarray:
+    heads, _ = _heads(run, run.mentions)
+    return lemma.join_equal(heads, run.scope.groups)
+
+
+def _lh(run: _Run) -> np.ndarray:
+    pairs: set[tuple[str, str]] = set()
+    if run.opts.train_split != run.mentions.split:
+        try:
+            train = read_mentions(run.mentions.collection, run.opts.train_split)
+        except CmrkitError:
+            train = None
+            run.notes.append(f"no {run.opts.train_split} split: no coreferent lemma pairs")
+        if train is not None:
+            heads, _ = _heads(run, train)
+            pairs = lemma.train_lemma_pairs(heads, [m.cluster for m in train.mentions])
+    heads, parsed = _heads(run, run.mentions)
+    if parsed is None:
+        parsed = run.parsed(run.mentions)
+    labels, links = lemma.lh_labels(
+        run.mentions.mentions,
+        heads,
+        [p.sentence for p in parsed],
+        run.scope.groups,
+        pairs,
+        run.opts.jaccard,
+    )
+    run.notes.append(f"lh: {links:,} links, {len(pairs) // 2:,} coreferent lemma pairs of train")
+    return labels
+
+
+METHODS: dict[str, Callable[[_Run], np.ndarray]] = {  # options.METHODS
+    "lemma": _lemma,
+    "head-lemma": _head_lemma,
+    "lh": _lh,
+}
+
+
+def cluster_vectors(vectors: np.ndarray, groups: list[list[int]], threshold: float) -> np.ndarray:
+    """Average-link clusters of mention vectors within each group (for embedding methods)."""
+    from cmrkit.coref.agglomerative import average_link
+
+    labels = np.zeros(len(vectors), dtype=np.int64)
+    base = 0
+    for group in groups:
+        local = average_link(vectors[group], threshold).labels
+        labels[group] = local + base
+        base += int(local.max()) + 1 if len(local) else 0
+    return labels
+
+
+def _drop_singletons(mentions: CorefMentions) -> CorefMentions:
+    kept = [m for m in mentions.mentions if not m.singleton]
+    m = mentions
+    return CorefMentions(m.collection, m.split, kept, m.documents, m.path)
+
+
+def cluster_split(
+    collection: str | Path,
+    split: str,
+    opts: ClusterOptions,
+    progress: Progress | None = None,
+) -> Clustering:
+    """Cluster the split's mentions by ``opts.method`` within ``opts.within``."""
+    opts.check()
+
+    def step(description: str, total: int | None) -> Callable[[int], None]:
+        return progress(description, total) if progress else (lambda n: None)
+
+    mentions = read_mentions(collection, split)
+    notes: list[str] = []
+    if opts.gold_singletons == "drop":
+        before = len(mentions.mentions)
+        mentions = _drop_singletons(mentions)
+        dropped = before - len(mentions.mentions)
+        notes.append(f"gold singletons dropped before clustering: {dropped:,}")
+        if not mentions.mentions:
+            raise CmrkitError(f"every mention of split {split!r} is a gold singleton")
+    started = time.perf_counter()
+    where = scope(mentions, opts.within, opts.topic_threshold)
+    run = _Run(mentions, where, opts, step, notes)
+    labels = METHODS[opts.method](run)
+    seconds = time.perf_counter() - started
+    clusters: dict[int, list[str]] = {}
+    for m, label in zip(mentions.mentions, labels.tolist(), strict=True):
+        clusters.setdefault(label, []).append(m.mention_id)
+    return Clustering(mentions, list(clusters.values()), where, seconds, notes)
