@@ -177,3 +177,67 @@ def test_tukey_hsd_is_scipys_to_the_last_bit():
             assert pair.delta == ref.statistic[i, j] and pair.p == ref.pvalue[i, j]
             assert pair.ci == (interval.low[i, j], interval.high[i, j])
     assert sorted(criteria) == [(0.9, 3, 132), (0.9, 5, 195)]  # one root search per shape
+
+
+def test_the_bootstrap_test_of_one_query_or_no_variance_is_undefined_as_scipy_s_bootstrap():
+    """Issue 42 item 3: with one query every resample is that query, so the resampled
+    difference never moved and p came out 1 / (B + 1) = 1e-4, significant. Efron &
+    Tibshirani's shift method (and Sakai's paired bootstrap test, studentised) learn the
+    spread of the mean difference from the queries' differences: none, or none that vary,
+    say nothing. scipy.stats.bootstrap, the reference of the intervals, refuses one
+    observation and calls a distribution without variance degenerate."""
+    import warnings
+
+    one_a, one_b = [0.8333333333333333], [0.5833333333333333]
+    with pytest.raises(ValueError, match="two or more observations"):
+        stats.bootstrap((np.array(one_a) - one_b,), np.mean, rng=np.random.default_rng(0))
+    assert math.isnan(bootstrap_test(one_a, one_b, samples=10000, seed=0))
+    note = undefined_test("bootstrap", one_a, one_b)
+    assert note == "the bootstrap test needs two queries or more"
+    # the same difference on every query: scipy's bootstrap distribution does not vary
+    a, b = [0.25, 0.5, 0.75, 1.0], [0.5, 0.75, 1.0, 1.25]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        theirs = stats.bootstrap((np.subtract(a, b),), np.mean, n_resamples=500,
+                                 rng=np.random.default_rng(1))  # fmt: skip
+    assert np.ptp(theirs.bootstrap_distribution) < 1e-12
+    assert any("degenerate" in str(w.message) for w in caught)
+    assert math.isnan(bootstrap_test(a, b, samples=500, seed=1))
+    note = undefined_test("bootstrap", a, b)
+    assert note.startswith("every query differs by -0.25") and "bootstrap test is undefined" in note
+    # the tests that need no variance still answer
+    assert sign_test(a, b) == pytest.approx(stats.binomtest(0, 4).pvalue)
+    # two queries that differ: defined, and scipy's distribution gives the same p
+    a2, b2 = np.array([1.0, 0.25]), np.array([0.0, 0.25])
+    dist = stats.bootstrap((a2 - b2,), np.mean, n_resamples=999, method="percentile",
+                           rng=np.random.default_rng(3)).bootstrap_distribution  # fmt: skip
+    observed = (a2 - b2).mean()
+    far = np.count_nonzero(np.abs(dist - observed) >= abs(observed) * (1 - 1e-12))
+    assert bootstrap_test(a2, b2, samples=999, seed=3) == pytest.approx((far + 1) / 1000)
+    assert 0.3 < bootstrap_test(a2, b2, samples=999, seed=3) < 0.7
+
+
+def test_compare_of_the_one_query_reproducer_calls_nothing_significant(tmp_path):
+    """The issue's reproducer: qrels q1 d1 1 / d2 0 / d3 1; A ranks d1 d2 d3, B d2 d1 d3."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cmrkit.cli import app
+
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 1\n")
+    (tmp_path / "a.trec").write_text("q1 Q0 d1 1 3 A\nq1 Q0 d2 2 2 A\nq1 Q0 d3 3 1 A\n")
+    (tmp_path / "b.trec").write_text("q1 Q0 d2 1 3 B\nq1 Q0 d1 2 2 B\nq1 Q0 d3 3 1 B\n")
+    files = [str(tmp_path / n) for n in ("q.txt", "a.trec", "b.trec")]
+    for test in ("bootstrap", "t", "wilcoxon", "sign", "permutation"):
+        res = CliRunner().invoke(app, ["compare", *files, "-m", "AP", "--test", test, "-f", "json"])
+        assert res.exit_code == 0, res.stderr
+        cell = json.loads(res.stdout)["systems"]["b"]["against_baseline"]["AP"]
+        assert cell["delta"] == pytest.approx(-0.25) and not cell["significant"], (test, cell)
+        if test in ("bootstrap", "t"):
+            assert cell["p"] is None and cell["note"].endswith("needs two queries or more")
+        else:
+            assert cell["p"] == 1.0
+    table = CliRunner().invoke(app, ["compare", *files, "-m", "AP", "--test", "bootstrap"])
+    assert "p undefined" in table.stdout and "0.5833*" not in table.stdout
+    assert "note: b vs a on AP: the bootstrap test needs two queries or more" in table.stderr

@@ -172,9 +172,13 @@ def bootstrap_test(
 
 def _bootstrap_p(diffs, pair, scale: float) -> float:
     """The shift method's p from the resampled differences ``diffs`` of the two rows of
-    ``pair``, each mean taken as the resampled ones are (the sum times ``scale``)."""
+    ``pair``, each mean taken as the resampled ones are (the sum times ``scale``); NaN where
+    the pair's differences do not vary (:func:`undefined_test`): resamples that never move
+    are not "never as far as observed"."""
     import numpy as np
 
+    if undefined_test("bootstrap", pair[0].tolist(), pair[1].tolist()):
+        return math.nan
     observed = float(pair[0].sum() * scale - pair[1].sum() * scale)
     # as scipy's permutation_test: a resample within rounding of the observed distance counts
     far = np.count_nonzero(np.abs(diffs - observed) >= abs(observed) * (1 - 1e-12))
@@ -201,19 +205,30 @@ def resampled_means(values, samples: int, seed: int, scale=None):
 
 def undefined_test(test: str, a: Sequence[float], b: Sequence[float]) -> str | None:
     """Why ``test`` cannot compare a with b (None when it can): no query, or for the t-test
-    fewer than two queries or the same difference on every query (no variance)."""
+    and the bootstrap test fewer than two queries or the same difference on every query (no
+    variance).
+
+    The bootstrap test estimates the spread of the mean difference from the queries' own
+    differences (Efron & Tibshirani's shift method; Sakai's paired bootstrap test, SIGIR 2006,
+    divides by their standard deviation as the t statistic does): one query, or differences
+    that never vary, give resampled differences that never vary, which says nothing about
+    chance. scipy.stats.bootstrap refuses a single observation and calls such a distribution
+    degenerate; so the test is undefined there, as the t-test is (never p = 1 / (B + 1))."""
     if not len(a):
         return "no query to pair"
     if _identical(a, b):
         return None
-    if test == "t":
+    if test in ("t", "bootstrap"):
+        name = "t-test" if test == "t" else "bootstrap test"
         if len(a) < 2:
-            return "the t-test needs two queries or more"
+            return f"the {name} needs two queries or more"
         diffs = [x - y for x, y in zip(a, b, strict=True)]
         if _constant(diffs):
+            others = "bootstrap" if test == "t" else "t"
             return (
                 f"every query differs by {sum(diffs) / len(diffs):+.4g}: without variance the "
-                "t-test is undefined (the sign, Wilcoxon, permutation or bootstrap test is not)"
+                f"{name} is undefined, as the {others} test is (the sign, Wilcoxon or "
+                "permutation test is not)"
             )
     return None
 
