@@ -274,6 +274,38 @@ class Aggregate:
     report: dict[str, Any] = field(default_factory=dict)
 
 
+def undecidable(
+    most: int,
+    min_agree: int,
+    min_unanimous: int,
+    *,
+    dropped: int = 0,
+    can_get: int | None = None,
+    what: str = "the judgments give",
+) -> str | None:
+    """Why no pair can get a label from its votes when each has at most ``most`` assessors
+    (``can_get``: the most it can still get, from later rounds), naming the option no pair can
+    meet and the setting that fits; None when a label can be reached."""
+    needed = min(min_agree, min_unanimous)
+    if most == 0 or max(most, can_get or 0) >= needed:
+        return None
+    if min_unanimous <= min_agree:
+        rule = f"--min-unanimous {min_unanimous} assessors, all agreeing (--min-agree {min_agree})"
+    else:
+        rule = f"--min-agree {min_agree} agreeing assessors (--min-unanimous {min_unanimous})"
+    after = " after dropping the workers below --min-worker-accuracy" if dropped else ""
+    later = f", and at most {can_get} with more rounds (--max-assessors)" if can_get else ""
+    fits = (
+        "for one assessor per pair pass --min-unanimous 1 (each pair takes its assessor's label)"
+        if most == 1
+        else f"pass --min-unanimous {most} for the pairs whose {most} assessors all agree"
+    )
+    return (
+        f"no pair can get a label: {what} each pair at most {most} assessor(s){after}{later}, "
+        f"and a label needs {rule}; {fits}, or gather more assessors per pair"
+    )
+
+
 def nothing_kept(result: Aggregate, min_relevant: int, hard_threshold: float | None) -> str | None:
     """The warning for an aggregation that keeps no query, naming the rule that set each one
     aside (None when a query is kept)."""
@@ -282,6 +314,12 @@ def nothing_kept(result: Aggregate, min_relevant: int, hard_threshold: float | N
     rep = result.report
     dropped, hard = len(rep["dropped_queries"]), len(rep["hard_queries"])
     parts = []
+    votes = rep.get("assessors_per_pair") or {}
+    if votes.get("most") and votes["most"] < votes["label_needs"]:
+        parts.append(
+            f"no pair has enough assessors for a label yet (at most {votes['most']}; "
+            f"{votes['rule']}): more assessments can still decide them"
+        )
     if dropped:
         parts.append(
             f"{dropped} dropped by --min-relevant {min_relevant} (fewer relevant; the judgments "
@@ -309,6 +347,7 @@ def aggregate(
     hard_threshold: float | None = 0.5,
     min_relevant: int = 5,
     counts: Mapping[str, int] | None = None,
+    can_get: int | None = None,
 ) -> Aggregate:
     """Aggregate judgments of a pool's pairs into qrels (1, 0, -1) with the protocol's rules.
 
@@ -317,6 +356,11 @@ def aggregate(
     below ``min_worker_accuracy`` are dropped. Queries whose share of pairs with disagreement
     exceeds ``hard_threshold`` go to ``hard``; queries with fewer than ``min_relevant`` relevant
     are dropped. Unsampled and unjudged pool pairs are ``-1``.
+
+    Settings that no pair can meet are refused before anything is decided: when every pair has
+    fewer assessors than a label needs (``min_agree`` agreeing, or ``min_unanimous`` with no
+    dissent), unless later rounds can give a pair ``can_get`` assessors, enough for one (the
+    caller writes the pairs that need more, or a server hands each pair to that many people).
     """
     _check_rules(min_agree, min_unanimous, max_assessors, min_worker_accuracy, hard_threshold)
     if min_relevant < 0:
@@ -326,6 +370,10 @@ def aggregate(
     judgments = list(judgments)
     workers = _score_workers(judgments, gold, index, min_worker_accuracy)
     votes = _Votes.count(judgments, gold, index, workers)
+    most = max((len(v) for v in votes.by_pair.values()), default=0)
+    why = undecidable(most, min_agree, min_unanimous, dropped=votes.dropped, can_get=can_get)
+    if why is not None:
+        raise CmrkitError(why)
     labels, needs, items = _label_pairs(
         pool, votes.by_pair, min_agree, min_unanimous, max_assessors
     )
@@ -333,8 +381,9 @@ def aggregate(
     overall = _agreement([r for q in pool.queries for r in items.get(q, [])])
     merged, conflicts = _merge_known(pool, labels, known)
     split = _split_queries(merged, per_query_agreement, hard_threshold, min_relevant)
+    set_aside = set(split.hard_queries)  # too few relevant so far: more votes may add some
     for key in list(needs):
-        if key[0] not in split.qrels:
+        if key[0] in set_aside:
             del needs[key]
     qrels = split.qrels
     report = {
@@ -351,6 +400,11 @@ def aggregate(
         "hard_queries": split.hard_queries,
         "dropped_queries": split.dropped_queries,
         "needs_more": len(needs),
+        "assessors_per_pair": {
+            "most": most,
+            "label_needs": min(min_agree, min_unanimous),
+            "rule": f"--min-agree {min_agree}, --min-unanimous {min_unanimous}",
+        },
         **_judge_report(pool, votes.by_pair),
         "labels": {
             "relevant": sum(1 for d in qrels.values() for r in d.values() if r > 0),

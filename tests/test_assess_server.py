@@ -746,7 +746,18 @@ def test_an_aggregation_that_keeps_no_query_says_which_rule_dropped_them(tmp_pat
     app, engine = make_app(db, d["pool"], assessors=1)
     done, _ = judge_all(logged_in(app, engine, "ann"), lambda t: 1)
     assert done
+    # one assessor per pair can never meet the defaults (--min-unanimous 3): refused, the
+    # option named, nothing written (the CSV, key and pool neither)
     r = cli("assess", "export", "--db", db, "-o", tmp_path / "j.csv", "--qrels", tmp_path / "q.txt")
+    assert r.exit_code == 2, r.output
+    said = " ".join(r.output.split())
+    assert "no pair can get a label: the judgments give each pair at most 1 assessor(s)" in said
+    assert "--min-unanimous 3" in said and "pass --min-unanimous 1" in said
+    assert not any(tmp_path.glob("j.*")) and not (tmp_path / "q.txt").exists()
+    r = cli(
+        "assess", "export", "--db", db, "-o", tmp_path / "j.csv", "--qrels", tmp_path / "q.txt",
+        "--min-unanimous", "1",
+    )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert (tmp_path / "q.txt").read_text() == ""
     assert "warning: no query kept, the qrels written are empty: 3 dropped by --min-relevant 5" in (
@@ -756,10 +767,18 @@ def test_an_aggregation_that_keeps_no_query_says_which_rule_dropped_them(tmp_pat
         "judgments", "aggregate", tmp_path / "j.csv", "--pool", tmp_path / "j.pool.jsonl",
         "--key", tmp_path / "j.key.tsv", "-o", tmp_path / "agg.txt",
     )  # fmt: skip
+    assert r.exit_code == 2 and "--min-unanimous 3" in r.output, r.output
+    assert not (tmp_path / "agg.txt").exists()
+    r = cli(
+        "judgments", "aggregate", tmp_path / "j.csv", "--pool", tmp_path / "j.pool.jsonl",
+        "--key", tmp_path / "j.key.tsv", "--min-unanimous", "1", "-o", tmp_path / "agg.txt",
+    )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "warning: no query kept" in r.output and "--min-relevant 5" in r.output
     kept = cli(
         "judgments", "aggregate", tmp_path / "j.csv", "--pool", tmp_path / "j.pool.jsonl",
-        "--key", tmp_path / "j.key.tsv", "--min-relevant", "0", "-o", tmp_path / "all.txt",
+        "--key", tmp_path / "j.key.tsv", "--min-unanimous", "1", "--min-relevant", "0",
+        "-o", tmp_path / "all.txt",
     )  # fmt: skip
     assert kept.exit_code == 0 and "warning" not in kept.output
+    assert set(read_qrels_lines(tmp_path / "all.txt").values()) == {0}

@@ -218,6 +218,70 @@ def test_hard_queries_and_min_relevant(setup, cli):
     assert (tmp / "all.hard.txt").read_text() == ""
 
 
+def test_settings_no_pair_can_meet_are_refused_before_anything_is_written(setup, cli):
+    """One assessor per pair and the defaults (--min-agree 4, --min-unanimous 3): no pair can
+    get a label. Seen: an empty qrels file, exit 0, and the warning blamed --min-relevant. Now
+    refused in one line naming --min-unanimous and the single-assessor setting, nothing
+    written; --min-unanimous 1 takes each assessor's label; --needs-more (more rounds) goes on."""
+    tmp = setup
+    pool = read_pool(tmp / "p.jsonl")
+    sampled = [(p.qid, p.docno) for p in pool.pairs if p.sampled]
+    one = write_simple(
+        tmp / "one.csv", [(q, d, "ann", 5 if d in ("d01", "d02") else 2) for q, d in sampled]
+    )
+
+    def aggregate_cli(judged, *extra, out="out.txt"):
+        return cli(
+            "judgments", "aggregate", judged, "--pool", tmp / "p.jsonl", "--min-relevant", "1",
+            *extra, "-o", tmp / out,
+        )  # fmt: skip
+
+    r = aggregate_cli(one)
+    assert r.exit_code == 2, r.output
+    err = " ".join(r.stderr.split())
+    assert "no pair can get a label: the judgments give each pair at most 1 assessor(s)" in err
+    assert "a label needs --min-unanimous 3 assessors, all agreeing (--min-agree 4)" in err
+    assert "pass --min-unanimous 1" in err and "--min-relevant" not in err
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp / "out.txt").exists() and not (tmp / "out.hard.txt").exists()
+    with pytest.raises(Exception, match="at most 1 assessor"):
+        aggregate(read_judgments_file(one), pool, min_relevant=1)
+
+    # the setting the message gives: every pair takes its one assessor's label
+    r = aggregate_cli(one, "--min-unanimous", "1", out="single.txt")
+    assert r.exit_code == 0 and "warning" not in r.output, r.output
+    got = read_qrels_lines(tmp / "single.txt")
+    assert {k: v for k, v in got.items() if k in set(sampled)} == {
+        (q, d): int(d in ("d01", "d02")) for q, d in sampled
+    }
+    assert got[("q1", "d06")] == -1  # outside the sample: unjudged
+
+    # more rounds can still decide them: written, the next round's pairs in --needs-more
+    r = aggregate_cli(one, "--needs-more", tmp / "more.jsonl", out="round1.txt")
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert "no pair has enough assessors for a label yet (at most 1; --min-agree 4, " in said
+    more = read_pool(tmp / "more.jsonl")
+    assert {(p.qid, p.docno): p.needed for p in more.pairs} == dict.fromkeys(sampled, 2)
+    # ... unless --max-assessors keeps every pair below a label
+    r = aggregate_cli(one, "--needs-more", tmp / "m2.jsonl", "--max-assessors", "2", out="r2.txt")
+    assert r.exit_code == 2 and "at most 2 with more rounds (--max-assessors)" in r.stderr
+    assert not (tmp / "r2.txt").exists() and not (tmp / "m2.jsonl").exists()
+
+    # two assessors per pair: the message names what two can reach
+    two = write_simple(tmp / "two.csv", [(q, d, w, 5) for q, d in sampled for w in ("ann", "bob")])
+    r = aggregate_cli(two, out="two.txt")
+    assert r.exit_code == 2 and "pass --min-unanimous 2 for the pairs whose 2" in r.stderr
+    r = aggregate_cli(two, "--min-agree", "2", out="two.txt")
+    assert r.exit_code == 0 and set(read_qrels_lines(tmp / "two.txt").values()) == {1, -1}
+
+
+def read_judgments_file(path: Path):
+    from cmrkit.judgments import read_judgments
+
+    return list(read_judgments(path))
+
+
 def test_worker_accuracy_on_gold(setup):
     pool = read_pool(setup / "p.jsonl")
     gold = {("q1", "g1"): 1, ("q1", "g2"): 0}

@@ -386,7 +386,9 @@ def export_command(
         None, "--sample-qrels", help="strata pools: also write sample_eval's qrels for xinfAP."
     ),
     min_agree: int = typer.Option(4, help="--qrels: assessors who must agree for a label."),
-    min_unanimous: int = typer.Option(3, help="--qrels: or this many, all agreeing."),
+    min_unanimous: int = typer.Option(
+        3, help="--qrels: or this many, all agreeing (one assessor per pair: 1)."
+    ),
     min_relevant: int = typer.Option(5, help="--qrels: drop queries with fewer relevant."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
@@ -403,9 +405,11 @@ def export_command(
     if sample_qrels is not None and qrels is None:
         raise CmrkitError("--sample-qrels needs --qrels (the aggregated judgments)")
     engine = _engine(db_url)
-    from cmrkit.assess.server import work
+    from cmrkit.assess.server import db, work
 
     exp = work.export(engine)
+    with db.read(engine) as conn:
+        served = work.options(conn).assessors  # the most people a pair gets
     key = key or Path(default_key_path(output))
     stem = str(output)[: -len(output.suffix)] if output.suffix else str(output)
     pool_out = pool_out or Path(stem + ".pool.jsonl")
@@ -427,6 +431,7 @@ def export_command(
                 min_agree=min_agree,
                 min_unanimous=min_unanimous,
                 min_relevant=min_relevant,
+                can_get=served,
             )
     if staged.up_to_date:
         out.print(f"{output} is up to date; --force rewrites it", markup=False)

@@ -719,7 +719,8 @@ def aggregate_command(
     ),
     min_agree: int = typer.Option(4, help="Assessors who must agree for a label."),
     min_unanimous: int = typer.Option(
-        3, help="Or this many, all agreeing (no dissent), for a label."
+        3,
+        help="Or this many, all agreeing (no dissent), for a label (one assessor per pair: 1).",
     ),
     max_assessors: int = typer.Option(5, help="Most assessors a pair may get (for --needs-more)."),
     min_worker_accuracy: float = typer.Option(
@@ -747,6 +748,11 @@ def aggregate_command(
     Example: cmrkit judgments aggregate pools/round1.csv --pool pools/sample.pool.jsonl
     --key pools/sample.key.tsv --qrels qrels/sample.test.txt -o qrels/sample.pooled.txt
     """
+    from cmrkit.commands.output import check_order
+
+    usage = "usage: cmrkit judgments aggregate JUDGMENTS.csv... --pool POOL.jsonl -o QRELS"
+    check_order([*((f, "a CSV") for f in files), (pool_file, "JSON lines"),
+                 *((k, "qrels") for k in [*known, *([gold] if gold else [])])], usage)  # fmt: skip
     from cmrkit.assess.key import merge_keys
     from cmrkit.assess.tasks import read_gold
     from cmrkit.fileio import RepeatableOutputs
@@ -781,6 +787,7 @@ def aggregate_command(
             hard_threshold=hard_threshold,
             min_relevant=min_relevant,
             counts=counts,
+            can_get=max_assessors if needs_more else None,  # the next rounds' pairs
         )
         with open(staged.path(output), "w", encoding="utf-8", newline="\n") as f:
             write_qrels(f, result.qrels)
