@@ -113,13 +113,26 @@ def collection_runs(name: str, runs_dir: str | os.PathLike = "runs") -> list[Run
             RunInfo(
                 path=path,
                 name=name,
-                system=str(sidecar.get("system") or "?"),
+                system=str(sidecar.get("system") or _exported_system(path) or "?"),
                 split=split,
                 date=datetime.fromtimestamp(path.stat().st_mtime),
                 sidecar=sidecar,
             )
         )
     return found
+
+
+def _exported_system(path: Path) -> str | None:
+    """The system of a run without a sidecar that carries an ir_metadata block (`export
+    ir-metadata` writes one, and no sidecar): ``bm25 (ir_metadata)``."""
+    from cmrkit.exports.ir_metadata import read_block, system_of
+
+    try:
+        meta = read_block(path)
+    except OSError:
+        return None
+    system = system_of(meta) if meta else None
+    return f"{system} (ir_metadata)" if system else None
 
 
 def _run_name(path: Path, sidecar: dict[str, Any]) -> tuple[str, str]:

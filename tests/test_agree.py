@@ -111,3 +111,49 @@ def test_the_intervals_cover_the_point_for_a_noisy_copy(files):
     low, high = entry["intervals"]["pearson"]
     assert low <= entry["pearson"] <= high
     assert np.isfinite(entry["rbo"]) and entry["rbo_p"] == 0.9
+
+
+def test_a_run_with_no_query_in_common_is_named_by_agree_and_judgments_check(files, tmp_path):
+    """Issue 42 item 14: with several runs, 'no query in common between the run and the
+    qrels' did not say which run."""
+    qrels, shallow, runs = files
+    stray = tmp_path / "stray.trec"
+    stray.write_text("zz1 Q0 D1 1 2.0 s\nzz1 Q0 D2 2 1.0 s\n")
+    result = CliRunner().invoke(app, ["agree", str(qrels), str(shallow), *map(str, runs[:3]),
+                                      str(stray), "--bootstrap", "0"])  # fmt: skip
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "no query in common between run stray and the qrels" in result.stderr
+    labels = tmp_path / "labels.csv"
+    first = read_qrels(qrels)
+    qid = next(iter(first))
+    rows = [f"{qid},{d},judge,{5 if g > 0 else 1},0.5" for d, g in list(first[qid].items())[:4]]
+    labels.write_text("query_id,doc_id,worker_id,label,probability\n" + "\n".join(rows) + "\n")
+    args = ["judgments", "check", str(labels), "--against", str(qrels), *map(str, runs[:3]),
+            str(stray), "--bootstrap", "0"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "no query in common between run stray and the qrels" in result.stderr
+
+
+def test_identical_runs_are_named_in_a_warning_by_agree_and_compare(files, tmp_path):
+    """From the new user's walk: the docs' own `export ir-metadata` path, matched by the docs'
+    glob runs/sample/*.test.trec, ranked as a second system without a word. Here a copy with
+    its lines reordered and a comment on top."""
+    qrels, shallow, runs = files
+    lines = runs[1].read_text().splitlines(keepends=True)
+    copy = tmp_path / "copy.trec"
+    copy.write_text("# a copy\n" + "".join(reversed(lines)))
+    near = tmp_path / "near.trec"  # one score changed: another run
+    near.write_text("".join(lines[:-1]) + lines[-1].replace(lines[-1].split()[4], "-5.5"))
+    given = [*map(str, runs[:3]), str(copy), str(near)]
+    warning = (f"warning: runs {runs[1].stem} and copy are identical (the same documents with "
+               "the same scores for every query): one system counted 2 times")  # fmt: skip
+    for args in (["agree", str(qrels), str(shallow), *given, "--bootstrap", "0"],
+                 ["compare", str(qrels), *given, "--bootstrap", "0"]):  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.stderr
+        said = " ".join(result.stderr.split())
+        assert warning in said and said.count("are identical") == 1, result.stderr
+        assert "near" not in said.split("are identical")[0]
+    result = CliRunner().invoke(app, ["agree", str(qrels), str(shallow), *map(str, runs)])
+    assert "identical" not in result.stderr

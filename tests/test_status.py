@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -236,3 +237,34 @@ def test_blind_answers_and_runs_written_anywhere_are_listed_by_file(workdir, tmp
     answers_row = next(line for line in r.stdout.splitlines() if "pools/answers.csv" in line)
     assert "blind" in answers_row and f"{len(pairs)}" in answers_row
     assert "pools/round1.csv" in r.stdout
+
+
+def test_a_run_exported_with_its_ir_metadata_block_shows_its_system(workdir):
+    """From the new user's walk: docs/evaluation.md's `export ir-metadata
+    runs/sample/bm25.test.trec -o runs/sample/bm25-ir_metadata.test.trec` writes a run without
+    a sidecar beside the others, and status listed its system as '?': the block says it."""
+    exported = workdir / "runs/w/bm25-ir_metadata.test.trec"
+    try:
+        r = _cli(workdir, "export", "ir-metadata", "runs/w/bm25.test.trec", "-o", exported)
+        assert r.exit_code == 0, r.output
+        assert not exported.with_suffix(".json").exists()
+        r = _cli(workdir, "status", "w")
+        assert r.exit_code == 0, r.output
+        rows: dict[str, list[list[str]]] = {}  # a run's row in each part of the table
+        for line in r.stdout.splitlines():
+            if line.startswith("│ bm25"):
+                cells = [c.strip() for c in line.split("│")[1:-1]]
+                rows.setdefault(cells[0], []).append(cells)
+        assert rows["bm25-ir_metadata"][0][1:3] == ["bm25 (ir_metadata)", "test"], rows
+        # the same AP as the run it was exported from
+        values = {n: [c for c in sum(rows[n], []) if re.fullmatch(r"\d\.\d{4}", c)]
+                  for n in ("bm25", "bm25-ir_metadata")}  # fmt: skip
+        assert values["bm25"] == values["bm25-ir_metadata"] != []
+        # a block that never ends says nothing: '?'
+        text = exported.read_text().replace("# ir_metadata.end\n", "")
+        exported.write_text(text)
+        r = _cli(workdir, "status", "w")
+        row = next(line for line in r.stdout.splitlines() if line.startswith("│ bm25-ir_meta"))
+        assert row.split("│")[2].strip() == "?"
+    finally:
+        exported.unlink(missing_ok=True)

@@ -18,7 +18,7 @@ from cmrkit.commands.agree import (
     agreement_table,
 )
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
-from cmrkit.commands.output import FORMAT, Format, emit, with_warnings
+from cmrkit.commands.output import FORMAT, Format, check_order, emit, with_warnings
 from cmrkit.commands.pooling import judgments_app
 from cmrkit.console import out, user_errors
 from cmrkit.errors import CmrkitError
@@ -31,6 +31,7 @@ STATISTICS = {
     "swap": "largest swap",
 }
 MAX_QUERY_ROWS = 30
+USAGE = "usage: cmrkit judgments check LABELS --against QRELS [RUN RUN RUN ...] (the labels first)"
 
 
 def register(app: typer.Typer) -> None:
@@ -107,6 +108,8 @@ def check_command(
     Example: cmrkit judgments check labels.csv --against qrels/sample.test.txt
     runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec runs/sample/qe-rm3.test.trec
     """
+    check_order([(labels, "a CSV"), (against, ("qrels", "a CSV")),
+                 *((r, "a run") for r in runs or [])], USAGE)  # fmt: skip
     options = agreement_options(bootstrap, ci, seed, rbo_p, depth, trec_version)
     if not flag_gain >= 0:
         raise CmrkitError(f"--flag-gain {flag_gain} must be 0 or more")

@@ -99,26 +99,32 @@ def first_line(path: Path) -> bytes | None:
 
 
 def looks_like(path: Path) -> str | None:
-    """ "qrels" (4 or 5 fields), "a run" (6 or more) or "JSON lines" by the first line."""
+    """ "qrels" (4 or 5 fields), "a run" (6 or more), "JSON lines" or "a CSV" (more
+    comma-separated cells than whitespace-separated fields) by the first line."""
     line = first_line(path)
     if line is None:
         return None
     if line.lstrip()[:1] == b"{":
         return "JSON lines"
     fields = len(line.split())
+    if len(line.split(b",")) > fields:
+        return "a CSV"
     return "qrels" if fields in (4, 5) else "a run" if fields >= 6 else None
 
 
-def check_order(named: Sequence[tuple[Path, str]], usage: str) -> None:
+def check_order(named: Sequence[tuple[Path, str | tuple[str, ...]]], usage: str) -> None:
     """Refuse arguments given in another order than ``usage``'s, before any other error:
     ``named`` pairs each file argument with what it should be ("qrels", "a run", "JSON
-    lines"); when one looks like what another should be, they are swapped."""
-    wrong = [(p, want, looks_like(p)) for p, want in named]
-    wrong = [(p, want, got) for p, want, got in wrong if got is not None and got != want]
+    lines", "a CSV", or a tuple of those it may be); when one looks like what another should
+    be, they are swapped; else one that is not what it should be is named, unless it should be
+    a run (whose reader says what is wrong with it)."""
+    wants = [(p, (want,) if isinstance(want, str) else tuple(want)) for p, want in named]
+    wrong = [(p, want, looks_like(p)) for p, want in wants]
+    wrong = [(p, want, got) for p, want, got in wrong if got is not None and got not in want]
     for _, want, got in wrong:
-        if any(got == other_want for _, other_want, _ in wrong if other_want != want):
+        if any(got in other_want for _, other_want, _ in wrong if other_want != want):
             swapped = ", ".join(f"{p} looks like {g}" for p, _, g in wrong)
             raise CmrkitError(f"{swapped}: the arguments are swapped; {usage}")
     for path, want, got in wrong:
-        if want == "qrels":
-            raise CmrkitError(f"{path} looks like {got}, not qrels; {usage}")
+        if "a run" not in want:
+            raise CmrkitError(f"{path} looks like {got}, not {' or '.join(want)}; {usage}")

@@ -340,7 +340,9 @@ def qrels_agreement(
     for side, qrels in (("reference", reference), ("other", other)):
         subset = {q: qrels[q] for q in common}
         scored[side] = {
-            name: evaluate(runs[name], subset, ms, all_queries=True, depth=depth, version=version)
+            name: evaluate(
+                runs[name], subset, ms, all_queries=True, depth=depth, version=version, name=name
+            )  # fmt: skip
             for name in names
         }
     result = QrelsAgreement(

@@ -349,6 +349,7 @@ def evaluate(
     depth: int | None = None,
     strata: Strata | None = None,
     version: str = DEFAULT_VERSION,
+    name: str | None = None,
 ) -> Result:
     """Score a run: per-query values and their trec_eval aggregate for each measure.
 
@@ -357,6 +358,7 @@ def evaluate(
     stratum of every qrels document for xinfAP and infNDCG (default: one stratum).
     ``version`` is the trec_eval whose ranking is followed: "10" (10.0, scores as doubles) or
     "9" (9.0.8, scores as C floats); the measures computed here agree in both otherwise.
+    ``name``: the run's, for its errors (one of several runs scored together).
     """
     if version not in VERSIONS:
         raise CmrkitError(f"trec_eval version {version!r}: choose 9 (9.0.8) or 10 (10.0)")
@@ -369,8 +371,9 @@ def evaluate(
     missing_from_run = sorted(set(qrels) - in_run)
     missing_from_qrels = sorted(in_run - set(qrels))
     if not common:
+        run_name = "the run" if name is None else f"run {name}"
         raise CmrkitError(
-            "no query in common between the run and the qrels (run queries such as "
+            f"no query in common between {run_name} and the qrels (run queries such as "
             f"{missing_from_qrels[0]!r}, qrels queries such as {missing_from_run[0]!r}); "
             "check that the files belong together"
         )

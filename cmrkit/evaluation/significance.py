@@ -546,6 +546,7 @@ def compare(
             depth=depth,
             strata=strata,
             version=version,
+            name=name,
         )
         for name in names
     }

@@ -209,3 +209,43 @@ def without_block(lines: Iterable[tuple[int, str]], path: object = None) -> Iter
             f"holds no {END!r} line (a cut-off file?); end the block with that line",
             path=path,
         )
+
+
+MAX_BLOCK_LINES = 10_000  # a header longer than this is not read back
+
+
+def read_block(path: str | Path) -> dict[str, Any] | None:
+    """The ir_metadata of a run file that opens with a block, as YAML (PyYAML's safe loader);
+    None when it has none, or one that never ends or is not a YAML mapping."""
+    lines = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        if f.readline().rstrip("\r\n") != START:
+            return None
+        for line in f:
+            line = line.rstrip("\r\n")
+            if line == END:
+                break
+            if not line.startswith("#") or len(lines) >= MAX_BLOCK_LINES:
+                return None
+            lines.append(line[2:] if line.startswith("# ") else line[1:])
+        else:
+            return None
+    import yaml
+
+    try:
+        meta = yaml.safe_load("\n".join(lines))
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def system_of(meta: Mapping[str, Any]) -> str | None:
+    """What a block says the run is: its method's first retrieval method, else its tag."""
+    method = meta.get("method")
+    retrieval = method.get("retrieval") if isinstance(method, Mapping) else None
+    if isinstance(retrieval, list) and retrieval and isinstance(retrieval[0], Mapping):
+        name = retrieval[0].get("method")
+        if isinstance(name, str) and name:
+            return name
+    tag = meta.get("tag")
+    return tag if isinstance(tag, str) and tag else None
