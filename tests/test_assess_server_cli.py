@@ -131,8 +131,12 @@ def test_a_wrong_db_is_one_line_and_creates_nothing(tmp_path, cli):
     foreign = tmp_path / "foreign.sqlite"
     with sqlite3.connect(foreign) as conn:
         conn.execute("CREATE TABLE users (x)")
+    foreign_bytes = foreign.read_bytes()
     r = cli("assess", "users", "add", "ann", "--role", "assessor", "--db", f"sqlite:///{foreign}")
     assert r.exit_code == 2 and "holds tables that are not cmrkit's (users)" in r.output
+    r = cli("assess", "serve", d["pool"], "--db", f"sqlite:///{foreign}", "--port", free_port())
+    assert r.exit_code == 2 and "holds tables that are not cmrkit's (users)" in r.output
+    assert foreign.read_bytes() == foreign_bytes  # not even switched to WAL mode
     with sqlite3.connect(foreign) as conn:
         tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     assert tables == ["users"]
@@ -471,3 +475,39 @@ def test_a_full_disk_while_judging_is_a_json_503_and_loses_nothing(tmp_path, cli
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_refused_serve_creates_no_database(tmp_path, cli, db_url):  # noqa: F811
+    """Issue 42 item 15: a serve refused for its pool (labels of another pool, seen) left a new,
+    migrated, empty database behind. Every refusal of the pool, its labels, strategy, gold and
+    collection now comes before the database is created: no SQLite file, no PostgreSQL table."""
+    import sqlalchemy as sa
+    from pool_fixtures import write_collection
+
+    from cmrkit.judging.labels import Label, write_labels
+
+    d = small_pool(tmp_path, cli, queries=2, docs=3)
+    write_labels([Label("q9", "d1", "auto:llm", 5, 0.99)], tmp_path / "other.csv")
+    other = write_collection(tmp_path / "elsewhere", ["q1", "q2"], ["d1", "zz"])
+    refusals = {
+        "labels from another pool: pair q9 d1": ["--auto", tmp_path / "other.csv"],
+        "--auto with mtf's adaptive rounds is not supported": [
+            "--auto", tmp_path / "other.csv", "--strategy", "mtf", "--budget", "2",
+            "--per-query",
+        ],
+        "--gold-rate needs --gold QRELS": ["--gold-rate", "0.1"],
+        "missing.txt: file not found": ["--gold", tmp_path / "missing.txt"],
+        "below the number of queries": ["--strategy", "depth", "--budget", "1"],
+        "corpus": ["--collection", other],
+    }  # fmt: skip
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for why, args in refusals.items():
+        r = cli("assess", "serve", d["pool"], "--db", db_url, "--port", free_port(), *args)
+        assert r.exit_code == 2, (why, r.output)
+        assert why in " ".join(r.output.split()), (why, r.output)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, why  # no SQLite file
+        if db_url.startswith("postgresql"):
+            engine = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://"))
+            with engine.connect() as conn:
+                assert sa.inspect(conn).get_table_names() == [], why
+            engine.dispose()

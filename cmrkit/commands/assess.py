@@ -157,7 +157,7 @@ def serve_command(
 
     _need_extra()
     from cmrkit.assess.server import app as webapp
-    from cmrkit.assess.server import work
+    from cmrkit.assess.server import db, work
     from cmrkit.assess.server.db import default_db_url
 
     if not 1 <= port <= 65535:
@@ -182,19 +182,20 @@ def serve_command(
     sock = webapp.listen(host, port)
     try:
         url = db_url or default_db_url(pool_file)
-        engine = _engine(url, create=True)
+        engine = db.make_engine(url, create=True)
+        choices = {
+            "strategy": strat,
+            "gold_file": gold,
+            "seed": seed,
+            "context_chars": context_chars,
+            "judge": hybrid,
+        }
         with console.status("loading the pool"):
-            info = work.load_pool(
-                engine,
-                pool_file,
-                collection,
-                opts,
-                strategy=strat,
-                gold_file=gold,
-                seed=seed,
-                context_chars=context_chars,
-                judge=hybrid,
-            )
+            # a new database: the pool made ready (every refusal) before it is created
+            fresh = db.is_empty(engine)
+            prepared = work.prepare_pool(pool_file, collection, opts, **choices) if fresh else None
+            db.migrate(engine, create=True)
+            info = work.load_pool(engine, pool_file, collection, opts, prepared=prepared, **choices)
             work.advance(engine)
         app = webapp.create_app(
             engine,

@@ -273,6 +273,20 @@ def alembic_config(conn: Connection):
     return cfg
 
 
+def is_empty(engine: Engine) -> bool:
+    """Whether the database holds nothing yet (SQLite: no file, or an empty one; PostgreSQL:
+    no table), found without creating or changing anything: ``assess serve`` makes a new
+    database's pool ready first, so that a refusal leaves none behind."""
+    if is_sqlite(engine):
+        path = Path(engine.url.database or "")
+        return not path.exists() or (path.is_file() and path.stat().st_size == 0)
+    try:
+        with engine.connect() as conn:
+            return not sa.inspect(conn).get_table_names()
+    except sa.exc.OperationalError as e:
+        raise EnvironmentFault(f"cannot reach the database {_shown(engine)}: {e.orig}") from None
+
+
 def migrate(engine: Engine, *, create: bool = True) -> None:
     """Create the schema or bring it to the newest revision (Alembic ``upgrade head``). Refused
     in one line: a file that is not an SQLite database, a database holding other tables than
@@ -282,15 +296,13 @@ def migrate(engine: Engine, *, create: bool = True) -> None:
     from alembic.util.exc import CommandError
 
     where = _shown(engine)
+    _refuse_foreign_file(engine, where)
     try:
         with write(engine) as conn:
             tables = set(sa.inspect(conn).get_table_names())
             if "alembic_version" not in tables:
                 if tables:
-                    raise CmrkitError(
-                        f"--db {where} holds tables that are not cmrkit's "
-                        f"({', '.join(sorted(tables)[:5])}); give a new or a cmrkit database"
-                    )
+                    raise _foreign(tables, where)
                 if not create:
                     raise CmrkitError(
                         f"--db {where} holds no assessment data yet; start `cmrkit assess serve "
@@ -305,6 +317,34 @@ def migrate(engine: Engine, *, create: bool = True) -> None:
         raise CmrkitError(f"--db {where} is not a database cmrkit can read ({e.orig})") from None
     except CommandError as e:
         raise CmrkitError(f"--db {where}: {e}") from None
+
+
+def _foreign(tables: set[str], where: str) -> CmrkitError:
+    return CmrkitError(
+        f"--db {where} holds tables that are not cmrkit's ({', '.join(sorted(tables)[:5])}); "
+        "give a new or a cmrkit database"
+    )
+
+
+def _refuse_foreign_file(engine: Engine, where: str) -> None:
+    """An SQLite file that is no database, or holds tables of another program, refused before
+    the engine opens it: its connections switch the file to WAL mode, which would change it."""
+    import sqlite3
+
+    path = Path(engine.url.database or "") if is_sqlite(engine) else None
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise CmrkitError(f"--db {where} is not a database cmrkit can read ({e})") from None
+    tables = {name for (name,) in rows}
+    if tables and "alembic_version" not in tables:
+        raise _foreign(tables, where)
 
 
 def _check_revision(conn: Connection, where: str) -> None:

@@ -167,8 +167,42 @@ def _shuffled(keys: Sequence[tuple[str, str]], seed: int, salt: str) -> list[tup
     return out
 
 
-def load_pool(
-    engine: Engine,
+@dataclass
+class PreparedPool:
+    """A pool made ready for a database that serves none yet: its identity, the pair rows and
+    the settings to store (:func:`prepare_pool`)."""
+
+    identity: dict[str, Any]
+    rows: list[dict[str, Any]]
+    settings: dict[str, Any]
+
+
+def pool_identity(
+    pool_file: Path,
+    *,
+    strategy=None,
+    gold_file: Path | None = None,
+    seed: int = 0,
+    context_chars: int = 600,
+    judge=None,
+) -> dict[str, Any]:
+    """What a database records of the pool it serves and the choices made: a restart must
+    give the same (the files by sha256)."""
+    from cmrkit.fileio import sha256_file
+
+    identity = {
+        "pool_sha256": sha256_file(pool_file),
+        "strategy": strategy.to_json() if strategy is not None else None,
+        "gold_sha256": sha256_file(gold_file) if gold_file else None,
+        "seed": seed,
+        "context_chars": context_chars,
+    }
+    if judge is not None:  # only then: a database of a pool served without one keeps its identity
+        identity["judge"] = judge.identity()
+    return identity
+
+
+def prepare_pool(
     pool_file: Path,
     collection: Path | None,
     opts: Options,
@@ -178,48 +212,30 @@ def load_pool(
     seed: int = 0,
     context_chars: int = 600,
     judge=None,
-) -> dict[str, Any]:
-    """Load the pool into an empty database, or check that the database serves this pool; store
-    the options. ``strategy`` (StrategyOptions) chooses the pairs first (mtf, maxmean: the first
-    round; strata: the sample); ``judge`` (hybrid judging: ``judging.hybrid.HybridLabels``)
-    then takes the pairs it is sure of, and people are served the rest. Returns what the
-    database serves."""
+) -> PreparedPool:
+    """Everything a new database will hold of the pool, made without touching one, so that
+    every refusal (the collection, the strategy, labels of another pool, no pair to judge, the
+    gold pairs) comes before a database is created: see :func:`load_pool`."""
     from cmrkit.assess.key import pair_id
     from cmrkit.assess.tasks import describe_pairs, read_gold, titles_reveal
-    from cmrkit.fileio import sha256_file
     from cmrkit.pooling import apply_strategy, check_collection, read_pool
 
     opts.check()
-    source_sha = sha256_file(pool_file)
-    identity = {
-        "pool_sha256": source_sha,
-        "strategy": strategy.to_json() if strategy is not None else None,
-        "gold_sha256": sha256_file(gold_file) if gold_file else None,
-        "seed": seed,
-        "context_chars": context_chars,
-    }
-    if judge is not None:  # only then: a database of a pool served without one keeps its identity
-        identity["judge"] = judge.identity()
-    with read(engine) as conn:
-        known = get_setting(conn, "identity")
-    if known is not None:
-        if known != identity:
-            differ = sorted(k for k in {*identity, *known} if identity.get(k) != known.get(k))
-            raise CmrkitError(
-                f"the database serves another pool or other choices ({', '.join(differ)} "
-                "differ); start with the same POOL and options, or give another --db"
-            )
-        with write(engine) as conn:
-            put_setting(conn, "options", asdict(opts))
-        return summary(engine)
-
+    identity = pool_identity(
+        pool_file,
+        strategy=strategy,
+        gold_file=gold_file,
+        seed=seed,
+        context_chars=context_chars,
+        judge=judge,
+    )
     pool = read_pool(pool_file)
     where = collection or Path(pool.header["collection"]["path"])
     check_collection(pool, where, pool_file)
     if strategy is not None:
         apply_strategy(pool, strategy)
     name = (pool.header.get("strategy") or {}).get("name", "depth")
-    judge_labels = _hybrid(pool, judge, name, source_sha, pool_file)
+    judge_labels = _hybrid(pool, judge, name, identity["pool_sha256"], pool_file)
     chosen = [(p.qid, p.docno) for p in pool.pairs if p.sampled]
     if not chosen:
         raise CmrkitError("the pool has no pairs to judge (none is sampled)", path=pool_file)
@@ -249,24 +265,72 @@ def load_pool(
     ids = Counter(r["pair_id"] for r in rows)
     if any(n > 1 for n in ids.values()):
         raise CmrkitError("two pairs got the same pair id; pass another --seed")
+    stored = {
+        "pool": pool_text(pool),
+        "pool_file": str(pool_file),
+        "collection": str(Path(where).resolve()),
+        "salt": salt,
+        "show_titles": show_titles,
+        "titles_note": why,
+        "round": 1,
+        "closed": False,
+        "finished": name not in ADAPTIVE,
+        "seq": seq,
+    }
+    if judge_labels is not None:
+        stored["judge_labels"] = judge_labels
+    return PreparedPool(identity, rows, stored)
+
+
+def load_pool(
+    engine: Engine,
+    pool_file: Path,
+    collection: Path | None,
+    opts: Options,
+    *,
+    strategy=None,
+    gold_file: Path | None = None,
+    seed: int = 0,
+    context_chars: int = 600,
+    judge=None,
+    prepared: PreparedPool | None = None,
+) -> dict[str, Any]:
+    """Load the pool into an empty database, or check that the database serves this pool; store
+    the options. ``strategy`` (StrategyOptions) chooses the pairs first (mtf, maxmean: the first
+    round; strata: the sample); ``judge`` (hybrid judging: ``judging.hybrid.HybridLabels``)
+    then takes the pairs it is sure of, and people are served the rest. ``prepared``: the same
+    pool and choices made ready by :func:`prepare_pool` before the database was created.
+    Returns what the database serves."""
+    opts.check()
+    choices = {
+        "strategy": strategy,
+        "gold_file": gold_file,
+        "seed": seed,
+        "context_chars": context_chars,
+        "judge": judge,
+    }
+    identity = prepared.identity if prepared else pool_identity(pool_file, **choices)
+    with read(engine) as conn:
+        known = get_setting(conn, "identity")
+    if known is not None:
+        if known != identity:
+            differ = sorted(k for k in {*identity, *known} if identity.get(k) != known.get(k))
+            raise CmrkitError(
+                f"the database serves another pool or other choices ({', '.join(differ)} "
+                "differ); start with the same POOL and options, or give another --db"
+            )
+        with write(engine) as conn:
+            put_setting(conn, "options", asdict(opts))
+        return summary(engine)
+    prepared = prepared or prepare_pool(pool_file, collection, opts, **choices)
     with write(engine) as conn:
         if get_setting(conn, "identity") is not None:
             raise CmrkitError("another process loaded a pool into this database meanwhile")
-        conn.execute(pairs.insert(), rows)
-        put_setting(conn, "identity", identity)
+        conn.execute(pairs.insert(), prepared.rows)
+        put_setting(conn, "identity", prepared.identity)
         put_setting(conn, "options", asdict(opts))
-        put_setting(conn, "pool", pool_text(pool))
-        put_setting(conn, "pool_file", str(pool_file))
-        put_setting(conn, "collection", str(Path(where).resolve()))
-        put_setting(conn, "salt", salt)
-        put_setting(conn, "show_titles", show_titles)
-        put_setting(conn, "titles_note", why)
-        put_setting(conn, "round", 1)
-        put_setting(conn, "closed", False)
-        put_setting(conn, "finished", name not in ADAPTIVE)
-        put_setting(conn, "seq", seq)
-        if judge_labels is not None:
-            put_setting(conn, "judge_labels", judge_labels)
+        for key, value in prepared.settings.items():
+            put_setting(conn, key, value)
     return summary(engine)
 
 
