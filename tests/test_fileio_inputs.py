@@ -197,3 +197,36 @@ def test_absurd_option_values_are_refused_where_they_enter(tmp_path, cli, args, 
     (tmp_path / "j.csv").write_text("query_id,doc_id,worker_id,label\nq1,d1,w,5\n")
     r = cli(*args)
     assert r.exit_code == 2 and expected in r.output, r.output
+
+
+def test_a_missing_input_names_its_near_namesake(tmp_path, cli):
+    """From the new user's walk: a path whose name differs by a letter from a file that exists
+    gets 'did you mean', for a misspelt file or folder, in every reader that opens inputs (the
+    bulk TREC readers, trec_eval's, the line reader, sha256, export ir-metadata)."""
+    from cmrkit.fileio import near_namesake
+
+    (tmp_path / "runs" / "sample").mkdir(parents=True)
+    run = write_run(tmp_path / "runs/sample/bm25.test.trec", {"q1": [("d1", 2.0), ("d2", 1.0)]})
+    write_qrels(tmp_path / "qrels.txt", {"q1": {"d1": 1}})
+    assert near_namesake("runs/sample/bm25.tset.trec") == run.relative_to(tmp_path)
+    assert near_namesake("run/sample/bm25.test.trec") == run.relative_to(tmp_path)
+    assert near_namesake(tmp_path / "run/sampel/bm25.test.trec") == run
+    assert near_namesake("runs/sample/other.trec") is None and near_namesake(run) is None
+    cases = [
+        (("eval", "runs/sample/bm25.tset.trec", "qrels.txt"), "runs/sample/bm25.tset.trec",
+         "runs/sample/bm25.test.trec"),
+        (("eval", "run/sample/bm25.test.trec", "qrels.txt", "-f", "trec"),
+         "run/sample/bm25.test.trec", "runs/sample/bm25.test.trec"),
+        (("eval", "runs/sample/bm25.test.trec", "qrel.txt"), "qrel.txt", "qrels.txt"),
+        (("compare", "qrels.txt", "runs/sample/bm25.test.trec", "runs/sample/bm26.test.trec"),
+         "runs/sample/bm26.test.trec", "runs/sample/bm25.test.trec"),
+        (("export", "ir-metadata", "runs/sample/bm25.tst.trec", "-o", "x.trec"),
+         "runs/sample/bm25.tst.trec", "runs/sample/bm25.test.trec"),
+    ]  # fmt: skip
+    for args, typed, meant in cases:
+        r = cli(*args)
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+        assert r.stderr == (f"error: {typed}: file not found (did you mean {meant!r}?); check "
+                            "the path\n"), r.stderr  # fmt: skip
+    r = cli("eval", "runs/sample/nothing.trec", "qrels.txt")
+    assert r.stderr == "error: runs/sample/nothing.trec: file not found; check the path\n"

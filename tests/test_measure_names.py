@@ -224,3 +224,36 @@ def test_a_grade_equal_to_the_old_missing_mark_is_a_judgment(tmp_path):
     )  # fmt: skip
     assert out.exit_code == 0, out.stderr
     assert json.loads(out.stdout)["measures"]["Judged@1"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant", "extra"),
+    [("nDGC@10", "nDCG@10", []), ("mapp", "map", []), ("recip_rnk", "recip_rank", []),
+     ("Judgd@10", "Judged@10", []), ("offical", "official", ["-f", "trec"]),
+     ("xinfAPP", "xinfAP", []), ("mapp", "map", ["-J"])],
+)  # fmt: skip
+def test_an_unknown_measure_a_letter_off_gets_a_did_you_mean(tmp_path, typed, meant, extra):
+    """From the new user's walk: an unknown measure got the valid names, no 'did you mean'
+    (Typer suggests commands already). One place (measures' unknown-name line) serves both
+    engines and every command."""
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    files = [str(tmp_path / "r.trec"), str(tmp_path / "q.txt")]
+    for args in (["eval", *files, "-m", typed, *extra],
+                 ["compare", files[1], files[0], files[0], "-m", typed]):  # fmt: skip
+        if args[0] == "compare" and extra:
+            continue
+        out = CliRunner().invoke(app, args)
+        assert out.exit_code == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert f"unknown {'trec_eval ' if '-J' in extra else ''}measure {typed!r} (did you " \
+            f"mean {meant!r}?)" in out.stderr, out.stderr  # fmt: skip
+    with pytest.raises(CmrkitError, match=rf"\(did you mean {meant!r}\?\)"):
+        query_scorer(typed)
+
+
+def test_a_name_far_from_every_measure_gets_no_guess(tmp_path):
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.trec").write_text(RUN)
+    out = CliRunner().invoke(app, ["eval", str(tmp_path / "r.trec"), str(tmp_path / "q.txt"),
+                                   "-m", "zebra"])  # fmt: skip
+    assert out.exit_code == 2 and "unknown measure 'zebra'; valid measures:" in out.stderr

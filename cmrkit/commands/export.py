@@ -81,7 +81,9 @@ def ir_metadata_command(
     from cmrkit.retrieval.runfile import read_sidecar, sidecar_of
 
     if not run.is_file():
-        raise CmrkitError("no such file", path=run)
+        from cmrkit.fileio import missing_file
+
+        raise missing_file(run)
     sidecar = read_sidecar(run)
     if sidecar is None:
         raise CmrkitError(

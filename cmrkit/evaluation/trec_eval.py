@@ -158,7 +158,9 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
             data = gzip.decompress(data)
         return data
     except FileNotFoundError:
-        raise CmrkitError("no such file", path=path) from None
+        from cmrkit.fileio import missing_file
+
+        raise missing_file(path) from None
     except IsADirectoryError:
         raise CmrkitError("is a folder, not a file", path=path) from None
 

@@ -5,6 +5,8 @@ from cmrkit.fileio.failures import as_os_error, describe_os_error
 from cmrkit.fileio.inputs import (
     iter_jsonl,
     iter_lines,
+    missing_file,
+    near_namesake,
     open_binary,
     open_text,
     parse_json,
@@ -62,6 +64,8 @@ __all__ = [
     "is_own_output",
     "iter_jsonl",
     "iter_lines",
+    "missing_file",
+    "near_namesake",
     "open_binary",
     "open_text",
     "output_kind",

@@ -50,13 +50,52 @@ def _zip_member(path: Path, member: str | None) -> str:
     return member
 
 
+MAX_NAMESAKES = 10_000  # names of a folder compared with a missing one, at most
+
+
+def near_namesake(path: str | os.PathLike) -> Path | None:
+    """An existing path whose missing parts each differ by a letter or two from ``path``'s
+    (``runs/sample/bm25.tset.trec`` -> ``runs/sample/bm25.test.trec``, ``run/...`` ->
+    ``runs/...``), written as ``path`` is (relative stays relative); None when there is none
+    or ``path`` exists."""
+    import difflib
+
+    given = Path(path)
+    if given.exists():
+        return None
+    parts = given.parts
+    found = Path(parts[0]) if given.is_absolute() else Path()
+    for part in parts[1:] if given.is_absolute() else parts:
+        step = found / part
+        if not step.exists():
+            try:
+                with os.scandir(found) as entries:
+                    names = [e.name for _, e in zip(range(MAX_NAMESAKES), entries, strict=False)]
+            except OSError:
+                return None
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.8)
+            if not close:
+                return None
+            step = found / close[0]
+        found = step
+    return found if found.exists() and found != given else None
+
+
+def missing_file(path: str | os.PathLike) -> CmrkitError:
+    """The one line for an input that does not exist, naming its near namesake if one
+    exists (did you mean ...)."""
+    near = near_namesake(path)
+    hint = f" (did you mean {str(near)!r}?)" if near is not None else ""
+    return CmrkitError(f"file not found{hint}; check the path", path=path)
+
+
 @contextlib.contextmanager
 def open_binary(spec: str | os.PathLike) -> Iterator[IO[bytes]]:
     """Open a plain, gzipped or zipped (``archive.zip::member``) file for reading its bytes
     (gzip undone)."""
     path, member = split_zip_member(spec)
     if not path.exists():
-        raise CmrkitError("file not found; check the path", path=path)
+        raise missing_file(path)
     if path.is_dir():
         raise CmrkitError("is a folder, expected a file; name a file", path=path)
     if path.suffix == ".zip" or member is not None:
@@ -180,7 +219,7 @@ def sha256_file(spec: str | os.PathLike) -> str:
     if path.is_dir():
         raise CmrkitError("is a folder, expected a file; name a file", path=path)
     if not path.is_file():
-        raise CmrkitError("file not found; check the path", path=path)
+        raise missing_file(path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

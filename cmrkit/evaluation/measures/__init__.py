@@ -220,6 +220,23 @@ class _Unknown(CmrkitError):
     """A name neither vocabulary has (as opposed to a known name written wrongly)."""
 
 
+def _unknown(what: str, text: str, version: str, valid: str) -> _Unknown:
+    """The one line for an unknown measure name: ``what`` 'measure' or 'trec_eval measure',
+    then a name a typo or two away in either vocabulary (did you mean), then ``valid``."""
+    import difflib
+
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(.*)", text, re.S)
+    near = ""
+    if m is not None:
+        names = [k.name for k in _KINDS] + [f.ir_name for f in defs.FAMILIES if f.ir_name]
+        names += [f.name for f in defs.families(version)] + list(defs.NICKNAMES[version])
+        by_lower = {n.lower(): n for n in reversed(names)}  # the first spelling of a name
+        close = difflib.get_close_matches(m.group(1).lower(), list(by_lower), n=1, cutoff=0.75)
+        if close:
+            near = f" (did you mean {by_lower[close[0]] + m.group(2)!r}?)"
+    return _Unknown(f"unknown {what} {text!r}{near}; {valid}")
+
+
 @dataclass(frozen=True)
 class _Item:
     """One measure as asked for, and how each engine reads it (an error where it cannot)."""
@@ -469,7 +486,7 @@ def _trec_family_measures(text: str, version: str) -> tuple[Measure, ...]:
     name, dot, params = spec.partition(".")
     fam = defs.BY_NAME.get(name)
     if fam is None:
-        raise _Unknown(f"unknown measure {text!r}; valid measures: {_valid_list()}")
+        raise _unknown("measure", text, version, f"valid measures: {_valid_list()}")
     defs.check_version(name, version)
     if (
         fam.rel_format != "qrels"
@@ -536,10 +553,13 @@ def _trec_marks(text: str, version: str) -> tuple[tuple[str, str | None, object]
         mark = defs.ir_mark(text, version)
         if mark is not None:
             return (mark,)
-    raise _Unknown(
-        f"unknown trec_eval measure {text!r}; trec_eval {defs.VERSION_NAMES[version]} has "
+    raise _unknown(
+        "trec_eval measure",
+        text,
+        version,
+        f"trec_eval {defs.VERSION_NAMES[version]} has "
         f"{', '.join(f.name for f in defs.families(version))} and the sets "
-        f"{', '.join(defs.NICKNAMES[version])}"
+        f"{', '.join(defs.NICKNAMES[version])}",
     )
 
 
