@@ -433,10 +433,11 @@ def _cluster_collection(
     name = folder.resolve().name
     target = output or Path("runs") / name / f"{opts.method}.{opts.within}.{split}.clusters.jsonl"
     sidecar = target.with_name(target.name.removesuffix(".jsonl") + ".json")
-    from cmrkit.coref.cluster import cluster_split
+    from cmrkit.coref.cluster import cluster_split, prepare
 
+    ready = prepare(folder, split, opts)
     with _progress() as progress:
-        done = cluster_split(folder, split, opts, progress)
+        done = cluster_split(ready, progress=progress)
     purity = done.scope.purity(done.mentions) if done.scope.topics is not None else None
     record = {
         "collection": str(folder),

@@ -128,18 +128,21 @@ def _drop_singletons(mentions: CorefMentions) -> CorefMentions:
     return CorefMentions(m.collection, m.split, kept, m.documents, m.path)
 
 
-def cluster_split(
-    collection: str | Path,
-    split: str,
-    opts: ClusterOptions,
-    progress: Progress | None = None,
-) -> Clustering:
-    """Cluster the split's mentions by ``opts.method`` within ``opts.within``."""
+@dataclass
+class Prepared:
+    """A split's mentions read and grouped by the scope: what a method then clusters."""
+
+    mentions: CorefMentions
+    scope: Scope
+    opts: ClusterOptions
+    notes: list[str]
+    seconds: float
+
+
+def prepare(collection: str | Path, split: str, opts: ClusterOptions) -> Prepared:
+    """Read the split's mentions (gold singletons left out when asked) and group them by
+    ``opts.within``; every refusal of the inputs happens here, before any long work."""
     opts.check()
-
-    def step(description: str, total: int | None) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda n: None)
-
     mentions = read_mentions(collection, split)
     notes: list[str] = []
     if opts.gold_singletons == "drop":
@@ -151,10 +154,31 @@ def cluster_split(
             raise CmrkitError(f"every mention of split {split!r} is a gold singleton")
     started = time.perf_counter()
     where = scope(mentions, opts.within, opts.topic_threshold)
-    run = _Run(mentions, where, opts, step, notes)
-    labels = METHODS[opts.method](run)
-    seconds = time.perf_counter() - started
+    return Prepared(mentions, where, opts, notes, time.perf_counter() - started)
+
+
+def cluster_split(
+    collection: str | Path | Prepared,
+    split: str | None = None,
+    opts: ClusterOptions | None = None,
+    progress: Progress | None = None,
+) -> Clustering:
+    """Cluster the split's mentions by ``opts.method`` within ``opts.within`` (or those of a
+    :func:`prepare` result)."""
+    if isinstance(collection, Prepared):
+        ready = collection
+    else:
+        assert split is not None and opts is not None
+        ready = prepare(collection, split, opts)
+
+    def step(description: str, total: int | None) -> Callable[[int], None]:
+        return progress(description, total) if progress else (lambda n: None)
+
+    started = time.perf_counter()
+    run = _Run(ready.mentions, ready.scope, ready.opts, step, ready.notes)
+    labels = METHODS[ready.opts.method](run)
+    seconds = ready.seconds + time.perf_counter() - started
     clusters: dict[int, list[str]] = {}
-    for m, label in zip(mentions.mentions, labels.tolist(), strict=True):
+    for m, label in zip(ready.mentions.mentions, labels.tolist(), strict=True):
         clusters.setdefault(label, []).append(m.mention_id)
-    return Clustering(mentions, list(clusters.values()), where, seconds, notes)
+    return Clustering(ready.mentions, list(clusters.values()), ready.scope, seconds, ready.notes)

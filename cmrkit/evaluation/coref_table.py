@@ -6,8 +6,9 @@
   Mentions are identified by id, all documents scored as one (cross-document).
 - uCDCR's per-subtopic protocol (Zhukova et al. 2026): the mentions of gold singleton chains
   left out (they are dropped before clustering), each subtopic's mentions scored alone as one
-  CoNLL document with the reference scorer's ``all``, each F1 in percent rounded to 2
-  decimals, CoNLL their mean rounded to 3; the dataset's figure is the mean over subtopics.
+  CoNLL document with the reference scorer's ``all``, each F1 as the scorer prints it (percent,
+  2 decimals: rounding the printed figure to 2 decimals keeps it), CoNLL their mean rounded to
+  3; the dataset's figure is the mean over subtopics.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from cmrkit.collection.clusters import CORPUS_DOCUMENT, ID, Clustering, Document
 from cmrkit.errors import CmrkitError
-from cmrkit.evaluation.coref import Counts, score
+from cmrkit.evaluation.coref import Counts, perl_percent, score
 
 TABLE_MEASURES = ("muc", "bcub", "ceafe", "lea")
 UCDCR_MEASURES = ("muc", "bcub", "ceafe")
@@ -98,8 +99,10 @@ def _clustering(path: str, members: Sequence[tuple[str, str]]) -> Clustering:
     return Clustering(path, "jsonl", ID, {CORPUS_DOCUMENT: doc})
 
 
-def _rounded_f1(value: float) -> float:
-    return round(value * 100, 2)
+def _printed_f1(value: float) -> float:
+    """An F1 as uCDCR reads it from scorer.pl's output: the percentage the scorer prints
+    (truncated to 2 decimals), which rounding to 2 decimals leaves as it is."""
+    return round(float(perl_percent(value)), 2)
 
 
 def ucdcr_table(
@@ -133,7 +136,7 @@ def ucdcr_table(
                 responded.append((m, f"\0alone\0{m}"))
         r = _clustering(response.path, responded)
         result = score(k, r, list(UCDCR_MEASURES), scope="corpus")
-        f1 = {m: _rounded_f1(result.total[m].f1) for m in UCDCR_MEASURES}  # type: ignore[union-attr]
+        f1 = {m: _printed_f1(result.total[m].f1) for m in UCDCR_MEASURES}  # type: ignore[union-attr]
         rows.append(SubtopicRow(subtopic, len(mentions), f1, round(sum(f1.values()) / 3, 3)))
     if not rows:
         raise CmrkitError("the key has no chain of two or more mentions", path=key.path)

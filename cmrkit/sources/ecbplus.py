@@ -321,7 +321,7 @@ def _document_mentions(
             context_offset=offsets[sentence],
             type=tag,
             split=split,
-            source={"file": member, "m_id": mk.m_id},
+            source={"file": f"{topic_text}/{doc}.xml", "m_id": mk.m_id},
             cdcr=Cdcr(
                 topic=topic_text,
                 subtopic=subtopic,
