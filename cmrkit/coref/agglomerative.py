@@ -81,30 +81,32 @@ def neighbour_graph(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """The pairs (i < j) among each vector's ``neighbours`` nearest with a similarity above
     ``threshold``, their similarities, and whether no vector had more such neighbours than
-    were looked at (then every pair above the threshold is there)."""
+    were kept (then every pair above the threshold is there)."""
     n = len(x)
-    k = min(neighbours, n - 1)
     rows, cols, sims = [], [], []
     complete = True
     for at in range(0, n, block):
         s = x[at : at + block] @ x.T
         width = len(s)
         s[np.arange(width), at + np.arange(width)] = -np.inf
-        top = np.argpartition(-s, k - 1, axis=1)[:, :k] if k < n - 1 else np.argsort(-s, axis=1)
-        top = top[:, : max(k, 0)]
-        values = np.take_along_axis(s, top, axis=1)
-        if k < n - 1 and (values.min(axis=1) > threshold).any():
+        above = s > threshold
+        many = above.sum(axis=1) > neighbours
+        r, c = np.nonzero(above & ~many[:, None])
+        rows.append(at + r)
+        cols.append(c)
+        sims.append(s[r, c])
+        if many.any():  # more neighbours above the threshold than kept: the nearest ones
             complete = False
-        keep = values > threshold
-        r = np.repeat(at + np.arange(width), keep.sum(axis=1))
-        rows.append(r)
-        cols.append(top[keep])
-        sims.append(values[keep])
+            crowded = np.flatnonzero(many)
+            top = np.argpartition(-s[crowded], neighbours - 1, axis=1)[:, :neighbours]
+            rows.append(at + np.repeat(crowded, neighbours))
+            cols.append(top.ravel())
+            sims.append(np.take_along_axis(s[crowded], top, axis=1).ravel())
         if tick is not None:
             tick(width)
-    i = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-    j = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-    v = np.concatenate(sims).astype(np.float64) if sims else np.zeros(0)
+    i = np.concatenate(rows).astype(np.int64)
+    j = np.concatenate(cols).astype(np.int64)
+    v = np.concatenate(sims).astype(np.float64)
     lo, hi = np.minimum(i, j), np.maximum(i, j)
     pairs, first = np.unique(lo * n + hi, return_index=True)
     return pairs // n, pairs % n, v[first], complete
