@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -20,6 +21,15 @@ console = Console(stderr=True, highlight=False, markup=False)
 out = Console(highlight=False, soft_wrap=True, markup=False)
 
 
+# Where stderr is not a terminal (a log file, a pipe, nohup), a bar cannot redraw: a plain line
+# is printed instead when a task passes another PLAIN_STEP of its total and PLAIN_MIN_SECONDS
+# have passed since its last line, or PLAIN_MAX_SECONDS have passed whatever it did; and a last
+# line when the work is done.
+PLAIN_STEP = 0.1
+PLAIN_MIN_SECONDS = 5.0
+PLAIN_MAX_SECONDS = 60.0
+
+
 def progress_bar(
     enabled: bool = True,
     description: str = "{task.description}",
@@ -29,7 +39,9 @@ def progress_bar(
     eta: bool = True,
 ) -> Any:
     """The progress bar every command shows on stderr (a rich ``Progress``; disabled when
-    ``enabled`` is false): the description, a bar, done/total and, with ``eta``, the time left."""
+    ``enabled`` is false): the description, a bar, done/total and, with ``eta``, the time left.
+    Where stderr is no terminal, plain lines now and then instead (:data:`PLAIN_STEP`), and one
+    when the work is done (none for a ``transient`` bar, none when the work failed)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -39,11 +51,75 @@ def progress_bar(
         TimeRemainingColumn,
     )
 
+    if enabled and (not console.is_terminal or console.is_dumb_terminal):
+        return _plain_progress(Progress, description, transient=transient, eta=eta)
     columns: list[Any] = [SpinnerColumn()] if spinner else []
     columns += [TextColumn(description), BarColumn(), MofNCompleteColumn()]
     if eta:
         columns.append(TimeRemainingColumn())
     return Progress(*columns, console=console, disable=not enabled, transient=transient)
+
+
+def _clock(seconds: float | None) -> str:
+    s = int(seconds or 0)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def plain_line(task: Any, description: str, *, eta: bool = True, final: bool = False) -> str:
+    """A task's progress as one line of text: ``what: 120/6,754 (1%), 0:01:10 elapsed, 1:02:00
+    left``; when ``final``, ``what: 6,754/6,754 done in 0:58:10``."""
+    try:
+        what = description.format(task=task)
+    except (KeyError, IndexError, ValueError, AttributeError):
+        what = str(task.description)
+    done, total = int(task.completed), task.total
+    count = f"{done:,}" if total is None else f"{done:,}/{int(total):,}"
+    if final:
+        return f"{what}: {count} done in {_clock(task.elapsed)}"
+    share = f" ({int(100 * done / total)}%)" if total else ""
+    left = task.time_remaining
+    rest = f", {_clock(left)} left" if eta and left is not None else ""
+    return f"{what}: {count}{share}, {_clock(task.elapsed)} elapsed{rest}"
+
+
+def _plain_progress(base: type, description: str, *, transient: bool, eta: bool) -> Any:
+    """A rich ``Progress`` that draws nothing and prints :func:`plain_line` lines instead."""
+
+    class PlainProgress(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__(console=console, disable=True, transient=transient)
+            self._said: dict[Any, tuple[float, float]] = {}  # task -> (time, share) last said
+
+        def _tick(self, task_id: Any) -> None:
+            now = self.get_time()
+            with self._lock:
+                task = self._tasks[task_id]
+                since, share = self._said.get(task_id, (task.start_time or now, 0.0))
+                done = task.completed / task.total if task.total else 0.0
+                stepped = done >= share + PLAIN_STEP and now - since >= PLAIN_MIN_SECONDS
+                if not (stepped or now - since >= PLAIN_MAX_SECONDS) or task.finished:
+                    return
+                self._said[task_id] = (now, math.floor(done / PLAIN_STEP + 1e-9) * PLAIN_STEP)
+                text = plain_line(task, description, eta=eta)
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+        def update(self, task_id: Any, **kwargs: Any) -> None:
+            super().update(task_id, **kwargs)
+            self._tick(task_id)
+
+        def advance(self, task_id: Any, advance: float = 1) -> None:
+            super().advance(task_id, advance)
+            self._tick(task_id)
+
+        def __exit__(self, exc_type: Any, *rest: Any) -> None:
+            super().__exit__(exc_type, *rest)
+            if exc_type is None and not transient:
+                for task in self.tasks:
+                    if task.visible:
+                        line = plain_line(task, description, eta=eta, final=True)
+                        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    return PlainProgress()
 
 
 F = TypeVar("F", bound=Callable)

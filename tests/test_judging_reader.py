@@ -147,7 +147,7 @@ def test_an_interrupted_run_keeps_its_labels_and_resumes_to_the_same_bytes(
     from cmrkit.judging.pairs import pool_targets, split_judged
 
     root, coll, model, cand_train, _, pool = judged
-    monkeypatch.setattr(reader_judge, "CHUNK", 3)
+    monkeypatch.setattr(reader_judge, "GROUP", 3)  # each query's 4 pairs: two groups of 2
     targets = pool_targets(pool)
     judged_pairs = split_judged(coll, "train", cand_train, 4, root / "qrels")
     two = split_judged(coll, "train", cand_train, 4, root / "qrels", queries=2)
@@ -161,7 +161,7 @@ def test_an_interrupted_run_keeps_its_labels_and_resumes_to_the_same_bytes(
     reference = judge(tmp_path / "ref.sqlite").text
     calls = []
 
-    def stop_after_two_chunks(what, total):
+    def stop_after_two_groups(what, total):
         def advance(n):
             calls.append((what, n))
             if what == "pairs" and len([c for c in calls if c[0] == "pairs" and c[1]]) == 2:
@@ -171,11 +171,94 @@ def test_an_interrupted_run_keeps_its_labels_and_resumes_to_the_same_bytes(
 
     cache = tmp_path / "cut.sqlite"
     with pytest.raises(Interrupted):
-        judge(cache, stop_after_two_chunks)
+        judge(cache, stop_after_two_groups)
     with sqlite3.connect(cache) as db:
         kept = db.execute("SELECT COUNT(*) FROM labels").fetchone()[0]
-    assert kept == 12 + 3 + 3  # the calibration pairs and two chunks of the pool's
+    assert kept == 12 + 2 + 2  # the calibration pairs and two groups of the pool's
     assert judge(cache).text == reference
+
+
+def test_only_missing_groups_are_read_and_the_labels_are_the_same_whatever_was_cached(
+    judged, tmp_path
+):
+    """A pool that interleaves with one judged before (the queries of one, and more): the
+    cached queries' pairs are not read again, and the labels are the bytes a fresh run
+    writes; a cache holding the same pairs read in other groups (a run's top 2) is not used
+    for them (their scores would differ in the last bits), and the bytes are the same too."""
+    from cmrkit.judging.auto import auto_judge
+    from cmrkit.judging.pairs import Targets, pool_targets, split_judged
+    from cmrkit.judging.reader import ReaderJudge
+
+    root, coll, model, cand_train, _, pool = judged
+    full = pool_targets(pool)
+    calibrate = split_judged(coll, "train", cand_train, 4, root / "qrels")
+
+    def judge(targets, cache: Path):
+        j = ReaderJudge(model, device="cpu")
+        result = auto_judge(targets, j, cache_path=cache, judged=calibrate)
+        return result, j.timings.get("sequences", 0)
+
+    fresh, read_all = judge(full, tmp_path / "fresh.sqlite")
+    q1 = Targets([p for p in full.pairs if p[0] == "q1"], full.coll, full.source)
+    part, read_q1 = judge(q1, tmp_path / "inter.sqlite")  # calibration and q1's pairs
+    again, read_rest = judge(full, tmp_path / "inter.sqlite")
+    assert again.text == fresh.text
+    assert (part.sidecar["cached"], again.sidecar["cached"]) == (0, 4)
+    assert again.sidecar["judge"]["calibration"]["cached"] == 12
+    assert read_q1 + read_rest == read_all and read_rest < read_all  # q2's pairs alone
+
+    top2 = Targets(
+        [p for q in ("q1", "q2") for p in [x for x in full.pairs if x[0] == q][:2]],
+        full.coll,
+        full.source,
+    )
+    judge(top2, tmp_path / "other.sqlite")
+    other, _ = judge(full, tmp_path / "other.sqlite")
+    assert other.sidecar["cached"] == 0 and other.text == fresh.text
+
+
+def test_calibrating_on_the_readers_own_training_data_warns(judged, cli, tmp_path):
+    """docs/judging.md: a split the reader was trained on makes the calibration
+    overconfident. Its sidecar records that split (and its qrels' sha256): a warning, before
+    the work, recorded in the labels' sidecar; people's labels of other pairs do not warn."""
+    from cmrkit.collection.layout import qrels_file
+
+    root, coll, model, cand_train, cand_test, pool = judged
+    cache = tmp_path / "c.sqlite"
+    out = tmp_path / "a.csv"
+    res = _auto(cli, root, model, cand_train, pool, "-o", out, "--cache", cache)
+    assert res.exit_code == 0, res.output
+    warning = (
+        "warning: --calibrate-on split train: the reader was trained on it "
+        f"({model} records train_split 'train'); a reader scores the pairs it learned from "
+        "better than unseen ones, so this calibration is overconfident (docs/judging.md)"
+    )
+    assert res.output.startswith(warning), res.output
+    side = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
+    assert side["judge"]["calibration"]["warning"] == warning.removeprefix("warning: ") + (
+        "; calibrate on another split or on people's labels"
+    )
+    base = ("judgments", "auto", pool, "--judge", f"reader:{model}", "--device", "cpu",
+            "--quiet", "--cache", cache)  # fmt: skip
+    # the very qrels file it was trained on: warned before any work (these qrels list no
+    # non-relevant pair, so the calibration then fails)
+    train_qrels = qrels_file(coll, "train", root / "qrels")
+    res = cli(*base, "--calibrate-on", train_qrels, "-o", tmp_path / "b.csv")
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(f"warning: --calibrate-on {train_qrels}: the reader was trained")
+    assert "error: the calibration pairs hold no non-relevant pair" in res.output
+    people = tmp_path / "people.qrels"  # labels of the test pool's pairs, both kinds
+    lines = pool.read_text(encoding="utf-8").splitlines()[1:]
+    pairs = sorted((x["qid"], x["docno"]) for x in map(json.loads, lines))
+    people.write_text(
+        "".join(f"{q} 0 {d} {int(i % 2 == 0)}\n" for i, (q, d) in enumerate(pairs)),
+        encoding="utf-8",
+    )
+    res = cli(*base, "--calibrate-on", people, "-o", tmp_path / "c.csv")
+    assert res.exit_code == 0, res.output
+    assert "warning" not in res.output
+    side = json.loads(sidecar_path(tmp_path / "c.csv").read_text(encoding="utf-8"))
+    assert "warning" not in side["judge"]["calibration"]
 
 
 def test_bad_inputs_exit_2_and_write_nothing(judged, cli, tmp_path):

@@ -24,6 +24,22 @@ def register(app: typer.Typer) -> None:
     """Nothing at the top level: `judgments auto` is in the `judgments` group."""
 
 
+def _llm_options(opts: dict[str, Any]) -> Any:
+    """The LLM judges' options, checked (where they enter: before any work)."""
+    from cmrkit.judging.options import LlmOptions
+
+    llm = LlmOptions(
+        prompt=opts["prompt"],
+        concurrency=opts["concurrency"],
+        timeout=opts["timeout"],
+        retries=opts["retries"],
+        api_key_env=opts["api_key_env"],
+        seed=opts["seed"],
+    )
+    llm.check()
+    return llm
+
+
 def _judge(spec: Any, opts: dict[str, Any]) -> Any:
     """The judge of ``--judge`` with its options (a reader folder or an endpoint checked now,
     before any work)."""
@@ -37,16 +53,8 @@ def _judge(spec: Any, opts: dict[str, Any]) -> Any:
             precision=opts["precision"],
         )
     from cmrkit.judging.llm import endpoint_judge
-    from cmrkit.judging.options import LlmOptions
 
-    llm = LlmOptions(
-        prompt=opts["prompt"],
-        concurrency=opts["concurrency"],
-        timeout=opts["timeout"],
-        retries=opts["retries"],
-        api_key_env=opts["api_key_env"],
-        seed=opts["seed"],
-    )
+    llm = _llm_options(opts)
     if spec.kind == "llm-local":
         from cmrkit.judging.local import LocalJudge
 
@@ -173,6 +181,8 @@ def auto_command(
         raise CmrkitError("give a POOL or --run RUN (one of them) to judge")
     if spec.kind == "llm" and not model:
         raise CmrkitError("llm:URL needs --model NAME (the model the endpoint serves)")
+    if spec.kind != "reader":
+        _llm_options(opts)
     with StagedOutputs([output, sidecar_path(output)], force=force) as staged:
         targets = (
             pool_targets(pool_file, collection)
@@ -196,6 +206,9 @@ def auto_command(
                     on_unparsed=plain(on_unparsed),
                     command=rerun_argv(ctx),
                     bar=bar,
+                    warn=lambda text: bars.console.print(
+                        f"warning: {text}", markup=False, soft_wrap=True
+                    ),
                 )
             finally:
                 the_judge.close()
@@ -205,4 +218,5 @@ def auto_command(
         f"wrote {side['labelled']} labels of {side['pairs']} pairs to {output} "
         f"({side['cached']} from the cache, {side['unparsed']} unparsed)",
         markup=False,
+        soft_wrap=True,  # one line in a log file too
     )

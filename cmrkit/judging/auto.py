@@ -17,7 +17,7 @@ from cmrkit._version import __version__
 from cmrkit.errors import CmrkitError
 from cmrkit.judging.cache import Entry, LabelCache
 from cmrkit.judging.calibration import fit_platt
-from cmrkit.judging.judges import Judge, Request, identity_sha256
+from cmrkit.judging.judges import Judge, Request, identity_sha256, pair_keys
 from cmrkit.judging.labels import (
     LABELS_FORMAT,
     LABELS_VERSION,
@@ -50,6 +50,17 @@ class AutoResult:
         return labels_text(self.labels)
 
 
+SHOWN_ANSWER = 80  # characters of an unparsed answer shown in a message
+
+
+def shown_answer(answer: str | None) -> str:
+    """An answer as a message quotes it: its first :data:`SHOWN_ANSWER` characters, and how
+    long it is when it is longer (an endpoint may send a whole page)."""
+    if answer is None or len(answer) <= SHOWN_ANSWER:
+        return repr(answer)
+    return f"{answer[:SHOWN_ANSWER]!r}... ({len(answer):,} characters)"
+
+
 def _answers(
     judge: Judge,
     texts: PairTexts,
@@ -58,11 +69,11 @@ def _answers(
     bar: Callable[[int], None],
 ) -> tuple[dict[Pair, Entry], int]:
     """Every pair's answer (the cache's, else the judge's) and how many came from the cache."""
-    keys = {p: texts.key(p) for p in pairs}
+    keys = pair_keys(judge, texts, pairs)
     found = cache.get(list(keys.values()))
     missing = {p for p in pairs if keys[p] not in found}
     bar(len(pairs) - len(missing))
-    judge.answer(Request(texts, pairs, missing, cache, bar))
+    judge.answer(Request(texts, pairs, missing, cache, bar, keys))
     if missing:
         found = cache.get(list(keys.values()))
     return {p: found[keys[p]] for p in pairs}, len(pairs) - len(missing)
@@ -78,6 +89,12 @@ def _calibrate(
     return {**judge.calibration.to_json(), "cached": cached}
 
 
+def _warned(calibration: dict[str, Any] | None, warning: str | None) -> dict[str, Any] | None:
+    if calibration is None or not warning:
+        return calibration
+    return {**calibration, "warning": warning}
+
+
 def auto_judge(
     targets: Targets,
     judge: Judge,
@@ -87,10 +104,13 @@ def auto_judge(
     on_unparsed: str = "skip",
     command: Sequence[str] | None = None,
     bar: Bar = _no_bar,
+    warn: Callable[[str], None] = lambda text: None,
 ) -> AutoResult:
     """Label every pair of ``targets`` with ``judge`` (the reader judge calibrated on
     ``judged``). ``on_unparsed`` ``fail``: an answer without a label is an error (the answers
-    stay in the cache); ``skip``: the pair gets no row, counted in the sidecar."""
+    stay in the cache); ``skip``: the pair gets no row, counted in the sidecar. ``warn`` is
+    told, before any work, what the sidecar's calibration then records as its ``warning``
+    (calibration pairs the reader was trained on)."""
     if on_unparsed not in ON_UNPARSED:
         raise CmrkitError(f"--on-unparsed must be one of {', '.join(ON_UNPARSED)}")
     if judge.kind == "reader" and judged is None:
@@ -103,9 +123,13 @@ def auto_judge(
         raise CmrkitError(
             "--calibrate-on is for the reader judge; an LLM's probabilities come from its logprobs"
         )
+    warning = judge.trained_on(targets.coll, judged.fitted_on) if judged else None
+    if warning:
+        warn(warning)
     all_pairs = list(targets.pairs) + sorted(set(judged.labels) if judged else ())
     texts = load_texts(targets.coll, all_pairs)
-    with LabelCache(cache_path, identity_sha256(judge.identity), judge.prompt_sha256) as cache:
+    identity = identity_sha256(judge.identity)
+    with LabelCache(cache_path, identity, judge.prompt_sha256, judge.kind) as cache:
         calibration = _calibrate(judge, texts, judged, cache, bar) if judged else None
         entries, cached = _answers(
             judge, texts, targets.pairs, cache, bar("pairs", len(targets.pairs))
@@ -123,15 +147,16 @@ def auto_judge(
         (qid, docno), answer = unparsed[0]
         raise CmrkitError(
             f"{len(unparsed)} answer(s) gave no label 1..5 (e.g. query {qid} unit {docno}: "
-            f"{answer!r}); nothing written, the answers are kept in the cache; pass "
+            f"{shown_answer(answer)}); nothing written, the answers are kept in the cache; pass "
             "--on-unparsed skip to write the others and count these"
         )
     if unparsed and not labels:
         (qid, docno), answer = unparsed[0]
         raise CmrkitError(
             f"none of the {len(unparsed)} answers gave a label 1..5 (e.g. query {qid} unit "
-            f"{docno}: {answer!r}); nothing written (a labels file without labels is read by "
-            "no command), the answers are kept in the cache; try another --prompt or model"
+            f"{docno}: {shown_answer(answer)}); nothing written (a labels file without labels "
+            "is read by no command), the answers are kept in the cache; try another --prompt "
+            "or model"
         )
     tokens = {
         "prompt": sum(entries[p].prompt_tokens or 0 for p in targets.pairs),
@@ -141,7 +166,7 @@ def auto_judge(
         "kind": judge.kind,
         "identity": identity_sha256(judge.identity),
         "prompt_sha256": judge.prompt_sha256,
-        "calibration": calibration,
+        "calibration": _warned(calibration, warning),
         "parameters": judge.identity,
     }
     sidecar = {

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.cache import Entry, LabelCache
+from cmrkit.judging.cache import Entry, Key, LabelCache
 from cmrkit.judging.pairs import Pair, PairTexts
 
 KINDS = ("reader", "llm", "llm-local")
@@ -34,10 +34,22 @@ class Request:
     missing: set[Pair]
     cache: LabelCache
     progress: Progress
+    keys: Mapping[Pair, Key] | None = None  # the cache keys (None: the texts' own)
 
     def todo(self) -> list[Pair]:
         """The missing pairs in the order of ``pairs``."""
         return [p for p in self.pairs if p in self.missing]
+
+    def key(self, pair: Pair) -> Key:
+        """The cache key a pair's answer is kept under."""
+        return self.keys[pair] if self.keys is not None else self.texts.key(pair)
+
+
+def pair_keys(judge: Any, texts: PairTexts, pairs: Sequence[Pair]) -> dict[Pair, Key]:
+    """The cache keys of ``pairs`` for ``judge``: its own (``judge.keys``, the reader's, which
+    name the group a pair is read in) or the pairs' texts' (:meth:`PairTexts.key`)."""
+    own = getattr(judge, "keys", None)
+    return own(texts, pairs) if own is not None else {p: texts.key(p) for p in pairs}
 
 
 class Judge(Protocol):

@@ -2,45 +2,54 @@
 Ollama, a hosted API) and ``llm:local`` (the same prompt in-process, :mod:`.local`).
 
 The endpoint is asked at temperature 0 with a seed, at most ``--concurrency`` requests at once,
-each with ``--timeout`` seconds; a request that fails for a reason that may pass (no connection,
-a timeout, HTTP 408, 429 or 5xx) is retried ``--retries`` times after 0.5, 1, 2, ... seconds.
+each done within ``--timeout`` seconds (the whole exchange: connecting, the headers, the body;
+:mod:`.fetch`), its reply read up to :data:`MAX_REPLY` bytes; a request that fails for a
+reason that may pass (no connection, a timeout, HTTP 408, 429 or 5xx) is retried ``--retries``
+times after 0.5, 1, 2, ... seconds.
 Other refusals (401, 404, ...) are not retried. The reply's label is read by
 :func:`prompt.parse_answer` (never guessed); its probability from the logprobs of the answer's
 digit when the endpoint returns them (``logprobs``/``top_logprobs``; an endpoint that refuses
-them is asked without). Token counts come from the reply's ``usage``.
+them is asked without: the switch is made once, by whichever request is refused first, and every
+request refused for asking is asked again without). Token counts come from the reply's
+``usage``. A reply is checked field by field (:mod:`.completion`): what is not an OpenAI chat
+completion is one line saying what the endpoint sent.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import time
 import urllib.error
-import urllib.request
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from cmrkit.errors import CmrkitError
+from cmrkit.judging import fetch
 from cmrkit.judging.cache import Entry, LabelCache
+from cmrkit.judging.completion import NotCompletion, read_completion
 from cmrkit.judging.judges import Request
 from cmrkit.judging.options import LlmOptions
 from cmrkit.judging.pairs import Pair, PairTexts
-from cmrkit.judging.prompt import (
-    Prompt,
-    load_prompt,
-    openai_logprobs,
-    parse_answer,
-    relevant_probability,
-)
+from cmrkit.judging.prompt import Prompt, load_prompt
 
 MAX_TOKENS = 8  # a digit, or "Final score: 4"
 TOP_LOGPROBS = 5
 BACKOFF = 0.5  # seconds before the first retry; doubled for each next one
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+MAX_REPLY = 256 * 1024  # bytes of a reply read at most (a judgment is a few hundred)
+CHECK_SERVER = "check the URL and that the server runs"
+NOT_CHAT = "check that the URL is an OpenAI-compatible chat-completions endpoint"
 
 
 class EndpointDown(Exception):
-    """The endpoint could not answer (after the retries)."""
+    """The endpoint could not answer (after the retries); ``retry``: whether it may pass,
+    ``hint``: what to check."""
+
+    def __init__(self, text: str, *, retry: bool = False, hint: str = CHECK_SERVER):
+        super().__init__(text)
+        self.retry, self.hint = retry, hint
 
 
 def chat_url(url: str) -> str:
@@ -88,7 +97,7 @@ class EndpointJudge:
         }
         self.logprobs = True
 
-    def _body(self, messages: list[dict]) -> bytes:
+    def _body(self, messages: list[dict], logprobs: bool) -> bytes:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -96,67 +105,59 @@ class EndpointJudge:
             "seed": self.opts.seed,
             "max_tokens": MAX_TOKENS,
         }
-        if self.logprobs:
+        if logprobs:
             body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
-    def _post(self, messages: list[dict]) -> dict[str, Any]:
-        """One request: the reply, or EndpointDown (``retry`` says whether it may pass)."""
+    def _post(self, messages: list[dict]) -> Entry:
+        """One request: the answer, or EndpointDown (``retry`` says whether it may pass)."""
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
-        req = urllib.request.Request(self.url, self._body(messages), headers, method="POST")
+        logprobs = self.logprobs  # what this request asks (another thread may switch it off)
+        body = self._body(messages, logprobs)
         try:
-            with urllib.request.urlopen(req, timeout=self.opts.timeout) as resp:
-                reply = json.loads(resp.read().decode("utf-8"))
-        except urllib.error.HTTPError as e:
-            detail = e.read(300).decode("utf-8", "replace").strip().replace("\n", " ")
-            if e.code == 400 and self.logprobs and "logprob" in detail.lower():
+            data = fetch.post(self.url, body, headers, self.opts.timeout, MAX_REPLY)
+        except fetch.Refused as e:
+            if e.status == 400 and logprobs and "logprob" in e.detail.lower():
                 self.logprobs = False  # an endpoint without logprobs: labels alone
                 return self._post(messages)
-            err = EndpointDown(f"refused the request (HTTP {e.code}: {detail[:120]})")
-            err.retry = e.code in RETRY_STATUS  # type: ignore[attr-defined]
-            raise err from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+            raise EndpointDown(
+                f"refused the request (HTTP {e.status}: {e.detail[:120]})",
+                retry=e.status in RETRY_STATUS,
+            ) from None
+        except fetch.Timeout:
+            raise EndpointDown(
+                f"did not answer within --timeout {self.opts.timeout:g} s", retry=True
+            ) from None
+        except fetch.TooLarge:
+            raise EndpointDown(
+                f"sent a reply longer than {MAX_REPLY // 1024} KiB (cut there and not read "
+                f"further; a judgment of at most {MAX_TOKENS} tokens is a few hundred bytes)",
+                hint=NOT_CHAT,
+            ) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
             reason = getattr(e, "reason", None) or e
-            err = EndpointDown(f"is unreachable ({reason})")
-            err.retry = True  # type: ignore[attr-defined]
-            raise err from None
-        except (ValueError, UnicodeDecodeError):
-            err = EndpointDown("answered with something that is not JSON")
-            err.retry = True  # type: ignore[attr-defined]
-            raise err from None
-        if not isinstance(reply, dict) or not reply.get("choices"):
-            err = EndpointDown("answered without choices (not a chat-completions endpoint?)")
-            err.retry = False  # type: ignore[attr-defined]
-            raise err
-        return reply
+            raise EndpointDown(f"is unreachable ({reason})", retry=True) from None
+        try:
+            return read_completion(data)
+        except NotCompletion as e:
+            raise EndpointDown(
+                f"sent what is not an OpenAI chat completion: {e}", retry=e.retry, hint=NOT_CHAT
+            ) from None
 
     def ask(self, messages: list[dict]) -> Entry:
         """The endpoint's answer to one prompt, with retries and backoff."""
         for attempt in range(self.opts.retries + 1):
             try:
-                reply = self._post(messages)
-                break
+                return self._post(messages)
             except EndpointDown as e:
-                if not getattr(e, "retry", False) or attempt == self.opts.retries:
+                if not e.retry or attempt == self.opts.retries:
                     tries = attempt + 1
-                    raise EndpointDown(
-                        f"{e} after {tries} tr{'y' if tries == 1 else 'ies'}"
-                    ) from None
+                    after = f" after {tries} tr{'y' if tries == 1 else 'ies'}" if e.retry else ""
+                    raise EndpointDown(f"{e}{after}", retry=e.retry, hint=e.hint) from None
                 time.sleep(BACKOFF * 2**attempt)
-        choice = reply["choices"][0]
-        content = (choice.get("message") or {}).get("content")
-        usage = reply.get("usage") or {}
-        label = parse_answer(content)
-        probs = openai_logprobs(choice) if label is not None else None
-        return Entry(
-            label=label,
-            probability=relevant_probability(probs),
-            answer=content if isinstance(content, str) else json.dumps(content),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def answer(self, request: Request) -> None:
         texts, cache, progress = request.texts, request.cache, request.progress
@@ -173,7 +174,7 @@ class EndpointJudge:
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
                 for f in sorted(done, key=lambda f: order[futures[f]]):
                     if f.exception() is None:
-                        cache.put([(texts.key(futures[f]), f.result())])
+                        cache.put([(request.key(futures[f]), f.result())])
                         progress(1)
                 failed = [f for f in done if f.exception() is not None]
                 if failed:
@@ -183,9 +184,10 @@ class EndpointJudge:
 
     def _down(self, e: BaseException | None, cache: LabelCache) -> CmrkitError:
         where = f" in the cache {cache.path}" if cache.path is not None else ""
+        hint = e.hint if isinstance(e, EndpointDown) else CHECK_SERVER
         return CmrkitError(
             f"{self.url}: the endpoint {e}; the {cache.written} label(s) made are kept{where} "
-            "(a rerun resumes); check the URL and that the server runs"
+            f"(a rerun resumes); {hint}"
         )
 
     def label(self, entry: Entry) -> tuple[int, float | None] | None:

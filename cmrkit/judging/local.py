@@ -170,7 +170,7 @@ class LocalJudge:
         texts = request.texts
         for pair in request.todo():
             messages = pair_messages(self.prompt, texts, pair)
-            request.cache.put([(texts.key(pair), self.ask(messages))])
+            request.cache.put([(request.key(pair), self.ask(messages))])
             request.progress(1)
 
     def label(self, entry: Entry) -> tuple[int, float | None] | None:

@@ -13,6 +13,8 @@ DEFAULT_DEPTH = 20  # --run's units per query, and --calibrate-run's
 CALIBRATE_QUERIES = 100  # --calibrate-on SPLIT: queries (evenly spread) whose top k calibrate
 READER_BATCH_SIZE = RERANK_DEFAULTS.batch_size  # the reader judge reads as `run rerank`
 ON_UNPARSED = ("skip", "fail")
+MAX_TIMEOUT = 86_400  # seconds: --timeout at most a day (a finite deadline)
+MAX_RETRIES = 20  # the 20th retry waits 0.5 * 2**19 s (three days) already
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,16 @@ class LlmOptions:
     def check(self) -> None:
         if self.concurrency < 1:
             raise CmrkitError(f"--concurrency must be at least 1, got {self.concurrency}")
-        if not self.timeout > 0:
-            raise CmrkitError(f"--timeout must be a number of seconds > 0, got {self.timeout}")
-        if self.retries < 0:
-            raise CmrkitError(f"--retries must be 0 or more, got {self.retries}")
+        if not 0 < self.timeout <= MAX_TIMEOUT:  # refuses nan and inf (1e309) too
+            raise CmrkitError(
+                f"--timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT:,} (a "
+                f"day), got {self.timeout}"
+            )
+        if not 0 <= self.retries <= MAX_RETRIES:
+            raise CmrkitError(
+                f"--retries must be 0 to {MAX_RETRIES} (the backoff doubles each time), got "
+                f"{self.retries}"
+            )
 
 
 LLM_DEFAULTS = LlmOptions()

@@ -135,8 +135,8 @@ def digit_probabilities(candidates: Iterable[tuple[str, float]]) -> dict[int, fl
 
 
 def relevant_probability(probs: Mapping[int, float] | None) -> float | None:
-    """P(relevant) = P(4) + P(5)."""
-    return None if probs is None else probs[4] + probs[5]
+    """P(relevant) = P(4) + P(5) (kept in 0..1 where rounding would step past 1)."""
+    return None if probs is None else min(1.0, max(0.0, probs[4] + probs[5]))
 
 
 def openai_logprobs(choice: Mapping[str, Any]) -> dict[int, float] | None:

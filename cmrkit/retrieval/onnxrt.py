@@ -16,8 +16,9 @@ The ONNX file is kept where :func:`quantized.cache_folder` says (``MODEL/.cache/
 beside a model folder of the user; ``onnx-int8/<tag>/`` under the cmrkit cache folder for the
 packaged model and the Hugging Face cache). ``cmrkit-onnx.json`` beside it records the sha256 of
 the model it was made from, its own sha256, the recipe and the versions; a file made from other
-weights or with another recipe, or that is not what was recorded, is made again with a note,
-never used silently (the checks and the writing: ``retrieval/artifacts.py``).
+weights or with another recipe, that is not what was recorded, or that ONNX Runtime cannot load
+(a damaged file whose record was made to match it), is made again with a note, never used
+silently (the checks and the writing: ``retrieval/artifacts.py``).
 
 onnxruntime and onnx come with the ``dense`` extra; torch, onnx and onnxruntime are imported
 inside the functions.
@@ -32,6 +33,8 @@ from typing import Any, ClassVar
 
 from cmrkit.errors import CmrkitError
 from cmrkit.retrieval.artifacts import Artifact, Cached
+
+log = logging.getLogger("cmrkit")
 
 FORMAT = "cmrkit-onnx/1"
 MODEL = "encoder.onnx"
@@ -95,10 +98,27 @@ def build(encoder: Any, folder: Path, source_sha256: str) -> tuple[Any, OnnxMode
     it was made from ``source_sha256`` (with this recipe), else exported, quantized and cached
     first. ``encoder`` itself is left as it was."""
     check_installed("onnx-int8")
+    path = folder / MODEL
     digest = ONNX.cached(folder, source_sha256)
-    if digest is None:
-        digest = _make(encoder, folder, source_sha256)
-    return wrap(folder / MODEL, encoder), OnnxModel(folder / MODEL, digest, source_sha256)
+    if digest is not None:
+        try:
+            return wrap(path, encoder), OnnxModel(path, digest, source_sha256)
+        except _Unreadable as e:  # a record that matches a damaged file: made again
+            log.warning(f"{path}: ONNX Runtime cannot read the cached ONNX model ({e}); "
+                        "making it again")  # fmt: skip
+    digest = _make(encoder, folder, source_sha256)
+    try:
+        return wrap(path, encoder), OnnxModel(path, digest, source_sha256)
+    except _Unreadable as e:
+        raise CmrkitError(
+            f"ONNX Runtime cannot read the ONNX model just made ({e}); use --precision int8 or "
+            "fp32",
+            path=path,
+        ) from None
+
+
+class _Unreadable(Exception):
+    """ONNX Runtime refused to load a model file (its reason, in one line)."""
 
 
 def _make(encoder: Any, folder: Path, source_sha256: str) -> str:
@@ -214,7 +234,8 @@ def _no_advice(record: logging.LogRecord) -> bool:
 
 
 def session(path: Path) -> Any:
-    """A deterministic ONNX Runtime session of ``path`` on the CPU."""
+    """A deterministic ONNX Runtime session of ``path`` on the CPU; a file it cannot load
+    (not a protobuf, a broken graph) is :class:`_Unreadable`."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -224,7 +245,11 @@ def session(path: Path) -> Any:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.use_deterministic_compute = True
     options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime's InvalidProtobuf, InvalidGraph, Fail, NoSuchFile ...
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise _Unreadable(f"{type(e).__name__}: {first[:160]}") from None
 
 
 def wrap(path: Path, encoder: Any) -> Any:
