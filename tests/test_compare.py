@@ -571,3 +571,94 @@ def test_the_options_choices_are_the_librarys():
     from cmrkit.evaluation import CORRECTIONS, TESTS
 
     assert tuple(Test) == TESTS and tuple(Correction) == CORRECTIONS
+
+
+def _precision_runs(tmp_path: Path, hits: dict[str, list[int]]) -> tuple[Path, list[Path]]:
+    """Qrels of ten relevant documents per query, and a run per name retrieving ``hits[name][i]``
+    of them in its top 10 for query i (P@10 = hits / 10)."""
+    n = len(next(iter(hits.values())))
+    qrels = tmp_path / "p.qrels"
+    qrels.write_text("".join(f"q{i} 0 r{i}.{j} 1\n" for i in range(n) for j in range(10)))
+    runs = []
+    for name, counts in hits.items():
+        lines = []
+        for i, k in enumerate(counts):
+            docs = [f"r{i}.{j}" for j in range(k)] + [f"x{i}.{j}" for j in range(10 - k)]
+            lines += [f"q{i} Q0 {d} {r + 1} {10 - r} {name}\n" for r, d in enumerate(docs)]
+        runs.append(tmp_path / f"{name}.trec")
+        runs[-1].write_text("".join(lines))
+    return qrels, runs
+
+
+def test_no_negative_zero_and_tiny_p_values_are_said_so(tmp_path):
+    """Issue 42's cosmetics: a bootstrap interval printed as [-0.0000, ...] (a difference a
+    rounding below 0: (0.3 + 0.0) / 2 - (0.1 + 0.2) / 2 is -2.8e-17), Tukey's p printed as
+    p=0.0e+00 (the studentized range's integral underflows: p < 1e-4, not 0); the LaTeX table
+    ends with a newline."""
+    qrels, (a, b) = _precision_runs(tmp_path, {"a": [1, 2], "b": [3, 0]})
+    res = CliRunner().invoke(app, ["compare", str(qrels), str(a), str(b), "-m", "P@10",
+                                   "--all-pairs", "--bootstrap", "200"])  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    assert "-0.0000" not in res.stdout and "+0.0000" in res.stdout, res.stdout
+    obj = json.loads(CliRunner().invoke(app, ["compare", str(qrels), str(a), str(b), "-m",
+                                              "P@10", "-f", "json"]).stdout)  # fmt: skip
+    assert obj["systems"]["b"]["against_baseline"]["P@10"]["delta"] < 0  # the double is kept
+    rng = random.Random(5)
+    far = {"good": [rng.randint(7, 10) for _ in range(60)],
+           "bad": [rng.randint(0, 3) for _ in range(60)]}  # fmt: skip
+    qrels, runs = _precision_runs(tmp_path, far)
+    tex = tmp_path / "compare.tex"
+    args = ["compare", str(qrels), *map(str, runs), "-m", "P@10", "--all-pairs", "--bootstrap",
+            "200", "--latex", str(tex)]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.stderr
+    assert "e+00" not in res.stdout and "p=" not in res.stdout.replace("p=1.0000", ""), res.stdout
+    assert res.stdout.count("p < 1e-4") == 2, res.stdout  # the t-test's and Tukey's
+    tukey = json.loads(CliRunner().invoke(app, [*args[:-2], "-f", "json"]).stdout)["tukey_hsd"]
+    assert tukey["P@10"][0]["p"] == 0.0  # JSON keeps the double
+    assert tex.read_text().endswith("\\end{table}\n")
+
+
+def test_plot_scatter_is_a_point_per_query_for_each_run_against_the_baseline(systems, tmp_path):
+    """From the new user's walk: `compare` drew no per-query scatter of two runs. Each panel
+    holds a point per compared query at (baseline's value, the run's value), coloured by
+    whether the run improved, hurt or tied it (Okabe-Ito), with the diagonal; PNG (300 dpi),
+    PDF or SVG by the extension, the same bytes for the same comparison."""
+    from matplotlib.colors import to_hex
+    from PIL import Image
+
+    from cmrkit.evaluation import compare
+    from cmrkit.evaluation.plot import HURT, IMPROVED, TIED, scatter_figure
+    from cmrkit.trec import read_run
+
+    _, qrels, runs = systems
+    names = [r.stem for r in runs]
+    comp = compare({n: read_run(r) for n, r in zip(names, runs, strict=True)},
+                   read_qrels(qrels), ["AP"], test="wilcoxon")  # fmt: skip
+    fig = scatter_figure(comp, comp.measures[0])
+    assert len(fig.axes) == 2
+    base = comp.results[names[0]].values(comp.measures[0], comp.queries)
+    for ax, name in zip(fig.axes, names[1:], strict=True):
+        points = ax.collections[0]
+        xy = points.get_offsets()
+        ys = comp.results[name].values(comp.measures[0], comp.queries)
+        assert [tuple(p) for p in xy.tolist()] == list(zip(base, ys, strict=True))
+        want = [IMPROVED if y > x else HURT if y < x else TIED for x, y in xy.tolist()]
+        got = [to_hex(c[:3]) for c in points.get_facecolors()]
+        assert got == [w.lower() for w in want]
+        assert ax.get_xlim() == ax.get_ylim()
+        assert "Wilcoxon signed-rank test" in ax.get_title() and f"vs {names[0]}" in ax.get_title()
+    args = ["compare", str(qrels), *map(str, runs), "-m", "AP", "-m", "P@10", "--plot-measure",
+            "P@10", "--bootstrap", "100"]  # fmt: skip
+    for name, magic in (("s.pdf", b"%PDF-"), ("s.svg", b"<?xml"), ("s.png", b"\x89PNG")):
+        path = tmp_path / name
+        r = CliRunner().invoke(app, [*args, "--plot-scatter", str(path)])
+        assert r.exit_code == 0 and f"wrote {path}" in r.stderr, r.stderr
+        data = path.read_bytes()
+        assert data.startswith(magic)
+        r = CliRunner().invoke(app, [*args, "--plot-scatter", str(path)])
+        assert "up to date" in r.stderr and path.read_bytes() == data
+    with Image.open(tmp_path / "s.png") as png:
+        assert [round(v) for v in png.info["dpi"]] == [300, 300]
+    r = CliRunner().invoke(app, [*args, "--plot-scatter", str(tmp_path / "s.jpg")])
+    assert r.exit_code == 2 and "--plot-scatter writes PNG (300 dpi), PDF or SVG" in r.stderr

@@ -84,7 +84,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    from cmrkit.evaluation.report import fixed
+
+    return "-" if value is None else fixed(value)
 
 
 def agreement_table(title: str, caption: str, result, labels: dict[str, str] = LABELS):
@@ -99,7 +101,7 @@ def agreement_table(title: str, caption: str, result, labels: dict[str, str] = L
         for m in result.measures:
             value = getattr(result.agreement[m.name], name)
             ci = result.intervals[m.name][name]
-            cells.append(_number(value) + (f"\n[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+            cells.append(_number(value) + (f"\n[{_number(ci[0])}, {_number(ci[1])}]" if ci else ""))
         table.add_row(label, *cells)
     table.add_row(
         "swapped runs",

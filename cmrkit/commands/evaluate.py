@@ -420,7 +420,13 @@ def _interval(ci, fmt: Callable[[float], str]) -> str:
     return "" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
-def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
+def _signed(x: float) -> str:
+    from cmrkit.evaluation.report import fixed
+
+    return fixed(x, signed=True)
+
+
+def _compare_table(comp, p_text: Callable[[float], str]) -> None:
     from cmrkit.commands.tables import Table, render
     from cmrkit.evaluation.significance import CORRECTION_NAMES, TEST_NAMES
 
@@ -442,9 +448,9 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
                 cells.append(f"{value}\n{ci}".strip())
                 continue
             star = "*" if c.significant else ""
-            delta = f"{c.delta:+.4f} {_interval(c.delta_ci, lambda x: f'{x:+.4f}')}".strip()
+            delta = f"{_signed(c.delta)} {_interval(c.delta_ci, _signed)}".strip()
             d_z = "d_z -" if c.d_z is None else f"d_z {c.d_z:+.2f}"
-            p = "p undefined" if c.note else f"p={fmt_p(c.p_adjusted)}"
+            p = "p undefined" if c.note else p_text(c.p_adjusted)
             cells.append(
                 "\n".join(x for x in (f"{value}{star}", ci, delta, d_z, p) if x)
                 + f"\n+{c.improved}/-{c.hurt}"
@@ -456,7 +462,7 @@ def _compare_table(comp, fmt_p: Callable[[float], str]) -> None:
     render(table, out)
 
 
-def _tukey_table(comp, fmt_p: Callable[[float], str]) -> None:
+def _tukey_table(comp, p_text: Callable[[float], str]) -> None:
     from cmrkit.commands.tables import Table, render
 
     caption = (
@@ -469,9 +475,9 @@ def _tukey_table(comp, fmt_p: Callable[[float], str]) -> None:
         cells = []
         for m in comp.measures:
             pair = by_measure[m.name][key]
-            ci = _interval(pair.ci, lambda x: f"{x:+.4f}")
-            p = "p undefined" if pair.note else f"p={fmt_p(pair.p)}"
-            cells.append(f"{pair.delta:+.4f}{'*' if pair.significant else ''}\n{ci}\n{p}")
+            ci = _interval(pair.ci, _signed)
+            p = "p undefined" if pair.note else p_text(pair.p)
+            cells.append(f"{_signed(pair.delta)}{'*' if pair.significant else ''}\n{ci}\n{p}")
         table.add_row(f"{key[0]} - {key[1]}", *cells)
     render(table, out)
 
@@ -536,6 +542,12 @@ def compare_command(
         "--plot",
         help="Write the per-query differences as FILE.png (300 dpi), FILE.pdf or FILE.svg.",
     ),
+    plot_scatter: Path = typer.Option(
+        None,
+        "--plot-scatter",
+        help="Write each run's per-query values against the baseline's (a point per query, "
+        "a panel per run) as FILE.png (300 dpi), FILE.pdf or FILE.svg.",
+    ),
     plot_measure: str = typer.Option(
         None, "--plot-measure", help="Measure to plot (default: the first)."
     ),
@@ -552,7 +564,9 @@ def compare_command(
         "significance marks.",
     ),
     force: bool = typer.Option(
-        False, "--force", help="Replace a --plot, --plot-means or --latex file that differs."
+        False,
+        "--force",
+        help="Replace a --plot, --plot-scatter, --plot-means or --latex file that differs.",
     ),
     trec_version: TrecVersion = typer.Option(
         TrecVersion.v10,
@@ -583,8 +597,9 @@ def compare_command(
     plot_m = parse_measure(plot_measure, trec_version.value) if plot_measure else measures[0]
     if plot_measure and plot_m not in measures:
         measures.append(plot_m)
-    if plot is not None:  # a name that is no PNG, PDF or SVG fails before any work
-        figure_format(plot)
+    for path, option in ((plot, "--plot"), (plot_scatter, "--plot-scatter")):
+        if path is not None:  # a name that is no PNG, PDF or SVG fails before any work
+            figure_format(path, option)
     if plot_means is not None:
         figure_format(plot_means, "--plot-means")
     if plot_means is not None and not bootstrap:
@@ -626,21 +641,23 @@ def compare_command(
         bootstrap=bootstrap,
         all_pairs=all_pairs,
     )
-    files = [p for p in (plot, plot_means, latex) if p is not None]
+    files = [p for p in (plot, plot_scatter, plot_means, latex) if p is not None]
     up_to_date = False
     if files:  # the same comparison draws the same bytes: a rerun is up to date
         with RepeatableOutputs(files, force=force) as staged:
             if plot is not None:
                 evaluation.plot_differences(comp, plot_m, staged.path(plot))
+            if plot_scatter is not None:
+                evaluation.plot_scatter(comp, plot_m, staged.path(plot_scatter))
             if plot_means is not None:
                 evaluation.plot_means(comp, staged.path(plot_means))
             if latex is not None:
                 staged.path(latex).write_text(evaluation.comparison_to_latex(comp))
         up_to_date = staged.up_to_date
     if fmt is Format.table:
-        _compare_table(comp, evaluation.format_p)
+        _compare_table(comp, evaluation.p_text)
         if comp.pairs:
-            _tukey_table(comp, evaluation.format_p)
+            _tukey_table(comp, evaluation.p_text)
     elif fmt is Format.json:
         paths = {name: str(path) for name, path in zip(names, runs, strict=True)}
         emit(evaluation.comparison_to_json(comp, paths))

@@ -13,14 +13,16 @@ modules, so that importing this package stays light.
 
 from cmrkit.evaluation.groups import NO_GROUP, NO_TOPIC, GroupResult, by_group, load_groups
 from cmrkit.evaluation.measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
-from cmrkit.evaluation.plot import plot_differences, plot_means
+from cmrkit.evaluation.plot import plot_differences, plot_means, plot_scatter
 from cmrkit.evaluation.ranking import Result, aggregate, evaluate, evaluate_files
 from cmrkit.evaluation.report import (
     comparison_to_csv,
     comparison_to_json,
     comparison_to_latex,
     comparison_to_trec,
+    fixed,
     format_p,
+    p_text,
     result_to_csv,
     result_to_json,
     result_to_trec,
@@ -68,15 +70,18 @@ __all__ = [
     "correct_pvalues",
     "evaluate",
     "evaluate_files",
+    "fixed",
     "format_p",
     "load_groups",
     "paired_p",
+    "p_text",
     "paired_t_test",
     "parse_measure",
     "parse_measures",
     "permutation_test",
     "plot_differences",
     "plot_means",
+    "plot_scatter",
     "result_to_csv",
     "result_to_json",
     "result_to_trec",

@@ -8,7 +8,7 @@ import textwrap
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import Measure
-from cmrkit.evaluation.report import format_p
+from cmrkit.evaluation.report import fixed, p_text
 from cmrkit.evaluation.significance import CORRECTION_NAMES, TEST_NAMES, Comparison
 
 # Okabe-Ito colours, told apart with any common colour-vision deficiency
@@ -63,9 +63,9 @@ def difference_figure(comp: Comparison, measure: Measure):
         c = comp.stats[name][measure.name]
         ax.set_title(
             _plain(
-                f"{name} - {comp.baseline}: {measure.name} {c.delta:+.4f} "
+                f"{name} - {comp.baseline}: {measure.name} {fixed(c.delta, signed=True)} "
                 f"(+{c.improved} / -{c.hurt} of {c.queries}); {test}, "
-                f"{correction} p={format_p(c.p_adjusted)}"
+                f"{correction} {p_text(c.p_adjusted)}"
             ),
             fontsize=9,
         )
@@ -143,4 +143,73 @@ def means_figure(comp: Comparison):
     lines = textwrap.wrap(_plain(title), width=int(fig.get_figwidth() * 15))
     fig.suptitle("\n".join(lines), fontsize=8)
     fig.tight_layout()  # makes room for the title too
+    return fig
+
+
+def plot_scatter(
+    comp: Comparison, measure: Measure, path: str | os.PathLike, fmt: str | None = None
+) -> None:
+    """Write :func:`scatter_figure` as PNG (300 dpi), PDF or SVG (``fmt``, default: from the
+    file's extension)."""
+    from cmrkit.figures import save_figure
+
+    save_figure(scatter_figure(comp, measure), path, fmt)
+
+
+def scatter_figure(comp: Comparison, measure: Measure):
+    """Per query, each system's value of one measure (y) against the baseline's (x) on the
+    compared queries, one square panel per system on the same axes: above the diagonal the
+    system does better (blue), below worse (orange), on it they tie (grey); a point drawn
+    darker stands for several queries. Each title names the delta, the queries improved and
+    hurt, the test, the correction and the p-value. Returns the matplotlib Figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    others = [n for n in comp.systems if n != comp.baseline]
+    base = comp.results[comp.baseline].values(measure, comp.queries)
+    values = {n: comp.results[n].values(measure, comp.queries) for n in others}
+    every = [*base, *(v for vs in values.values() for v in vs)]
+    low, high = min(every, default=0.0), max(every, default=1.0)
+    if 0.0 <= low and high <= 1.0:
+        low, high = 0.0, 1.0  # the usual measures: their whole range
+    pad = (high - low) * 0.03 or 0.5
+    size = 4.2
+    fig, axes = plt.subplots(
+        1, len(others), figsize=(size * len(others), size + 0.9), squeeze=False
+    )
+    test = TEST_NAMES[comp.test]
+    correction = "uncorrected" if comp.correction == "none" else f"{comp.correction}-corrected"
+    for ax, name in zip(axes[0], others, strict=True):
+        ys = values[name]
+        colors = [
+            IMPROVED if y > x else HURT if y < x else TIED for x, y in zip(base, ys, strict=True)
+        ]
+        ax.plot([low - pad, high + pad], [low - pad, high + pad], color="black", linewidth=0.8)
+        ax.scatter(base, ys, s=14, c=colors, alpha=0.55, linewidths=0)
+        ax.set_xlim(low - pad, high + pad)
+        ax.set_ylim(low - pad, high + pad)
+        ax.set_aspect("equal")
+        ax.set_xlabel(_plain(f"{comp.baseline} (baseline) {measure.name}"), fontsize=9)
+        ax.set_ylabel(_plain(f"{name} {measure.name}"), fontsize=9)
+        c = comp.stats[name][measure.name]
+        lines = [
+            f"{name} vs {comp.baseline}: {fixed(c.delta, signed=True)} "
+            f"(+{c.improved} / -{c.hurt} of {c.queries})",
+            f"{test}, {correction} {p_text(c.p_adjusted)}",
+        ]
+        ax.set_title("\n".join(_plain(line) for line in lines), fontsize=8)
+    from matplotlib.patches import Patch
+
+    fig.suptitle(
+        _plain(f"{measure.name} per query: {len(comp.queries)} queries, a point each"),
+        fontsize=9,
+    )
+    fig.legend(
+        handles=[Patch(color=c, label=t) for c, t in
+                 ((IMPROVED, "improved"), (HURT, "hurt"), (TIED, "tied"))],
+        loc="upper right", ncol=3, fontsize=8, frameon=False,
+    )  # fmt: skip
+    fig.tight_layout()
     return fig

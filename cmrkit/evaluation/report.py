@@ -88,10 +88,31 @@ def result_to_trec(result: Result, groups: Sequence[GroupResult] | None = None) 
     return "\n".join(lines) + "\n"
 
 
+P_FLOOR = 1e-4  # smaller p-values print as "p < 1e-4" (JSON and CSV keep the double)
+
+
 def format_p(p: float) -> str:
+    """A p-value as a table cell: four decimals, ``< 1e-4`` below (Tukey's p of 0.0 is the
+    integration's floor, not a p of zero), ``n/a`` when undefined."""
     if math.isnan(p):
         return "n/a"
-    return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+    return f"{p:.4f}" if p >= P_FLOOR else "< 1e-4"
+
+
+def p_text(p: float) -> str:
+    """``p=0.0123``, ``p < 1e-4`` or ``p undefined``: a p-value in a sentence or a title."""
+    if math.isnan(p):
+        return "p undefined"
+    return f"p={p:.4f}" if p >= P_FLOOR else "p < 1e-4"
+
+
+def fixed(value: float, digits: int = 4, *, signed: bool = False) -> str:
+    """``value`` with ``digits`` decimals (``signed``: with its sign, ``+0.0500``), never a
+    negative zero: a value that rounds to 0 prints as 0 (``+0.0000`` signed)."""
+    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    if text[1:].strip("0.") == "" and text[0] in "+-":
+        return ("+" if signed else "") + text[1:]
+    return text
 
 
 def _nan_none(x: float | None) -> float | None:

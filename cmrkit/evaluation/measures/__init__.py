@@ -194,8 +194,12 @@ class Measure:
         return fam is not None and fam.integer
 
     def format(self, value: float) -> str:
-        """The value as trec_eval prints it (``%6.4f`` or an integer)."""
-        return str(round(value)) if self.integer else f"{value:.4f}"
+        """The value as trec_eval prints it (``%6.4f`` or an integer), never a negative zero
+        (an interval's bound a rounding below 0)."""
+        if self.integer:
+            return str(round(value))
+        text = f"{value:.4f}"
+        return text[1:] if text == "-0.0000" else text
 
     def __str__(self) -> str:
         return self.name
