@@ -454,3 +454,35 @@ def test_the_two_engines_agree_bit_for_bit_on_random_runs(seed, version, depth):
             assert row[m.name] == theirs[qid][m.trec_name], (qid, m.name)
             checked += 1
     assert checked >= 5 * len(ENGINE_MEASURES)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_unjudged_finds_a_run_none_of_whose_documents_the_qrels_judge(tmp_path, monkeypatch, pure):
+    """evaluation/judged.unjudged, the test behind eval/compare/agree's refusal of another
+    collection's run: past the first queries it looks, a document judged for another query
+    (or one of a query the run lacks) still counts as judged; bytes and str docnos alike."""
+    from cmrkit.evaluation.judged import FIRST, Unjudged, unjudged
+    from cmrkit.trec import read_qrels_with_strata, read_run_columns
+
+    if pure:
+        monkeypatch.setenv("CMRKIT_PURE_PYTHON", "1")
+    n = FIRST + 20
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"q{i} 0 D{i} 1\n" for i in range(n)) + "extra 0 LATE 0\n")
+    foreign = tmp_path / "f.trec"
+    foreign.write_text("".join(f"q{i} Q0 X{i}.{k} {k + 1} {5 - k} t\n"
+                               for i in range(n) for k in range(3)))  # fmt: skip
+    judged, _ = read_qrels_with_strata(qrels, columns=True)
+    assert unjudged(read_run_columns(foreign), judged) == Unjudged(3 * n, n)
+    # one document, of the last query, judged for another query (beyond the first looked at)
+    late = foreign.read_text().replace(f"X{n - 1}.2 3", "LATE 3")
+    foreign.write_text(late)
+    assert unjudged(read_run_columns(foreign), judged) is None
+    assert (
+        unjudged(read_run_columns(foreign).to_run(), {q: list(d) for q, d in judged.items()})
+        is None
+    )
+    # no query in common: the scoring says so
+    other = tmp_path / "o.trec"
+    other.write_text("z1 Q0 D1 1 1.0 t\n")
+    assert unjudged(read_run_columns(other), judged) is None
