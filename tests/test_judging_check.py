@@ -264,3 +264,131 @@ def test_the_rerank_run_of_the_judges_own_reader_is_recognised(tmp_path_factory,
     mine = {r["run"]: r for r in obj["circularity"]["per_measure"]["AP"]}["rr.test"]
     assert mine["judge_model"]
     assert mine["flagged"] == (mine["rank_change"] > 0 or mine["excess_gain"] > 0)
+
+
+def _every_fifth(root, tmp_path):
+    """Labels of the pool's pairs for every 5th test query only (as a pool of a fifth of the
+    queries), the qrels of those queries, and their number."""
+    from cmrkit.judging.labels import sidecar_path, write_labels
+    from cmrkit.pooling import natural_key
+
+    labels = noisy_labels(root, tmp_path / "all.csv", flip=0.3, seed=5)
+    queries = sorted({lb.qid for lb in labels}, key=natural_key)[::5]
+    kept = [lb for lb in labels if lb.qid in set(queries)]
+    write_labels(kept, tmp_path / "fifth.csv")
+    shutil.copy(sidecar_path(tmp_path / "all.csv"), sidecar_path(tmp_path / "fifth.csv"))
+    return kept, queries
+
+
+def test_the_ranking_is_scored_on_the_queries_the_labels_cover(sample_runs, tmp_path):
+    """Issue 42: a pool of every 5th test query checked against the whole test qrels scored the
+    runs over every query of the reference; the queries the labels do not touch score the same
+    under both qrels and pulled the agreement towards 1 (tau 1.0, 0.60 on the judged queries).
+    The ranking is now on the covered queries, and says how many; --whole-reference keeps the
+    whole-reference figure, named as such. Both equal `cmrkit agree` on the same qrels."""
+    root = sample_runs
+    gold_path = root / "qrels" / "sample.test.txt"
+    gold = read_qrels(gold_path)
+    labels, queries = _every_fifth(root, tmp_path)
+    mine = {q: dict(d) for q, d in gold.items()}
+    for lb in labels:
+        mine[lb.qid][lb.docno] = int(lb.label >= 4)
+    for name, qrels in (("gold", gold), ("judge", mine)):
+        with open(tmp_path / f"{name}.all.qrels", "w", encoding="utf-8") as f:
+            write_qrels(f, qrels)
+        with open(tmp_path / f"{name}.fifth.qrels", "w", encoding="utf-8") as f:
+            write_qrels(f, {q: qrels[q] for q in gold if q in set(queries)})  # gold's order
+    common = ["--bootstrap", "100", "--seed", "3", "-f", "json"]
+    args = [tmp_path / "fifth.csv", *run_paths(root), "--against", gold_path, *common]
+    covered = json.loads(invoke("judgments", "check", *args))
+    assert covered["ranking"]["queries"] == len(queries) < len(gold) / 4
+    whole = json.loads(invoke("judgments", "check", *args, "--whole-reference"))
+    assert covered["ranking"]["scope"] == {
+        "queries": "labelled queries", "labelled_queries": len(queries),
+        "reference_queries": len(gold),
+    }  # fmt: skip
+    assert whole["ranking"]["queries"] == len(gold)
+    assert whole["ranking"]["scope"]["queries"] == "whole reference"
+    for scope, got in (("fifth", covered), ("all", whole)):
+        agreed = json.loads(
+            invoke(
+                "agree",
+                tmp_path / f"gold.{scope}.qrels",
+                tmp_path / f"judge.{scope}.qrels",
+                *run_paths(root),
+                *common,
+            )
+        )
+        assert got["ranking"]["per_measure"] == agreed["per_measure"], scope
+    # the labels' own queries move the scores more than the whole reference shows
+    change = {
+        name: max(abs(r["change"]) for r in obj["circularity"]["per_measure"]["AP"])
+        for name, obj in (("covered", covered), ("whole", whole))
+    }
+    assert change["covered"] > 3 * change["whole"] > 0
+    table = check(*args[:-2])
+    said = " ".join(table.stdout.split())
+    assert f"3 runs on the {len(queries)} queries the labels cover (of {len(gold)} the " in said
+    said = " ".join(check(*args[:-2], "--whole-reference").stdout.split())
+    assert f"3 runs on all {len(gold)} queries of the reference (--whole-reference; the " in said
+
+
+def test_plot_the_reliability_diagram_of_the_judges_probabilities(sample_runs, tmp_path):
+    """--plot: the judge's probabilities against the reference's labels in bins of 0.1 (the
+    bins, ECE and Brier also in -f json), written by cmrkit.figures: PNG at 300 dpi, PDF or SVG
+    by the extension, the same bytes for the same figure, the Okabe-Ito palette."""
+    import struct
+
+    root = sample_runs
+    gold_path = root / "qrels" / "sample.test.txt"
+    gold = read_qrels(gold_path)
+    labels = noisy_labels(root, tmp_path / "labels.csv", flip=0.2, seed=2)
+    res = check(tmp_path / "labels.csv", "--against", gold_path, "--plot", tmp_path / "r.png",
+                "-f", "json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rel = json.loads(res.stdout)["reliability"]
+    probs, truth = [], []
+    for lb in labels:
+        if lb.qid in gold and gold[lb.qid].get(lb.docno, 0) >= 0:
+            probs.append(lb.probability)
+            truth.append(int(gold[lb.qid].get(lb.docno, 0) > 0))
+    probs, truth = np.array(probs), np.array(truth)
+    which = np.minimum((probs * 10).astype(int), 9)
+    assert rel["pairs"] == len(probs) and [b["pairs"] for b in rel["bins"]] == [
+        int((which == i).sum()) for i in range(10)
+    ]
+    ece = sum(
+        (which == i).mean() * abs(truth[which == i].mean() - probs[which == i].mean())
+        for i in range(10)
+        if (which == i).any()
+    )
+    assert rel["ece"] == pytest.approx(ece) and rel["brier"] == pytest.approx(
+        float(((probs - truth) ** 2).mean())
+    )
+    assert 0.05 < rel["ece"] < 0.6  # 20% of the labels flipped: overconfident
+    png = (tmp_path / "r.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    at = png.index(b"pHYs")
+    x, y, unit = struct.unpack(">IIB", png[at + 4 : at + 13])
+    assert unit == 1 and round(x * 0.0254) == round(y * 0.0254) == 300
+    again = check(tmp_path / "labels.csv", "--against", gold_path, "--plot", tmp_path / "r.png")
+    assert again.exit_code == 0 and "up to date" in again.stderr
+    for ext in ("svg", "pdf"):
+        for name in ("a", "b"):
+            r = check(tmp_path / "labels.csv", "--against", gold_path, "--plot",
+                      tmp_path / f"{name}.{ext}")  # fmt: skip
+            assert r.exit_code == 0, r.output
+        assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes()
+    svg = (tmp_path / "a.svg").read_text().lower()
+    assert "#0072b2" in svg and "#e69f00" in svg  # Okabe-Ito blue (the judge), orange (counts)
+    assert (tmp_path / "a.pdf").read_bytes().startswith(b"%PDF")
+    # refused before any work: another extension; labels without probabilities
+    r = check(tmp_path / "labels.csv", "--against", gold_path, "--plot", tmp_path / "r.jpg")
+    assert r.exit_code == 2 and "FILE.png, FILE.pdf or FILE.svg" in r.stderr
+    (tmp_path / "plain.csv").write_text(
+        "query_id,doc_id,worker_id,label,probability\n"
+        + "".join(f"{lb.qid},{lb.docno},auto:x,{lb.label},\n" for lb in labels[:20])
+    )
+    r = check(tmp_path / "plain.csv", "--against", gold_path, "--plot", tmp_path / "p.png")
+    assert r.exit_code == 2 and "the labels hold none" in r.stderr
+    assert not (tmp_path / "p.png").exists() and not (tmp_path / "r.jpg").exists()

@@ -19,8 +19,8 @@ from cmrkit.commands.agree import (
 )
 from cmrkit.commands.evaluate import MEASURE, TrecVersion
 from cmrkit.commands.output import FORMAT, Format, check_order, emit, with_warnings
-from cmrkit.commands.pooling import judgments_app
-from cmrkit.console import out, user_errors
+from cmrkit.commands.pooling import FORCE_OUTPUTS, judgments_app
+from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
 STATISTICS = {
@@ -93,6 +93,20 @@ def check_command(
     ),
     depth: int = DEPTH,
     trec_version: TrecVersion = TREC_VERSION,
+    whole_reference: bool = typer.Option(
+        False,
+        "--whole-reference",
+        help="Rank the runs on every query of the reference, also those the labels do not touch "
+        "(they score the same under both qrels and pull the agreement towards 1) [default: the "
+        "queries the labels cover].",
+    ),
+    plot: Path | None = typer.Option(
+        None,
+        "--plot",
+        help="Write the reliability diagram of the judge's probabilities against the reference "
+        "as FILE.png (300 dpi), FILE.pdf or FILE.svg.",
+    ),
+    force: bool = FORCE_OUTPUTS,
     fmt: Format = FORMAT,
 ) -> None:
     """How far a judge's labels can be trusted: kappa, confusion, and the system ranking.
@@ -103,7 +117,9 @@ def check_command(
     reference with every labelled pair replaced by the judge's label); Kendall's tau, tau_AP,
     RBO and the largest swap with bootstrap intervals over queries; and per run the change of
     score and rank, flagged when a run made with the judge's own model (its sidecar holds the
-    judge's model sha256) gains. Default measure: AP.
+    judge's model sha256) gains. The runs are ranked on the queries the labels cover
+    (--whole-reference: every query of the reference). Default measure: AP. --plot: the
+    reliability diagram of the judge's probabilities.
 
     Example: cmrkit judgments check labels.csv --against qrels/sample.test.txt
     runs/sample/bm25.test.trec runs/sample/fields-doc.test.trec runs/sample/qe-rm3.test.trec
@@ -115,6 +131,10 @@ def check_command(
         raise CmrkitError(f"--flag-gain {flag_gain} must be 0 or more")
     if fmt is Format.trec:
         raise CmrkitError("judgments check prints a table, JSON or CSV: -f table|json|csv")
+    if plot is not None:
+        from cmrkit.figures import figure_format
+
+        figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
     runs = list(runs or [])
     if 0 < len(runs) < 3:
         raise CmrkitError(
@@ -128,6 +148,10 @@ def check_command(
     from cmrkit.trec import read_run_columns
 
     judged = read_labels(labels)
+    if plot is not None and all(lb.probability is None for lb in judged):
+        raise CmrkitError(
+            "--plot draws the judge's probabilities, and the labels hold none", path=labels
+        )
     sidecar = read_labels_sidecar(labels) or {}
     identity = sidecar.get("judge", {}).get("identity")
     reference = read_reference(against, keys)
@@ -143,8 +167,11 @@ def check_command(
         sidecars={n: read_sidecar(p) for n, p in zip(names, runs, strict=True)},
         measures=measure or ["AP"],
         min_gain=flag_gain,
+        whole_reference=whole_reference,
         **options,
     )
+    if plot is not None:
+        _write_plot(result, plot, force)
     if fmt is Format.json:
         obj = result.to_json()
         if names:
@@ -154,6 +181,29 @@ def check_command(
         emit(_csv(result))
     else:
         _table(result)
+
+
+def _write_plot(result, plot: Path, force: bool) -> None:
+    """The reliability diagram, written whole or not at all (up to date when the same)."""
+    from cmrkit.fileio import RepeatableOutputs
+    from cmrkit.judging.reliability import plot_reliability
+
+    rel = result.reliability
+    if rel is None:
+        raise CmrkitError(
+            "--plot: no labelled pair with a probability has a reference label",
+            path=result.reference.path,
+        )
+    title = (
+        f"{Path(result.labels).name} ({result.judge}) against {Path(result.reference.path).name}"
+        f" ({result.reference.kind}): {rel.pairs:,} pairs"
+    )
+    with RepeatableOutputs([plot], force=force) as staged:
+        plot_reliability(rel, staged.path(plot), title)
+    if staged.up_to_date:
+        console.print(f"{plot} is up to date; --force rewrites it", markup=False, soft_wrap=True)
+    else:
+        console.print(f"wrote {plot}", markup=False, soft_wrap=True)
 
 
 def _table(result) -> None:
@@ -183,6 +233,15 @@ def _table(result) -> None:
         notes.append(f"{a.reference_only} reference pairs the judge did not label")
     if notes:
         out.print("; ".join(notes), markup=False, soft_wrap=True)
+    if result.reliability is not None:
+        rel = result.reliability
+        out.print(
+            f"calibration of the judge's probabilities: expected calibration error {rel.ece:.4f} "
+            f"over {rel.pairs} pairs ({len(rel.bins)} bins; --plot FILE draws the reliability "
+            "diagram)",
+            markup=False,
+            soft_wrap=True,
+        )
     columns = [str(c) for c in next(iter(a.confusion.values()))]
     side = "relevance" if ref.kind == "qrels" else "label"
     t = Table("confusion", ["judge's label", *(f"reference {side} {c}" for c in columns)], keys=1)
@@ -210,11 +269,21 @@ def _table(result) -> None:
 def _ranking_tables(result) -> None:
     from cmrkit.commands.tables import Table, render
 
-    r = result.ranking
+    r, scope = result.ranking, result.scope
+    if scope.get("queries") == "whole reference":
+        which = (
+            f"all {len(r.queries)} queries of the reference (--whole-reference; the labels "
+            f"cover {scope['labelled_queries']}, the others score the same under both qrels)"
+        )
+    else:
+        which = (
+            f"the {len(r.queries)} queries the labels cover (of {scope['reference_queries']} "
+            "the reference judges; --whole-reference ranks on all)"
+        )
     caption = (
-        f"{len(r.runs)} runs on the {len(r.queries)} queries both qrels judge; the judge's "
-        f"qrels: the reference's with every labelled pair replaced by the judge's label "
-        f"[{r.ci:.0%} bootstrap interval, {r.samples:,} resamples, seed {r.seed}]"
+        f"{len(r.runs)} runs on {which}; the judge's qrels: the reference's with every labelled "
+        f"pair replaced by the judge's label [{r.ci:.0%} bootstrap interval, {r.samples:,} "
+        f"resamples, seed {r.seed}]"
     )
     render(agreement_table("system ranking", caption, r, STATISTICS), out)
     for m in r.measures:
@@ -254,6 +323,13 @@ def _csv(result) -> str:
     a = result.agreement
     for name in ("pairs", "agreement", "kappa", "kappa_likert", "likert_pairs", "brier"):
         w.writerow(["labels", "", name, cell(getattr(a, name)), "", ""])
+    if result.reliability is not None:
+        w.writerow(["labels", "", "ece", cell(result.reliability.ece), "", ""])
+        for b in result.reliability.bins:
+            for name in ("pairs", "mean_probability", "relevant_share"):
+                low, high = (b["low"], b["high"]) if name == "relevant_share" else (None, None)
+                item = f"{b['lo']:g}-{b['hi']:g}"
+                w.writerow(["reliability", item, name, *(cell(x) for x in (b[name], low, high))])
     for label, row in a.confusion.items():
         for col, n in row.items():
             w.writerow(["confusion", label, col, n, "", ""])
@@ -262,6 +338,8 @@ def _csv(result) -> str:
             w.writerow(["query", qid, name, cell(value), "", ""])
     r = result.ranking
     if r is not None:
+        for name, value in result.scope.items():
+            w.writerow(["ranking", "", name, value, "", ""])
         for m in r.measures:
             for name in ("tau", "tau_b", "tau_ap", "tau_ap_b", "rbo", "swap"):
                 low, high = r.intervals[m.name][name] or (None, None)

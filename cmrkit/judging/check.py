@@ -17,7 +17,11 @@ labels (a judgments CSV as ``judgments aggregate`` reads it).
   label, so the two qrels differ exactly where the judge spoke and the comparison measures the
   judge, not the pool's depth. Runs are scored under both and compared by
   :func:`cmrkit.evaluation.agreement.qrels_agreement` (tau, tau_AP, RBO, largest swap, seeded
-  bootstrap intervals over queries).
+  bootstrap intervals over queries), over the queries the labels cover (a labelled pair's
+  query the reference judges): a query the judge did not touch scores the same under both
+  qrels and would pull the agreement towards 1 (a pool of every 5th query checked against the
+  whole reference gave tau 1.0 where its own queries gave 0.60). ``whole_reference`` scores
+  every query of the reference instead, reported as such.
 - **Circularity**: per run and measure, its score and rank under both qrels and the change; its
   *excess gain* is its change minus the median change of all runs (what every run gains from a
   more lenient judge is not the run's doing). A run made with the judge's own model (its
@@ -88,6 +92,29 @@ def reference_from_judgments(judgments: Sequence[Any], path: str | os.PathLike) 
     return Reference("labels", str(path), binary, likert, qrels, set(qrels), workers)
 
 
+def ranking_scope(
+    labels: Sequence[Label], reference: Qrels, whole_reference: bool = False
+) -> tuple[dict[str, Any], Qrels]:
+    """The queries the runs are ranked on and the reference qrels of those queries: the
+    queries of the reference that a label touches, or every one with ``whole_reference``."""
+    touched = {lb.qid for lb in labels}
+    covered = [q for q in reference if q in touched]
+    if not covered:
+        lb = labels[0]
+        raise CmrkitError(
+            f"the labels touch none of the reference's queries (e.g. {lb.qid}): are they of the "
+            "same collection and split?"
+        )
+    scope = {
+        "queries": "whole reference" if whole_reference else "labelled queries",
+        "labelled_queries": len(covered),
+        "reference_queries": len(reference),
+    }
+    if whole_reference:
+        return scope, reference
+    return scope, {q: reference[q] for q in covered}
+
+
 def judge_qrels(labels: Sequence[Label], reference: Qrels) -> Qrels:
     """The reference qrels with every labelled pair overwritten by the judge's binary label
     (pairs the judge did not label keep the reference's), queries in natural order."""
@@ -113,6 +140,7 @@ class LabelAgreement:
     brier: float | None  # mean (probability - reference)^2 where the judge gives one
     with_probability: int
     per_query: dict[str, dict[str, Any]] = field(default_factory=dict)
+    truth: dict[Pair, int] = field(default_factory=dict)  # each compared pair's reference
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +175,7 @@ def label_agreement(labels: Sequence[Label], reference: Reference) -> LabelAgree
     confusion = {j: dict.fromkeys(ref_columns, 0) for j in LABELS}
     unlisted = left_out = 0
     brier: list[float] = []
+    truths: dict[Pair, int] = {}
     for lb in labels:
         pair = (lb.qid, lb.docno)
         truth = reference.binary.get(pair)
@@ -163,6 +192,7 @@ def label_agreement(labels: Sequence[Label], reference: Reference) -> LabelAgree
         mine = binarize(lb.label)
         judge.append(mine)
         ref.append(truth)
+        truths[pair] = truth
         if qrels_side:
             confusion[lb.label][truth] += 1
         if lb.probability is not None:
@@ -193,6 +223,7 @@ def label_agreement(labels: Sequence[Label], reference: Reference) -> LabelAgree
             }
             for q, (a, b) in sorted(per_query.items(), key=lambda kv: natural_key(kv[0]))
         },
+        truth=truths,
     )
 
 
@@ -310,6 +341,8 @@ class LabelCheck:
     reference: Reference
     agreement: LabelAgreement
     ranking: Any = None  # evaluation.agreement.QrelsAgreement, when runs were given
+    scope: dict[str, Any] = field(default_factory=dict)  # which queries the ranking covers
+    reliability: Any = None  # judging.reliability.Reliability, where the judge gives probabilities
     circularity: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     judge_runs: list[str] = field(default_factory=list)
     min_gain: float = MIN_GAIN
@@ -328,8 +361,10 @@ class LabelCheck:
             },
             **self.agreement.to_json(),
         }
+        if self.reliability is not None:
+            obj["reliability"] = self.reliability.to_json()
         if self.ranking is not None:
-            obj["ranking"] = self.ranking.to_json()
+            obj["ranking"] = {**self.ranking.to_json(), "scope": self.scope}
             obj["circularity"] = {
                 "judge_models": self.models,
                 "judge_model_runs": self.judge_runs,
@@ -356,12 +391,14 @@ def check_labels(
     depth: int | None = None,
     version: str = "10",
     min_gain: float = MIN_GAIN,
+    whole_reference: bool = False,
 ) -> LabelCheck:
     """Check ``labels`` against ``reference``; with ``runs`` (name -> run read by
     :func:`cmrkit.trec.read_run_columns`, at least three) also the system ranking under the
     judge's qrels against the reference's, and the circularity of each run (``sidecars``: name
     -> the run's sidecar, to find the runs made with the judge's model: ``models``, from
-    :func:`judge_models`)."""
+    :func:`judge_models`). The runs are ranked on the queries the labels cover, or with
+    ``whole_reference`` on every query of the reference (see the module's docstring)."""
     if not labels:
         raise CmrkitError("the labels file holds no label", path=labels_path)
     judges = sorted({lb.judge for lb in labels})
@@ -376,15 +413,20 @@ def check_labels(
     result = LabelCheck(
         str(labels_path), ",".join(judges), identity, reference, agreement, min_gain=min_gain
     )
+    if agreement.with_probability:
+        from cmrkit.judging.reliability import reliability
+
+        result.reliability = reliability(labels, agreement.truth)
     if not runs:
         return result
     from cmrkit.evaluation.agreement import qrels_agreement
 
-    mine = judge_qrels(labels, reference.qrels)
+    scope, ref_qrels = ranking_scope(labels, reference.qrels, whole_reference)
+    result.scope = scope
     result.ranking = qrels_agreement(
         runs,
-        reference.qrels,
-        mine,
+        ref_qrels,
+        judge_qrels(labels, ref_qrels),
         list(measures or ["AP"]),
         samples=samples,
         ci=ci,
