@@ -381,6 +381,29 @@ def test_plan_is_reproducible_from_its_seed(three, cli):
     ]
 
 
+def test_plan_warns_of_unjudged_lines_in_the_qrels(three, cli):
+    """Seen (issue 42): qrels holding -1 (unjudged) lines were taken as complete without a word.
+    Now a warning says how many, on how many queries and candidates, and what the simulation
+    makes of them (not relevant); the JSON counts them. Complete qrels: no warning."""
+    tmp, coll, runs, _ = three
+    truth = {q: dict.fromkeys(RELEVANT, 1) for q in ("q1", "q2")}
+    truth["q1"].update({"d1": -1, "d2": -1, "zz": -1})  # d1, d2 are candidates, zz is not
+    holey = write_qrels(tmp / "holey.txt", truth)
+    args = ("--collection", coll, "--budgets", "2", "--per-query", "--json")
+    r = cli("pool", "plan", *runs, "--qrels", holey, *args, tmp / "h.json")
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.stderr.split())
+    assert (
+        f"warning: {holey} is not complete: it holds 3 unjudged line(s) (-1) on 1 of the 2 "
+        "queries, 2 of them among the candidates. The simulation takes them as not relevant"
+    ) in said
+    assert json.loads((tmp / "h.json").read_text())["unjudged"] == {
+        "lines": 3, "queries": 1, "candidates": 2,
+    }  # fmt: skip
+    r = cli("pool", "plan", *runs, "--qrels", three[3], *args, tmp / "c.json")
+    assert r.exit_code == 0 and "warning" not in r.output, r.output
+
+
 def test_plan_table_plot_and_errors(three, cli):
     tmp, coll, runs, truth = three
     r = cli(

@@ -431,7 +431,7 @@ def plan_command(
     from cmrkit.figures import figure_format
     from cmrkit.fileio import RepeatableOutputs
     from cmrkit.pooling import infer_collection
-    from cmrkit.pooling.plan import PlanOptions, plan_pool, plot_plan
+    from cmrkit.pooling.plan import PlanOptions, plan_pool, plot_plan, unjudged_warning
 
     if plot is not None:
         figure_format(plot)  # a name that is no PNG, PDF or SVG fails before any work
@@ -479,6 +479,8 @@ def plan_command(
         if plot is not None:
             plot_plan(result, staged.path(plot))
     _print_plan(result, per_run)
+    if (unjudged := unjudged_warning(result, qrels)) is not None:
+        console.print(f"warning: {unjudged}", markup=False, soft_wrap=True)
     if targets and staging.up_to_date:
         out.print(f"{', '.join(map(str, targets))}: up to date; --force rewrites", markup=False)
         return

@@ -286,15 +286,39 @@ def plan_pool(
         measure = MEASURES[plain] if name == "strata" else plain
         for budget in options.budgets:
             rows.append(sim.row(name, budget, chosen, score, measure))
+    info = {
+        "candidates": len(pool.pairs),
+        "assessor_labels": _label_counts(labels),
+        "unjudged": _unjudged(truth, queries, pool),
+    }
     return Plan(
-        rows,
-        names,
-        sim.reference,
-        len(queries),
-        sim.relevant_total,
-        findable,
-        options,
-        {"candidates": len(pool.pairs), "assessor_labels": _label_counts(labels)},
+        rows, names, sim.reference, len(queries), sim.relevant_total, findable, options, info
+    )
+
+
+def _unjudged(truth: Qrels, queries: Sequence[str], pool: Pool) -> dict[str, int]:
+    """The qrels' -1 (unjudged) lines of the plan's queries: how many, on how many queries, and
+    how many of them are candidates (the simulated assessors answer those not relevant)."""
+    lines = {(q, d) for q in queries for d, r in truth[q].items() if r < 0}
+    return {
+        "lines": len(lines),
+        "queries": len({q for q, _ in lines}),
+        "candidates": sum(1 for p in pool.pairs if (p.qid, p.docno) in lines),
+    }
+
+
+def unjudged_warning(plan: Plan, qrels: str | os.PathLike) -> str | None:
+    """What a plan against qrels holding -1 (unjudged) lines should be told (None: none)."""
+    u = plan.info.get("unjudged") or {}
+    if not u.get("lines"):
+        return None
+    return (
+        f"{qrels} is not complete: it holds {u['lines']:,} unjudged line(s) (-1) on "
+        f"{u['queries']:,} of the {plan.queries:,} queries, {u['candidates']:,} of them among the "
+        "candidates. The simulation takes them as not relevant (the simulated assessors answer "
+        "them so and the complete-qrels scores count them so), so a relevant pair among them is "
+        "missed by every strategy alike and found, tau and bias are measured against qrels "
+        "that lack it; judge them, or plan with qrels without -1 lines"
     )
 
 
