@@ -75,7 +75,8 @@ def plain_line(task: Any, description: str, *, eta: bool = True, final: bool = F
     done, total = int(task.completed), task.total
     count = f"{done:,}" if total is None else f"{done:,}/{int(total):,}"
     if final:
-        return f"{what}: {count} done in {_clock(task.elapsed)}"
+        took = task.finished_time if task.finished_time is not None else task.elapsed
+        return f"{what}: {count} done in {_clock(took)}"
     share = f" ({int(100 * done / total)}%)" if total else ""
     left = task.time_remaining
     rest = f", {_clock(left)} left" if eta and left is not None else ""

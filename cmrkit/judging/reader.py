@@ -92,7 +92,8 @@ class ReaderJudge:
         from cmrkit.retrieval.runfile import topics_sha256
 
         data = self.ref.metadata.get("data") or {}
-        trained = data.get("train_split") or self.ref.metadata["parameters"].get("train_split")
+        params = self.ref.metadata.get("parameters") or {}
+        trained = data.get("train_split") or params.get("train_split")
         given = fitted_on.get("qrels") or fitted_on.get("labels") or {}
         same_file = bool(data.get("qrels_sha256")) and given.get("sha256") == data["qrels_sha256"]
         split = fitted_on.get("split")
