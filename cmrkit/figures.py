@@ -51,33 +51,47 @@ def save_figure(fig, path: str | os.PathLike, fmt: str | None = None) -> None:
 def plot_training(
     log: dict, path: str | os.PathLike, measures: tuple[str, ...], dev_label: str = "dev"
 ) -> None:
-    """A training log's loss per step and its dev ``measures`` per epoch, as a PNG.
+    """Write :func:`training_figure` as a PNG (300 dpi)."""
+    save_figure(training_figure(log, measures, dev_label), path, "png")
+
+
+def training_figure(log: dict, measures: tuple[str, ...], dev_label: str = "dev"):
+    """A training log's loss per step and its dev ``measures`` per epoch (the Figure).
 
     ``log`` holds ``loss`` ({"step", "loss"} rows) and ``epochs`` ({"epoch", "dev": {...}} rows),
-    as `train dense` and `train reader` keep it.
+    as `train dense` and `train reader` keep it, and ``title``, what was trained (the model
+    folder adds it). Steps and epochs are whole numbers on the axes.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import MaxNLocator
 
     with_dev = [e for e in log["epochs"] if "dev" in e]
     fig, axes = plt.subplots(1, 2 if with_dev else 1, figsize=(10 if with_dev else 5, 3.5))
     axes = np.atleast_1d(axes)
-    axes[0].plot([x["step"] for x in log["loss"]], [x["loss"] for x in log["loss"]], lw=1)
+    steps = [x["step"] for x in log["loss"]]
+    axes[0].plot(steps, [x["loss"] for x in log["loss"]], lw=1, color=PALETTE[0])
     axes[0].set_xlabel("step")
     axes[0].set_ylabel("training loss")
     if with_dev:
-        for name in measures:
+        for i, name in enumerate(measures):
             axes[1].plot(
                 [e["epoch"] for e in with_dev],
                 [e["dev"][name] for e in with_dev],
-                marker="o",
+                marker=MARKERS[i % len(MARKERS)],
+                linestyle=LINESTYLES[i % len(LINESTYLES)],
+                color=PALETTE[i % len(PALETTE)],
                 label=name,
             )
         axes[1].set_xlabel("epoch")
         axes[1].set_ylabel(dev_label)
         axes[1].legend()
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if log.get("title"):
+        fig.suptitle(str(log["title"]), fontsize=10)
     fig.tight_layout()
-    save_figure(fig, path, "png")
+    return fig

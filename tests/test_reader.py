@@ -875,6 +875,9 @@ def test_train_reader_says_where_it_wrote_the_plot(tmp_path, cli):
     assert r.exit_code == 0, r.output
     assert (tmp_path / "models/r/loss.png").is_file()
     assert r.stdout.splitlines()[-1] == "loss plot: models/r/loss.png"
+    # one step of two groups used 2 queries of the training split's (it said "on N queries")
+    n = json.loads((tmp_path / "models/r/cmrkit-reader.json").read_text())["data"]["n_queries"]
+    assert n > 2 and f"trained 1 steps on 2 of {n} queries (" in r.stdout, r.stdout
     again = cli(*args, "--plot")  # up to date: the plot is still named
     assert "is up to date" in again.stdout
     assert again.stdout.splitlines()[-1] == "loss plot: models/r/loss.png"

@@ -265,3 +265,79 @@ def test_train_qrels_refuses_a_split_without_qrels(tmp_path):
     assert path == tmp_path / "qrels" / "c.dev.txt" and dict(qrels["q1"]) == {"P:2": 1}
     with pytest.raises(CmrkitError, match="no qrels for the train split 'train'"):
         training.train_qrels(coll, "train", tmp_path / "qrels")
+
+
+def test_train_epochs_counts_the_queries_its_steps_used():
+    """`train reader --max-steps 20` said "trained 20 steps on 949 queries" when the steps took
+    about 40 of them: the log now counts the examples the steps took and their queries (the
+    first item of each example), of the queries in all epochs."""
+    rng = random.Random(2)
+    examples = [(f"q{i % 10}", *_data(1)[0]) for i in range(30)]  # 10 queries, 3 each
+    rng.shuffle(examples)
+
+    def run(steps: int) -> dict:
+        net = _Net()
+        named = list(net.named_parameters())
+        optimizer = training.adamw([(named, 0.05)], 0.01)
+
+        def batch_loss(batch):
+            x = torch.tensor([b[1] for b in batch])
+            return net(x).pow(2).mean()
+
+        log, _ = training.train_epochs(
+            [examples, examples], batch_size=4, steps=steps, batch_loss=batch_loss,
+            train_mode=net.train, parameters=[p for _, p in named], optimizer=optimizer,
+            scheduler=training.linear_schedule(optimizer, 0.1, steps), eval_dev=None,
+            timings={}, progress=False, label="test",
+        )  # fmt: skip
+        return log["used"]
+
+    first = examples[:8]
+    assert run(2) == {"examples": 8, "queries": len({x[0] for x in first}), "of_queries": 10}
+    assert run(16) == {"examples": 60, "queries": 10, "of_queries": 10}
+    # examples of another shape (the first item a list): the queries are not counted
+    log, _, _ = _train(_Net(), _data(), epochs=1)
+    assert log["used"] == {"examples": 24, "queries": None, "of_queries": None}
+
+
+def test_the_loss_plot_has_whole_step_ticks_and_says_what_was_trained(tmp_path):
+    """Loss plots had fractional step ticks (0.0, 0.5, ... for two steps) and no title: the
+    ticks are whole steps and epochs, and the title names the model's kind, collection and
+    split, the steps and the queries they used."""
+    from cmrkit.figures import training_figure
+
+    drawn = {}
+
+    def draw(log, path):
+        drawn["log"] = log
+        Path(path).write_bytes(b"png")
+
+    out = tmp_path / "model"
+    meta = {"parameters": {"seed": 1}, "data": {"collection": "collections/ecb", "train_split":
+            "train"}}  # fmt: skip
+    log = {
+        "loss": [{"step": 1, "epoch": 1, "loss": 0.9}, {"step": 2, "epoch": 1, "loss": 0.7}],
+        "epochs": [{"epoch": 1, "steps": 2, "mean_loss": 0.8, "dev": {"RR@10": 0.5}},
+                   {"epoch": 2, "steps": 0, "mean_loss": 0.8, "dev": {"RR@10": 0.6}}],
+        "used": {"examples": 4, "queries": 4, "of_queries": 949},
+    }  # fmt: skip
+    with training.ModelFolder(
+        out, kind="reader", metadata=META, files=["weights.bin"], force=False
+    ) as folder:
+        target = folder.target()
+        target.mkdir(parents=True)
+        (target / "weights.bin").write_bytes(b"w")
+        training.write_json(target / META, meta)
+        folder.finish(log, draw)
+    title = "reader (train reader) trained on ecb train: 2 steps on 4 of 949 queries"
+    assert drawn["log"]["title"] == title
+    assert "title" not in json.loads((out / training.TRAIN_LOG).read_text())
+    fig = training_figure(drawn["log"], ("RR@10",))
+    fig.canvas.draw()
+    assert fig._suptitle.get_text() == title
+    for ax in fig.axes:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

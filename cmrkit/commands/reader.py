@@ -163,8 +163,7 @@ def train_reader_command(
     )
     report_training(
         result,
-        f" on {result.metadata['data']['n_queries']} queries",
-        f"{result.log['seconds'].get('sequences_per_second')} sequences/s, ",
+        rate=f"{result.log['seconds'].get('sequences_per_second')} sequences/s, ",
         plot=ctx.params["plot"],
     )
 

@@ -180,6 +180,10 @@ def _report_trained(result, detail: str, rate: str) -> None:
     last = result.log["epochs"][-1] if result.log["epochs"] else {}
     dev = last.get("dev")
     shown = (", dev " + " ".join(f"{k} {v:.4f}" for k, v in dev.items())) if dev else ""
+    used = result.log.get("used") or {}
+    if used.get("queries") is not None and used.get("of_queries") is not None:
+        # what the steps took: --max-steps may stop long before every query was seen
+        detail = f" on {used['queries']:,} of {used['of_queries']:,} queries{detail}"
     out.print(
         f"trained {result.metadata['parameters']['steps']} steps{detail} "
         f"({rate}mean loss {last.get('mean_loss', float('nan')):.4f}{shown}); saved {result.path}"

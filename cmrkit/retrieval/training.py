@@ -9,7 +9,11 @@ and the loop around each trainer's own loss.
   on every parameter but biases and LayerNorm weights, one learning rate per part;
   :func:`linear_schedule` warms up linearly then decays linearly to 0;
 - :func:`train_epochs` runs the epochs: the step, gradient norm clipped at 1, the loss log, the
-  dev measures after each epoch (and before the first), the progress bar and the epoch lines;
+  dev measures after each epoch (and before the first), the progress bar and the epoch lines,
+  and how many examples and queries the steps used (``used``: a run of ``--max-steps`` may
+  touch a few of the training queries);
+- :meth:`ModelFolder.finish` draws the loss plot titled with what was trained (the model's
+  kind, collection and split, steps, queries used of how many);
 - :func:`write_json` writes the metadata and the training log as every cmrkit JSON file.
 
 torch is imported inside the functions that need it.
@@ -33,6 +37,7 @@ from cmrkit.retrieval.runfile import topics_sha256
 
 TRAIN_LOG = "cmrkit-train.json"
 PLOT = "loss.png"
+KINDS_SHOWN = {"dense-model": "dense encoder (train dense)", "reader": "reader (train reader)"}
 
 
 @dataclass
@@ -173,6 +178,7 @@ def train_epochs(
     progress: bool,
     label: str,
     dev_before: bool = True,
+    query_of: Callable[[Any], Any] | None = None,
 ) -> tuple[dict[str, Any], int]:
     """Train over ``epochs`` (each a list of examples) for ``steps`` steps; return the log
     (``loss`` per step, ``epochs`` with the mean loss and dev measures) and the steps taken.
@@ -181,13 +187,18 @@ def train_epochs(
     training mode at each epoch's start; ``eval_dev``, when given, scores the dev split after each
     epoch, and before the first when ``dev_before`` (the starting model's score: epoch 0).
     ``timings`` gets ``dev`` (all the dev scorings), ``train`` (the steps alone) and
-    ``steps_per_second``."""
+    ``steps_per_second``. The log's ``used`` counts the examples the steps took and their
+    distinct queries, of the queries in all epochs (``query_of`` gives an example's query;
+    default its first item: both trainers' examples start with the topic's index)."""
     import torch
 
     from cmrkit.console import console, progress_bar
 
     log: dict[str, Any] = {"loss": [], "epochs": []}
     dev_seconds = 0.0
+    query = query_of or _first_item
+    used: set[Any] = set()
+    n_used = 0
 
     def scored_dev() -> dict[str, float]:
         nonlocal dev_seconds
@@ -211,7 +222,10 @@ def train_epochs(
             for b in range(0, len(examples), batch_size):
                 if step >= steps:
                     break
-                loss = batch_loss(examples[b : b + batch_size])
+                batch = examples[b : b + batch_size]
+                loss = batch_loss(batch)
+                used.update(query(x) for x in batch)
+                n_used += len(batch)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(parameters, 1.0)
@@ -238,7 +252,25 @@ def train_epochs(
     # the steps alone: the dev scorings after each epoch are counted in ``dev``
     timings["train"] = round(time.perf_counter() - t_train - (dev_seconds - dev_first), 3)
     timings["steps_per_second"] = round(step / max(timings["train"], 1e-9), 4)
+    every = {query(x) for e in epochs for x in e}
+    known = None not in every  # examples of another shape: the queries are not counted
+    log["used"] = {
+        "examples": n_used,
+        "queries": len(used) if known else None,
+        "of_queries": len(every) if known else None,
+    }
     return log, step
+
+
+def _first_item(example: Any) -> Any:
+    """An example's query: the first item (the topic's index) of the tuples both trainers
+    make; None for an example of another shape."""
+    try:
+        first = example[0]
+        hash(first)
+    except (TypeError, IndexError, KeyError):
+        return None
+    return first
 
 
 def options_record(options: Any) -> dict[str, Any]:
@@ -291,6 +323,7 @@ class ModelFolder:
         self, path: Path, *, kind: str, metadata: str, files: Sequence[str] = (), force: bool
     ):
         self.path = Path(path)
+        self.kind = kind
         self.metadata = metadata
         self.files = tuple(files)
         self.force = force
@@ -376,8 +409,34 @@ class ModelFolder:
         if (self.path / PLOT).exists():
             return
         tmp = self.staged.tmp / PLOT
-        draw(log, tmp)
+        draw(self._titled(log, self.path), tmp)
         os.replace(tmp, self.path / PLOT)
+
+    def _titled(self, log: dict[str, Any], folder: Path) -> dict[str, Any]:
+        """The log with the plot's ``title``: what was trained (the kind of model, from the
+        folder's metadata the collection and split), the steps and the queries they used."""
+        try:
+            meta = json.loads((folder / self.metadata).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+        data = meta.get("data") if isinstance(meta, dict) else None
+        data = data if isinstance(data, dict) else {}
+        what = KINDS_SHOWN.get(self.kind, self.kind)
+        where = " ".join(
+            str(x)
+            for x in (Path(str(data["collection"])).name if data.get("collection") else None,
+                      data.get("train_split"))
+            if x
+        )  # fmt: skip
+        steps = len(log.get("loss", []))
+        used = log.get("used") if isinstance(log.get("used"), dict) else {}
+        queries = (
+            f" on {used['queries']:,} of {used['of_queries']:,} queries"
+            if isinstance(used.get("queries"), int) and isinstance(used.get("of_queries"), int)
+            else ""
+        )
+        title = f"{what}" + (f" trained on {where}" if where else "")
+        return {**log, "title": f"{title}: {steps:,} steps{queries}"}
 
     def target(self) -> Path:
         """The staging folder to write the new model into."""
@@ -391,7 +450,7 @@ class ModelFolder:
         target = self.target()
         write_json(target / TRAIN_LOG, log)
         if draw is not None:
-            draw(log, target / PLOT)
+            draw(self._titled(log, target), target / PLOT)
         usual_modes(target)  # safetensors writes its weights 0600
         self.staged.commit()
 
