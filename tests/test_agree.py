@@ -157,3 +157,32 @@ def test_identical_runs_are_named_in_a_warning_by_agree_and_compare(files, tmp_p
         assert "near" not in said.split("are identical")[0]
     result = CliRunner().invoke(app, ["agree", str(qrels), str(shallow), *map(str, runs)])
     assert "identical" not in result.stderr
+
+
+def test_a_run_the_reference_never_judges_is_refused_one_the_shallow_qrels_miss_is_not(
+    files, tmp_path
+):
+    """Issue 42 item 5a in agree: a run of another collection (no sidecar) gave all-zero means.
+    Against the reference only: a run no document of which the shallow qrels judge is what
+    pool-bias studies measure."""
+    qrels, shallow, runs = files
+    lines = runs[1].read_text().splitlines(keepends=True)
+    foreign = tmp_path / "foreign.trec"
+    foreign.write_text("".join(" ".join(f[:2] + ["X" + f[2]] + f[3:]) + "\n"
+                               for f in (line.split() for line in lines)))  # fmt: skip
+    args = ["agree", str(qrels), str(shallow), *map(str, runs[:3]), str(foreign), "--bootstrap",
+            "0"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"error: {foreign}: none of the ") and "judged anywhere" in (
+        result.stderr
+    )
+    assert CliRunner().invoke(app, [*args, "--allow-unjudged"]).exit_code == 0
+    # the shallow qrels judge none of this run's documents: scored, 0 under them
+    judged_b = {(f[0], f[2]) for f in (line.split() for line in shallow.read_text().splitlines())}
+    unseen = tmp_path / "unseen.trec"
+    unseen.write_text("".join(line for line in lines if tuple(line.split()[0:3:2]) not in judged_b))
+    result = CliRunner().invoke(app, ["agree", str(qrels), str(shallow), *map(str, runs[:3]),
+                                      str(unseen), "--bootstrap", "0", "-f", "json"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["per_measure"]["AP"]["other"]["unseen"] == 0.0

@@ -196,9 +196,8 @@ def agree_command(
         raise CmrkitError(
             f"{qrels_a} judges none of the runs' queries: are the runs of its collection?"
         )
-    for name, path in zip(names, runs, strict=True):
-        for qrels_path, judged in ((qrels_a, reference), (qrels_b, other)):
-            check_qrels_of(path, qrels_path, loaded[name], judged, allow_unjudged=allow_unjudged)
+    for name, path in zip(names, runs, strict=True):  # the reference: a shallow B may miss one
+        check_qrels_of(path, qrels_a, loaded[name], reference, allow_unjudged=allow_unjudged)
     warn_identical(loaded)
     result = qrels_agreement(
         loaded,
