@@ -44,7 +44,9 @@ MEASURE_HELP = (
     "xinfAP, infNDCG, Judged@10, NumRel, ...) or trec_eval's (map_cut.10, P.5,10, ndcg.1=3,2=9, "
     "iprec_at_recall..10,.20, all_trec, official, all_prefs, qrels_jg); repeat or separate "
     "ir_measures names with commas. Default: infAP, AP, AP@10, AP@50, RR@10, R@10, R@50, R@100, "
-    "R@500, P@10, nDCG@10, Judged@10 (with -f trec: trec_eval's official set)."
+    "R@500, P@10, nDCG@10, Judged@10 (with -f trec: trec_eval's official set). cmrkit's own, "
+    "not trec_eval's: RR@k, Judged@k, xinfAP, infNDCG, AUC, AUC_micro, MentionRecall@k "
+    "(docs/evaluation.md)."
 )
 
 
@@ -70,7 +72,7 @@ def _eval_table(result, groups, per_query: bool, title: str) -> None:
     for m in result.measures:
         cells = [m.format(result.aggregate[m.name])]
         cells += [m.format(g.aggregate[m.name]) for g in groups or []]
-        table.add_row(m.name, m.trec_name, *cells)
+        table.add_row(m.name, m.trec_column, *cells)
     if groups:
         table.add_section()
         table.add_row("queries", "", str(result.queries), *(str(len(g.queries)) for g in groups))

@@ -24,6 +24,13 @@ from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import SAMPLED_KINDS, TREC_EVAL_KIND, Measure, parse_measures
+from cmrkit.evaluation.measures.own import (
+    OWN_KINDS,
+    POOLED,
+    own_values,
+    pooled_value,
+    refuse_aggregate,
+)
 from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSIONS
 from cmrkit.evaluation.order import MISSING as _MISSING
 from cmrkit.evaluation.order import rank_all
@@ -72,6 +79,8 @@ def aggregate(measure: Measure, values: Sequence[float]) -> float:
     """trec_eval's summary of per-query values: the sum for counts, else the mean (0 if none);
     a trec_eval measure without an ir_measures name (``set_F``) sums the values one by one, as
     trec_eval's ``all`` line does (`eval` prints those through trec_eval's engine)."""
+    if measure.kind in OWN_KINDS:
+        refuse_aggregate(measure)  # a pooled measure has no mean over some queries
     if measure.summed:
         return float(sum(values))
     if not values:
@@ -95,6 +104,7 @@ def _native(measure: Measure) -> bool:
     trec_eval's code."""
     return (
         measure.kind in _NATIVE
+        or measure.kind in OWN_KINDS
         or measure.kind in SAMPLED_KINDS
         or (measure.kind == "nDCG" and measure.cutoff is not None)
     )
@@ -394,6 +404,9 @@ def evaluate(
         estimates = sampled.per_query(cols, blocks, qrels, strata, depth)
         values["xinfAP"] = [e[0] for e in estimates]
         values["infNDCG"] = [e[1] for e in estimates]
+    own = [m for m in ms if m.kind in OWN_KINDS]  # cmrkit's own measures (measures/own.py)
+    own_rows = own_values(own, ranked, judged, qids, scored, qrels) if own else {}
+    values.update({key: [rows[q] for q in qids] for key, rows in own_rows.items()})
     per_query: dict[str, dict[str, float]] = {qid: {} for qid in scored}
     where = {q: k for k, q in enumerate(qids)}
     others = [m for m in ms if not _native(m)]
@@ -410,7 +423,15 @@ def evaluate(
                 row[m.name] = float(sum(g >= 1 for g in qrels[qid].values()))
             else:
                 row[m.name] = 1.0 if m.kind == "NumQ" else 0.0
-    agg = {m.name: aggregate(m, [per_query[q][m.name] for q in scored]) for m in ms}
+    for measure_name, by_query in own_rows.items():  # queries missing from the run too
+        for qid in scored:
+            per_query[qid][measure_name] = by_query[qid]
+    agg = {
+        m.name: pooled_value(m, per_query)
+        if m.kind in POOLED
+        else aggregate(m, [per_query[q][m.name] for q in scored])
+        for m in ms
+    }
     return Result(
         ms, per_query, agg, missing_from_run, missing_from_qrels, all_queries, depth, version
     )

@@ -88,6 +88,13 @@ register(
     Kind("NumRet", "number of retrieved documents"),
     Kind("NumRelRet", "number of relevant documents retrieved"),
     Kind("NumQ", "number of queries evaluated"),
+    # cmrkit's own (measures/own.py computes them; trec_eval has none of them)
+    Kind("AUC", "cmrkit's own: ROC AUC of each query's judged relevant against its judged "
+         "non-relevant units by the run's scores (unretrieved ones below, ties half); the mean"),
+    Kind("AUC_micro", "cmrkit's own: ROC AUC of every judged (query, unit) pair at once, as "
+         "classification papers report it"),
+    Kind("MentionRecall", "cmrkit's own: arboEL's mention recall@k, relevant units in the top "
+         "k over min(relevant units, k)", "required"),
 )  # fmt: skip
 _BY_NAME = {k.name.lower(): k for k in _KINDS}
 # trec_eval's own names, accepted as a convenience: `P_10`, `map_cut_10`, `recip_rank`.
@@ -163,6 +170,17 @@ class Measure:
         if self.cutoff is not None and k.trec_cut:
             return f"{k.trec_cut}_{self.cutoff}"
         return self.name
+
+    @property
+    def own(self) -> bool:
+        """cmrkit's own measure, which trec_eval lacks (RR@k, Judged@k, xinfAP, AUC, ...)."""
+        return self.spec is None and self.pytrec_request is None
+
+    @property
+    def trec_column(self) -> str:
+        """What a table's trec_eval column says of it: its trec_eval name, or that it is
+        cmrkit's own."""
+        return "(cmrkit's own)" if self.own else self.trec_name
 
     @property
     def pytrec_request(self) -> str | None:
