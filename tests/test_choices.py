@@ -26,6 +26,7 @@ def _library() -> dict[str, tuple[str, ...]]:
     from cmrkit.evaluation.coref_table import PROTOCOLS
     from cmrkit.judging.options import ON_UNPARSED
     from cmrkit.pooling.strategies import STRATEGIES
+    from cmrkit.retrieval.dense.objectives import NEGATIVES, OBJECTIVES, POSITIVES
     from cmrkit.retrieval.dense.options import DEVICES
     from cmrkit.retrieval.distributed.engine import ENGINES
     from cmrkit.retrieval.fusion import METHODS, NORMS
@@ -40,6 +41,9 @@ def _library() -> dict[str, tuple[str, ...]]:
         "Device": DEVICES,
         "Precision": PRECISIONS,
         "Select": SELECTS,
+        "Objective": OBJECTIVES,
+        "Positives": POSITIVES,
+        "Negatives": NEGATIVES,
         "FuseMethod": METHODS,
         "Norm": NORMS,
         "Engine": ENGINES,

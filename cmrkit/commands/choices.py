@@ -29,6 +29,9 @@ def plain(value: Any) -> Any:
 Device = choices("Device", ("cpu", "cuda", "auto"))  # retrieval.dense.options.DEVICES
 Precision = choices("Precision", ("fp32", "int8", "onnx-int8"))  # retrieval.quantized.PRECISIONS
 Select = choices("Select", ("cls", "coref"))  # retrieval.reader.model.SELECTS
+Objective = choices("Objective", ("coresearch", "eer"))  # retrieval.dense.objectives.OBJECTIVES
+Positives = choices("Positives", ("random", "arborescence"))  # ...objectives.POSITIVES
+Negatives = choices("Negatives", ("bm25", "knn"))  # retrieval.dense.objectives.NEGATIVES
 FuseMethod = choices("FuseMethod", ("rrf", "combsum", "combmnz"))  # retrieval.fusion.METHODS
 Norm = choices("Norm", ("minmax", "zscore"))  # retrieval.fusion.NORMS
 Engine = choices("Engine", ("local", "ray"))  # retrieval.distributed.engine.ENGINES

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cmrkit.commands.choices import Device, FuseMethod, Norm, Precision, plain
+from cmrkit.commands.choices import (
+    Device,
+    FuseMethod,
+    Negatives,
+    Norm,
+    Objective,
+    Positives,
+    Precision,
+    plain,
+)
 from cmrkit.commands.runs import (
     COLLECTION_ARG,
     FORCE,
@@ -31,6 +40,7 @@ from cmrkit.commands.runs import (
     training_recipe,
 )
 from cmrkit.console import out, user_errors
+from cmrkit.retrieval.dense.objectives import EER_MARGIN, KNN_NEGATIVES
 from cmrkit.retrieval.dense.options import DEFAULT_MODEL
 
 if TYPE_CHECKING:
@@ -298,12 +308,56 @@ def train_dense_command(
         128, "--max-length", help="Passage tokens kept during training (and later runs)."
     ),
     markers: str | None = MARKERS,
+    objective: Objective = typer.Option(
+        Objective.coresearch,
+        "--objective",
+        help="coresearch: cross-entropy over the batch's units (CoreSearch); eer: InfoNCE "
+        "(scale 20, in-batch and shared hard negatives) plus a triplet margin loss (EER).",
+    ),
+    positives: Positives = typer.Option(
+        Positives.random,
+        "--positives",
+        help="random: drawn each epoch (CoreSearch); arborescence: each query's edge in its "
+        "cluster's minimum spanning arborescence in the current space, recomputed each epoch, "
+        "with arboEL's softmax over the positive and its own negatives (arboEL).",
+    ),
+    negatives: Negatives = typer.Option(
+        Negatives.bm25,
+        "--negatives",
+        help="bm25: one BM25 hard negative per example; knn: also the --knn-negatives nearest "
+        "non-coreferent mentions of the training clusters in the current space (arboEL).",
+    ),
+    knn_negatives: int = typer.Option(
+        KNN_NEGATIVES, "--knn-negatives", help="How many nearest negatives --negatives knn adds."
+    ),
+    entities: bool | None = typer.Option(
+        None,
+        "--entities/--no-entities",
+        help="--positives arborescence: a cluster's entity (its title, WEC-Eng's coref_link) "
+        "is the root of its arborescence [default: where the collection names one].",
+    ),
+    margin: float = typer.Option(
+        EER_MARGIN, "--margin", help="--objective eer: the triplet margin."
+    ),
+    event_term: bool = typer.Option(
+        False,
+        "--event-term",
+        help="--objective eer: EER's event-aware InfoNCE between each query and its positive's "
+        "event (trigger, subject, object from spaCy's parse, in EER's prompt template).",
+    ),
+    event_decoder: bool = typer.Option(
+        False,
+        "--event-decoder",
+        help="--objective eer: the event strings written by EER's decoder (an encoder-decoder "
+        "made from the passage encoder, trained beside it, not saved).",
+    ),
     device: Device = DEVICE,
     download: bool = DOWNLOAD,
     force: bool = typer.Option(False, "--force", help="Replace an existing model folder."),
 ) -> None:
-    """Fine-tune a bi-encoder (CoreSearch recipe): marked query vs each positive unit,
-    in-batch negatives plus a BM25 hard negative per positive.
+    """Fine-tune a bi-encoder: marked query vs each positive unit. The default is CoreSearch's
+    recipe: in-batch negatives plus a BM25 hard negative per positive; --positives, --negatives
+    and --objective choose arboEL's or EER's (docs/dense.md).
 
     The folder is a sentence-transformers model plus cmrkit's metadata; use it with
     `cmrkit run dense --model FOLDER`. The sample has no train split: train on dev.
@@ -323,6 +377,14 @@ def train_dense_command(
         negatives_depth=negatives_depth,
         pairs_per_query=pairs_per_query or None,
         negatives_run=negatives_run,
+        objective=plain(objective),
+        positives=plain(positives),
+        negatives=plain(negatives),
+        knn_negatives=knn_negatives,
+        entities=entities,
+        margin=margin,
+        event_term=event_term,
+        event_decoder=event_decoder,
     )
     result = train_dense(
         collection,

@@ -348,9 +348,16 @@ class ModelFolder:
             return None
         return found if isinstance(found, dict) else None
 
-    def check_options(self, options: dict[str, Any], derived: Iterable[str] = ()) -> None:
+    def check_options(
+        self,
+        options: dict[str, Any],
+        derived: Iterable[str] = (),
+        implicit: dict[str, Any] | None = None,
+    ) -> None:
         """Refuse at once, before any data is read, a model in the folder trained with other
-        ``options`` (the metadata's ``parameters``; ``derived`` ones are settled later)."""
+        ``options`` (the metadata's ``parameters``; ``derived`` ones are settled later).
+        ``implicit``: options a record leaves out when they have these values (a folder
+        without one was trained so); compared too, and named first when they differ."""
         if self.force or not os.path.lexists(self.path):
             return
         found = self._read()
@@ -358,12 +365,20 @@ class ModelFolder:
         if not isinstance(params, dict):
             return  # :meth:`kept` says what is wrong with it
         skip = set(derived)
-        have = _plain({k: params.get(k) for k in options if k not in skip})
-        want = _plain({k: v for k, v in options.items() if k not in skip})
+        absent = dict(implicit or {})
+        keys = [k for k in dict.fromkeys([*absent, *options]) if k not in skip]
+        have = _plain({k: params.get(k, absent.get(k)) for k in keys})
+        want = _plain({k: options.get(k, absent.get(k)) for k in keys})
         if have != want:
+            mode = next((k for k in absent if k in have and have[k] != want[k]), None)
+            where = (
+                _first_difference(have[mode], want[mode], f"parameters.{mode}")
+                if mode is not None
+                else _first_difference(have, want, "parameters")
+            )
             raise CmrkitError(
-                f"already exists, trained otherwise ({_first_difference(have, want, 'parameters')})"
-                "; pass --force to replace it, or name another folder",
+                f"already exists, trained otherwise ({where}); pass --force to replace it, or "
+                "name another folder",
                 path=self.path,
             )
 

@@ -1,4 +1,9 @@
-"""``cmrkit train dense``: fine-tune a bi-encoder on a collection's own queries (CoreSearch recipe).
+"""``cmrkit train dense``: fine-tune a bi-encoder on a collection's own queries.
+
+The default is the CoreSearch recipe, below; ``objective``, ``positives`` and ``negatives``
+choose arboEL's arborescence positives and k-NN negatives or EER's objective instead
+(``objectives.py`` says what each does; ``mining.py`` draws the examples that depend on the
+current model, once per epoch; ``events.py`` makes EER's event strings).
 
 Each training example is a marked query and one of its positive units (every positive, or
 ``pairs_per_query`` of them drawn each epoch). A batch scores every query against every unit in
@@ -19,13 +24,16 @@ same weights on CPU.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 import cmrkit.retrieval.training as training
 from cmrkit.collection.layout import (
@@ -39,6 +47,7 @@ from cmrkit.collection.layout import (
 from cmrkit.errors import CmrkitError, check_range
 from cmrkit.figures import plot_training
 from cmrkit.fileio import as_os_error
+from cmrkit.retrieval.dense import mining
 from cmrkit.retrieval.dense.models import (
     METADATA,
     METADATA_FORMAT,
@@ -48,12 +57,29 @@ from cmrkit.retrieval.dense.models import (
     load_sentence_transformer,
     resolve_model,
 )
+from cmrkit.retrieval.dense.objectives import (
+    EER_MARGIN,
+    EER_SCALE,
+    KNN_NEGATIVES,
+    NEGATIVES,
+    OBJECTIVES,
+    POSITIVES,
+)
 from cmrkit.retrieval.dense.options import DenseOptions
 from cmrkit.retrieval.neural import quiet_hub, resolve_device
 from cmrkit.retrieval.options import RunOptions
 from cmrkit.retrieval.runfile import own_document_units
 
 DEV_MEASURES = ("RR@10", "AP@10", "R@10", "R@100")
+# the recipe's modes and their defaults: a folder that does not record one was trained with it
+# (so the default recipe's metadata is what it was before they existed)
+MODES = {
+    "objective": "coresearch",
+    "positives": "random",
+    "negatives": "bm25",
+    "event_term": False,
+    "event_decoder": False,
+}
 
 
 @dataclass(frozen=True)
@@ -74,6 +100,38 @@ class TrainOptions:
     seed: int = 13
     max_steps: int | None = None
     negatives_run: Path | None = None  # a BM25 run of the train split; None: run bm25 (kept)
+    objective: str = "coresearch"  # or eer (objectives.py)
+    positives: str = "random"  # or arborescence (arboEL)
+    negatives: str = "bm25"  # or knn: the BM25 negative and the k nearest (arboEL)
+    knn_negatives: int = KNN_NEGATIVES
+    entities: bool | None = None  # arborescence: the cluster's entity node (None: where named)
+    margin: float = EER_MARGIN  # eer: the triplet margin
+    event_term: bool = False  # eer: the event-aware InfoNCE (spaCy's event strings)
+    event_decoder: bool = False  # eer: the event strings written by EER's decoder
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether an epoch's examples depend on the current model (drawn at its start)."""
+        return self.positives == "arborescence" or self.negatives == "knn"
+
+    @property
+    def events(self) -> bool:
+        return self.event_term or self.event_decoder
+
+    def record(self) -> dict[str, Any]:
+        """The options as the model folder records them: the modes only where they are not
+        the default, and each mode's parameters only with it."""
+        rec = training.options_record(self)
+        for key, default in MODES.items():
+            if rec[key] == default:
+                del rec[key]
+        if self.negatives != "knn":
+            del rec["knn_negatives"]
+        if self.objective != "eer":
+            del rec["margin"]
+        if self.positives != "arborescence":
+            del rec["entities"]
+        return rec
 
     def check(self) -> None:
         if self.epochs < 1:
@@ -93,6 +151,34 @@ class TrainOptions:
             raise CmrkitError(f"--negatives-depth must be at least 1, got {self.negatives_depth}")
         if self.pairs_per_query is not None and self.pairs_per_query < 1:
             raise CmrkitError(f"--pairs-per-query must be at least 1, got {self.pairs_per_query}")
+        self._check_modes()
+
+    def _check_modes(self) -> None:
+        for flag, value, values in (
+            ("--objective", self.objective, OBJECTIVES),
+            ("--positives", self.positives, POSITIVES),
+            ("--negatives", self.negatives, NEGATIVES),
+        ):
+            if value not in values:
+                raise CmrkitError(f"{flag} must be one of {', '.join(values)}, got {value!r}")
+        if self.knn_negatives < 1:
+            raise CmrkitError(f"--knn-negatives must be at least 1, got {self.knn_negatives}")
+        check_range(self.margin, 0, 100, "--margin")
+        if self.positives == "arborescence" and self.pairs_per_query != 1:
+            raise CmrkitError(
+                "--positives arborescence gives each query one positive per epoch, its "
+                "arborescence edge: drop --pairs-per-query"
+            )
+        if self.entities is not None and self.positives != "arborescence":
+            raise CmrkitError("--entities and --no-entities go with --positives arborescence")
+        events = (("--event-term", self.event_term), ("--event-decoder", self.event_decoder))
+        for flag, on in events:
+            if on and self.objective != "eer":
+                raise CmrkitError(f"{flag} is part of EER's objective: add --objective eer")
+        if self.event_decoder:
+            from cmrkit.retrieval.dense.events import check_decoder_extra
+
+            check_decoder_extra()
 
 
 @dataclass
@@ -104,6 +190,35 @@ class _Data:
     negatives: list[list[str]]  # per topic: BM25 candidates, best first
     texts: dict[str, str]
     hashes: dict[str, str]
+    titles: dict[str, str] = field(default_factory=dict)  # cluster -> entity text
+    mentions: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)  # per unit
+
+
+def _check_arborescence(
+    coll: Path, split: str, opts: TrainOptions, topics: list[Topic], qrels: Any
+) -> dict[str, str]:
+    """Refuse arborescence positives that cannot be built (before the negatives run is made):
+    every training cluster of one mention, or ``--entities`` where no cluster names its
+    entity; the entity texts of the clusters (none with ``--no-entities``)."""
+    from cmrkit.collection.layout import topic_records
+
+    relevant = [frozenset(d for d, g in qrels.get(t.qid, {}).items() if g > 0) for t in topics]
+    sizes = mining.cluster_sizes([t.cluster for t in topics], relevant, [t.unit for t in topics])
+    if sizes and max(sizes.values()) < 2:
+        raise CmrkitError(
+            f"--positives arborescence needs training clusters of two mentions or more, and "
+            f"each of the {len(sizes):,} clusters of split {split!r} has one; train with "
+            "--positives random, or on a split whose clusters hold coreferent mentions"
+        )
+    if opts.entities is False:
+        return {}
+    titles = mining.entity_titles(topic_records(coll), {t.qid for t in topics})
+    if opts.entities and not titles:
+        raise CmrkitError(
+            f"--entities: no cluster of split {split!r} names its entity (topics.jsonl has no "
+            "cluster_title for its queries: WEC-Eng's coref_link gives one); drop --entities"
+        )
+    return titles
 
 
 def _load_data(
@@ -112,8 +227,19 @@ def _load_data(
     from cmrkit.trec import ranked, read_run
 
     path, qrels = training.train_qrels(coll, split, qrels_dir)
-    texts = {r["id"]: r["contents"] for _, r in iter_corpus(coll)}
-    topics = [t for t in read_topics(coll, split) if t.qid in qrels]
+    texts: dict[str, str] = {}
+    mentions: dict[str, list[tuple[str, int, int]]] = {}
+    for _, r in iter_corpus(coll):
+        texts[r["id"]] = r["contents"]
+        if opts.events and r.get("mentions"):
+            mentions[r["id"]] = sorted(
+                (str(m["cluster"]), int(m["start"]), int(m["end"])) for m in r["mentions"]
+            )
+    split_topics = read_topics(coll, split)
+    titles = {}
+    if opts.positives == "arborescence":
+        titles = _check_arborescence(coll, split, opts, split_topics, qrels)
+    topics = [t for t in split_topics if t.qid in qrels]
     if not topics:
         raise CmrkitError(f"no topic of split {split!r} has judgments in the qrels", path=path)
     if opts.negatives_run is not None:
@@ -150,7 +276,7 @@ def _load_data(
         **training.data_hashes(coll, path, "negatives_run", run_path),
         "negatives_run": str(run_path),
     }
-    return _Data(topics, positives, relevant, banned, negatives, texts, hashes)
+    return _Data(topics, positives, relevant, banned, negatives, texts, hashes, titles, mentions)
 
 
 def _examples(data: _Data, opts: TrainOptions, rng: random.Random) -> list[tuple[int, str, str]]:
@@ -250,7 +376,9 @@ def train_dense(
     with training.ModelFolder(
         out, kind="dense-model", metadata=METADATA, files=encoders, force=force
     ) as folder:
-        folder.check_options(training.options_record(opts), derived=("dev_split", "scale"))
+        folder.check_options(
+            opts.record(), derived=("dev_split", "scale", "entities"), implicit=MODES
+        )
         qdir = Path(qrels_dir) if qrels_dir is not None else None
         base_run = RunOptions.build(run_options, {"split": opts.train_split, "argv": None})
         session = _Training.prepare(coll, dense, opts, base_run, qdir)
@@ -275,6 +403,25 @@ def train_dense(
         return training.TrainedModel(out, trained, log_out)
 
 
+class _Epochs(Sequence):
+    """The examples of each epoch, drawn when the epoch starts (after the one before trained),
+    for the recipes whose examples depend on the current model; ``size`` examples each."""
+
+    def __init__(self, count: int, size: int, draw: Callable[[int], list]) -> None:
+        self.count, self.size, self._draw = count, size, draw
+        self._drawn: list[list] = []
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: Any) -> list:
+        if not isinstance(index, int) or not 0 <= index < self.count:
+            raise IndexError(index)
+        while len(self._drawn) <= index:
+            self._drawn.append(self._draw(len(self._drawn)))
+        return self._drawn[index]
+
+
 @dataclass
 class _Training:
     """One training of a bi-encoder: :meth:`prepare` reads the data and loads the encoders,
@@ -293,11 +440,17 @@ class _Training:
     data: _Data
     encoders: Encoders
     scale: float
-    epochs: list[list[tuple[int, str, str]]]
+    epochs: Sequence[Sequence[tuple]]
     steps: int
     timings: dict[str, float]
     query_tokens: list[list[int]]
+    n_examples: int = 0
+    clusters: mining.Clusters | None = None
+    events: dict[tuple[str, str], Any] = field(default_factory=dict)  # (cluster, unit) -> Event
+    parser: dict[str, str] = field(default_factory=dict)  # the spaCy pipeline of the events
+    decoder: Any = None  # events.EventDecoder with --event-decoder
     _passages: dict[str, list[int]] = field(default_factory=dict)
+    _batches: int = 0
 
     @classmethod
     def prepare(
@@ -309,7 +462,7 @@ class _Training:
         qdir: Path | None,
     ) -> _Training:
         """Read the data (making the BM25 run when needed), seed, load the encoders and draw
-        every epoch's examples."""
+        every epoch's examples (or, for the recipes that depend on the model, the way to)."""
         import copy
 
         from cmrkit.retrieval.dense.encode import query_ids
@@ -318,6 +471,11 @@ class _Training:
         ref = resolve_model(dense.model, download=dense.download)
         markers = dense.markers or ref.markers
         query_len, passage_len = lengths(ref, dense)
+        nlp = None
+        if opts.events:  # a missing spaCy model is refused before the negatives run is made
+            from cmrkit.retrieval.dense.events import load_parser
+
+            nlp = load_parser(base_run.spacy_model)
         t0 = time.perf_counter()
         data = _load_data(coll, opts.train_split, opts, base_run, qdir)
         timings = {"data": round(time.perf_counter() - t0, 3)}
@@ -333,9 +491,12 @@ class _Training:
             query = load_sentence_transformer(ref.path / QUERY_ENCODER, device)
         normalised = any(type(m).__name__ == "Normalize" for m in passage)
         scale = opts.scale if opts.scale is not None else (20.0 if normalised else 1.0)
+        if opts.objective == "eer" and opts.scale is None:
+            scale = EER_SCALE  # over cosine similarities, normalised or not
         rng = random.Random(opts.seed)
-        epochs = [_examples(data, opts, rng) for _ in range(opts.epochs)]
-        steps = training.total_steps(epochs, opts.batch_size, opts.max_steps)
+        epochs: Sequence[Sequence[tuple]] = []
+        if not opts.dynamic:
+            epochs = [_examples(data, opts, rng) for _ in range(opts.epochs)]
         topics = data.topics
         tokens = query_ids(
             query.tokenizer,
@@ -344,10 +505,59 @@ class _Training:
             markers,
             query_len,
         )
-        return cls(
+        session = cls(
             coll, dense, opts, ref, markers, query_len, passage_len, dev_split, qdir, data,
-            Encoders(ref, device, query, passage), scale, epochs, steps, timings, tokens,
+            Encoders(ref, device, query, passage), scale, epochs, 0, timings, tokens,
         )  # fmt: skip
+        session._plan(rng, nlp)
+        return session
+
+    def _plan(self, rng: random.Random, nlp: Any) -> None:
+        """The steps, the examples per epoch, the clusters, the event strings and the decoder."""
+        opts, data = self.opts, self.data
+        per_epoch = sum(
+            0 if not p else 1 if opts.positives == "arborescence"
+            else len(p) if opts.pairs_per_query is None else min(len(p), opts.pairs_per_query)
+            for p in data.positives
+        )  # fmt: skip
+        if opts.dynamic:
+            self.clusters = mining.training_clusters(
+                [t.cluster for t in data.topics],
+                data.positives,
+                [t.unit for t in data.topics],
+                data.titles if opts.positives == "arborescence" else None,
+            )
+            self.timings["mining"] = 0.0
+            draw = functools.partial(self._draw, rng)
+            self.epochs = _Epochs(opts.epochs, per_epoch, draw)
+        self.n_examples = sum(len(e) for e in self.epochs) if not opts.dynamic else (
+            per_epoch * opts.epochs
+        )  # fmt: skip
+        sized = [range(per_epoch)] * opts.epochs if opts.dynamic else self.epochs
+        self.steps = training.total_steps(sized, opts.batch_size, opts.max_steps)
+        if nlp is not None:
+            self._parse_events(nlp)
+        if opts.event_decoder:
+            from cmrkit.retrieval.dense.events import EventDecoder
+
+            self.decoder = EventDecoder(self.encoders.passage)
+
+    def _parse_events(self, nlp: Any) -> None:
+        """The event of every (cluster, positive unit) a query may learn from."""
+        from cmrkit.retrieval.dense.events import parse_events
+
+        t0 = time.perf_counter()
+        data = self.data
+        wanted: dict[tuple[str, str], tuple[str, tuple[int, int] | None]] = {}
+        for t, pos in zip(data.topics, data.positives, strict=True):
+            for d in pos:
+                spans = [(s, e) for c, s, e in data.mentions.get(d, []) if c == t.cluster]
+                wanted[(str(t.cluster), d)] = (d, spans[0] if spans else None)
+        parsed = parse_events(nlp, data.texts, wanted.values())
+        self.events = {key: parsed[w] for key, w in wanted.items()}
+        self.parser = {"model": nlp.meta.get("lang", "") + "_" + nlp.meta.get("name", ""),
+                       "version": str(nlp.meta.get("version"))}  # fmt: skip
+        self.timings["events"] = round(time.perf_counter() - t0, 3)
 
     @property
     def modules(self) -> list[Any]:
@@ -358,6 +568,26 @@ class _Training:
     def metadata(self, steps: int) -> dict[str, Any]:
         """What the model folder records of its training (``steps`` taken)."""
         opts, data = self.opts, self.data
+        parameters = {
+            **opts.record(),
+            "dev_split": self.dev_split,
+            "scale": self.scale,
+            "query_max_length": self.query_len,
+            "passage_max_length": self.passage_len,
+            "steps": steps,
+            "device": self.encoders.device,
+        }
+        if opts.positives == "arborescence":
+            assert self.clusters is not None
+            parameters["entities"] = bool(self.clusters.entities)
+        if opts.events:
+            from cmrkit.retrieval.dense.events import EVENT_TEMPLATE, GENERATED_TOKENS
+
+            parameters["event"] = {"template": EVENT_TEMPLATE, "parser": self.parser}
+            if opts.event_decoder:
+                parameters["event"]["decoder"] = {
+                    "generation": "greedy", "max_new_tokens": GENERATED_TOKENS
+                }  # fmt: skip
         return {
             "format": METADATA_FORMAT,
             "markers": list(self.markers),
@@ -367,24 +597,18 @@ class _Training:
                 "collection": str(self.coll),
                 "train_split": opts.train_split,
                 "n_queries": sum(1 for p in data.positives if p),
-                "n_examples": sum(len(e) for e in self.epochs),
+                "n_examples": self.n_examples,
                 **{k: v for k, v in data.hashes.items() if k != "negatives_run"},
             },
-            "parameters": {
-                **training.options_record(opts),
-                "dev_split": self.dev_split,
-                "scale": self.scale,
-                "query_max_length": self.query_len,
-                "passage_max_length": self.passage_len,
-                "steps": steps,
-                "device": self.encoders.device,
-            },
+            "parameters": parameters,
         }
 
     def fit(self, progress: bool) -> tuple[dict[str, Any], int]:
         """Train; the log and the steps taken."""
         opts = self.opts
         named = [(n, p) for m in self.modules for n, p in m.named_parameters() if p.requires_grad]
+        if self.decoder is not None:  # trained beside the encoders, never saved
+            named += [(f"decoder.{n}", p) for n, p in self.decoder.decoder.named_parameters()]
         optimizer = training.adamw([(named, opts.learning_rate)], opts.weight_decay)
         return training.train_epochs(
             self.epochs,
@@ -404,6 +628,8 @@ class _Training:
     def train_mode(self) -> None:
         for module in self.modules:
             module.train()
+        if self.decoder is not None:
+            self.decoder.model.train()
 
     def eval_dev(self) -> dict[str, float]:
         assert self.dev_split is not None
@@ -412,49 +638,147 @@ class _Training:
             self.passage_len, self.dense.batch_size, self.qdir,
         )  # fmt: skip
 
+    def text(self, key: str) -> str:
+        """A unit's text, or an entity node's (its cluster's title)."""
+        if key.startswith("entity\t"):
+            return self.data.titles[key.partition("\t")[2]]
+        return self.data.texts[key]
+
     def passage_tokens(self, docnos: list[str]) -> list[list[int]]:
-        """Token ids of units, each tokenized once."""
+        """Token ids of units (and entity texts), each tokenized once."""
         from cmrkit.retrieval.dense.encode import passage_ids
 
         todo = [d for d in docnos if d not in self._passages]
         if todo:
             tokenizer = self.encoders.passage.tokenizer
-            texts = [self.data.texts[d] for d in todo]
+            texts = [self.text(d) for d in todo]
             for d, ids in zip(todo, passage_ids(tokenizer, texts, self.passage_len), strict=True):
                 self._passages[d] = ids
         return [self._passages[d] for d in docnos]
 
-    def batch_loss(self, batch: Sequence[tuple[int, str, str]]) -> Any:
-        """Cross-entropy of each query's scores over the batch's units (its positive, the
-        others' positives, the hard negatives), units relevant to it or banned for it masked."""
+    def _draw(self, rng: random.Random, epoch: int) -> list[tuple]:
+        """The examples of an epoch that depend on the current model: the training clusters
+        encoded, then each query's positive and negatives (``mining.draw_epoch``); nothing
+        once the last step is taken."""
+        if self._batches >= self.steps:
+            return []
+        from cmrkit.retrieval.dense.encode import encode_ids
+
+        t0 = time.perf_counter()
+        assert self.clusters is not None
+        query, passage = self.encoders.query, self.encoders.passage
+        batch = self.dense.batch_size
+        rows = [i for i, p in enumerate(self.data.positives) if p]
+        found = encode_ids(query, [self.query_tokens[i] for i in rows], batch_size=batch)
+        queries = np.zeros((len(self.data.topics), found.shape[1]), dtype=np.float32)
+        queries[rows] = found
+        units = encode_ids(passage, self.passage_tokens(self.clusters.pool), batch_size=batch)
+        entities = encode_ids(
+            passage, self.passage_tokens(self.clusters.entities), batch_size=batch
+        )
+        vectors = mining.Vectors(queries, units, entities)
+        examples = mining.draw_epoch(
+            self.data,
+            self.clusters,
+            vectors,
+            arborescence=self.opts.positives == "arborescence",
+            knn=self.opts.knn_negatives if self.opts.negatives == "knn" else None,
+            pairs=self.opts.pairs_per_query,
+            rng=rng,
+        )
+        self.timings["mining"] = round(self.timings["mining"] + time.perf_counter() - t0, 3)
+        return examples
+
+    def _related(self, i: int, key: str) -> bool:
+        """Whether a unit (or entity node) is never query i's negative: relevant to it, banned
+        for it, or its own cluster's entity."""
+        data = self.data
+        if key.startswith("entity\t"):
+            return key == mining.entity_key(str(data.topics[i].cluster))
+        return key in data.relevant[i] or key in data.banned[i]
+
+    def batch_loss(self, batch: Sequence[tuple]) -> Any:
+        """The objective's loss of one batch of examples ``(query, positive, *negatives)``."""
         import torch
 
         from cmrkit.retrieval.dense.encode import collate
+        from cmrkit.retrieval.dense.objectives import candidate_loss, in_batch_loss
 
-        data, device = self.data, self.encoders.device
+        self._batches += 1
+        device = self.encoders.device
         query, passage = self.encoders.query, self.encoders.passage
         columns: list[str] = []
         where: dict[str, int] = {}
-        for _, p, n in batch:
-            for d in (p, n):
+        for example in batch:
+            for d in example[1:]:
                 if d not in where:
                     where[d] = len(columns)
                     columns.append(d)
-        target = torch.tensor([where[p] for _, p, _ in batch], device=device)
+        target = torch.tensor([where[ex[1]] for ex in batch], device=device)
         mask = torch.zeros((len(batch), len(columns)), dtype=torch.bool, device=device)
-        for row, (i, p, _) in enumerate(batch):
+        for row, (i, p, *_) in enumerate(batch):
             for d, col in where.items():
-                if d != p and (d in data.relevant[i] or d in data.banned[i]):
+                if d != p and self._related(i, d):
                     mask[row, col] = True
-        qv = query(collate(query, [self.query_tokens[i] for i, _, _ in batch]))[
-            "sentence_embedding"
-        ]
+        qv = query(collate(query, [self.query_tokens[ex[0]] for ex in batch]))["sentence_embedding"]
         pv = passage(collate(passage, self.passage_tokens(columns)))["sentence_embedding"]
-        scores = ((qv @ pv.T) * self.scale).masked_fill(mask, float("-inf"))
-        return torch.nn.functional.cross_entropy(scores, target)
+        if self.opts.objective == "eer":
+            return self._eer_loss(batch, qv, pv, target, mask, where)
+        if self.opts.positives == "arborescence":
+            candidates, valid = self._candidates(batch, where, with_positive=True)
+            return candidate_loss((qv @ pv.T) * self.scale, candidates, valid)
+        return in_batch_loss((qv @ pv.T) * self.scale, target, mask)
+
+    def _candidates(self, batch: Sequence[tuple], where: dict[str, int], with_positive: bool):
+        """Per example, the columns of its positive (with ``with_positive``) and its own
+        negatives, padded into one matrix, and which are real."""
+        import torch
+
+        device = self.encoders.device
+        lists = [[where[d] for d in (ex[1:] if with_positive else ex[2:])] for ex in batch]
+        width = max(len(x) for x in lists)
+        candidates = torch.zeros((len(batch), width), dtype=torch.long, device=device)
+        valid = torch.zeros((len(batch), width), dtype=torch.bool, device=device)
+        for row, cols in enumerate(lists):
+            candidates[row, : len(cols)] = torch.tensor(cols, dtype=torch.long)
+            valid[row, : len(cols)] = True
+        return candidates, valid
+
+    def _eer_loss(self, batch, qv, pv, target, mask, where) -> Any:
+        """EER's InfoNCE and triplet losses, plus its event-aware InfoNCE (and the decoder's
+        generation loss) when asked."""
+        from cmrkit.retrieval.dense.encode import collate, passage_ids
+        from cmrkit.retrieval.dense.objectives import eer_loss, event_loss
+
+        negatives, valid = self._candidates(batch, where, with_positive=False)
+        loss = eer_loss(qv, pv, target, mask, negatives, valid, self.opts.margin, self.scale)
+        if not self.opts.events:
+            return loss
+        data, passage = self.data, self.encoders.passage
+        events = [None if ex[1].startswith("entity\t")
+                  else self.events[(str(data.topics[ex[0]].cluster), ex[1])]
+                  for ex in batch]  # fmt: skip
+        strings = [
+            self.text(ex[1]) if e is None else e.text for ex, e in zip(batch, events, strict=True)
+        ]
+        if self.decoder is not None:
+            rows = [k for k, e in enumerate(events) if e is not None]
+            if rows:
+                sentences = [events[k].sentence for k in rows]
+                loss = loss + self.decoder.loss(sentences, [strings[k] for k in rows])
+                for k, written in zip(rows, self.decoder.generate(sentences), strict=True):
+                    strings[k] = written
+        tokens = passage_ids(passage.tokenizer, strings, self.passage_len)
+        ev = passage(collate(passage, tokens))["sentence_embedding"]
+        emask = torch_mask(
+            [[c != r and self._related(batch[r][0], batch[c][1]) for c in range(len(batch))]
+             for r in range(len(batch))], qv.device,
+        )  # fmt: skip
+        return loss + event_loss(qv, ev, emask, self.scale)
 
     def save(self, target: Path, out: Path, metadata: dict[str, Any]) -> None:
-        """The encoders (sentence-transformers folders) and the metadata, into ``target``."""
+        """The encoders (sentence-transformers folders) and the metadata, into ``target``
+        (EER's decoder, a training aid, is left out)."""
         try:
             self.encoders.passage.save(str(target), create_model_card=False)
             if not self.opts.shared_encoder:
@@ -465,6 +789,13 @@ class _Training:
                 raise found from None
             raise
         training.write_json(target / METADATA, metadata)
+
+
+def torch_mask(rows: list[list[bool]], device: Any) -> Any:
+    """A boolean tensor of ``rows`` on ``device``."""
+    import torch
+
+    return torch.tensor(rows, dtype=torch.bool, device=device)
 
 
 def _plot(log: dict[str, Any], path: Path) -> None:
