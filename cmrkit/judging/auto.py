@@ -123,7 +123,8 @@ def auto_judge(
         raise CmrkitError(
             "--calibrate-on is for the reader judge; an LLM's probabilities come from its logprobs"
         )
-    warning = judge.trained_on(targets.coll, judged.fitted_on) if judged else None
+    trained_on = getattr(judge, "trained_on", None)  # the reader's: its training data
+    warning = trained_on(targets.coll, judged.fitted_on) if judged and trained_on else None
     if warning:
         warn(warning)
     all_pairs = list(targets.pairs) + sorted(set(judged.labels) if judged else ())

@@ -266,16 +266,16 @@ class LabelCache:
                 "SELECT qid, docno, pair, score, label, probability, answer, prompt_tokens, "
                 "completion_tokens FROM labels WHERE judge = ? AND prompt = ?",
                 (self.judge, self.prompt),
-            ).fetchall()
+            )
+            for qid, docno, pair, *rest in rows:
+                if (qid, docno, pair) in wanted:
+                    entry = Entry(*rest)
+                    problem = entry_problem(entry, self.kind)
+                    if problem is not None:
+                        raise self._damaged(qid, docno, problem)
+                    found[(qid, docno, pair)] = entry
         except sqlite3.Error as e:
             raise self._failure(e, "cannot read the judge's label cache") from None
-        for qid, docno, pair, *rest in rows:
-            if (qid, docno, pair) in wanted:
-                entry = Entry(*rest)
-                problem = entry_problem(entry, self.kind)
-                if problem is not None:
-                    raise self._damaged(qid, docno, problem)
-                found[(qid, docno, pair)] = entry
         return found
 
     def _damaged(self, qid: object, docno: object, problem: str) -> CmrkitError:

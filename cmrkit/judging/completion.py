@@ -19,6 +19,7 @@ from cmrkit.judging.cache import Entry
 from cmrkit.judging.prompt import openai_logprobs, parse_answer, relevant_probability
 
 SHOWN = 60  # characters of a value shown in a message
+LOGPROB_SLACK = 1e-3  # a logprob above 0 by float32 rounding is taken; above this it is not one
 
 
 class NotCompletion(Exception):
@@ -77,7 +78,7 @@ def _count(usage: dict[str, Any], name: str) -> int:
 
 def _logprob(value: Any, where: str) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or math.isnan(value) or value > 1e-6:
+    if not ok or math.isnan(value) or value > LOGPROB_SLACK:
         raise NotCompletion(f"{where} is {shown(value)}, not a log-probability (a number <= 0)")
 
 
