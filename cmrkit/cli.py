@@ -48,6 +48,7 @@ MODULES = (
     "agree",
     "repro",
     "coref",
+    "coref_train",
     "export",
     "status",
 )

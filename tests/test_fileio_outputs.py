@@ -146,6 +146,7 @@ def test_folders_marked_before_kinds_were_recorded_are_known_by_their_files(tmp_
 
 def test_each_kind_s_signature_is_the_file_its_owner_writes():
     from cmrkit.collection import layout
+    from cmrkit.coref import encoder
     from cmrkit.exports import beir
     from cmrkit.fileio import KINDS
     from cmrkit.retrieval import index
@@ -158,6 +159,7 @@ def test_each_kind_s_signature_is_the_file_its_owner_writes():
         "dense-encoding": store.MANIFEST,
         "dense-model": models.METADATA,
         "reader": model.READER_METADATA,
+        "coref-model": encoder.METADATA,
         "beir": beir.QUERIES,
     }
     assert {k: v.signature for k, v in KINDS.items()} == owners

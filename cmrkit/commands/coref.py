@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.choices import choices
+from cmrkit.commands.choices import Device, choices
 from cmrkit.commands.output import FORMAT, Format, check_order, coverage, emit, with_warnings
 from cmrkit.console import console, out, user_errors
-from cmrkit.coref.options import JACCARD, TOPIC_THRESHOLD
+from cmrkit.coref.options import EMBEDDING_BATCH, JACCARD, TOPIC_THRESHOLD
 from cmrkit.errors import CmrkitError
 from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
 
@@ -18,14 +18,14 @@ CorefFormat = choices("CorefFormat", ("table", "json", "csv"))
 Scope = choices("Scope", ("document", "corpus"))  # evaluation.coref.SCOPES
 Singletons = choices("Singletons", ("keep", "remove"))  # evaluation.coref.SINGLETONS
 # evaluation.clusters.METHODS (a run's), then coref.options.METHODS (a collection's)
-Method = choices("Method", ("closure", "average", "lemma", "head-lemma", "lh"))
+Method = choices("Method", ("closure", "average", "lemma", "head-lemma", "lh", "embedding"))
 Within = choices("Within", ("corpus", "topic", "subtopic", "predicted"))  # coref.options.WITHIN
 Lemmas = choices("Lemmas", ("mention", "sentence"))  # coref.options.LEMMAS
 GoldSingletons = choices("GoldSingletons", ("keep", "drop"))  # coref.options.SINGLETONS
 Protocol = choices("Protocol", ("papers", "ucdcr"))  # evaluation.coref_table.PROTOCOLS
 TableSingletons = choices("TableSingletons", ("both", "with", "without"))
 RUN_METHODS = ("closure", "average")
-COLLECTION = "Collections (--method lemma, head-lemma, lh)"
+COLLECTION = "Collections (--method lemma, head-lemma, lh, embedding)"
 
 
 COREF_MEASURE_HELP = (
@@ -233,13 +233,18 @@ def cluster_command(
         ...,
         metavar="RUN|COLLECTION",
         help="A TREC run over a collection's queries (--method closure, average), or a "
-        "collection, its folder or bare name (--method lemma, head-lemma, lh: no run).",
+        "collection, its folder or bare name (--method lemma, head-lemma, lh, embedding: no "
+        "run).",
     ),
     collection: Path = typer.Option(
         Path("collections/sample"), "--collection", help="The collection folder."
     ),
     threshold: float = typer.Option(
-        None, "--threshold", "-t", help="Link a query to results scoring at least this."
+        None,
+        "--threshold",
+        "-t",
+        help="A run's: link a query to results scoring at least this. embedding: the cosine "
+        "down to which average link merges [default: the model's, tuned on dev].",
     ),
     top: int = typer.Option(None, "--top", min=1, help="Link to the top k results only."),
     method: Method | None = typer.Option(
@@ -248,7 +253,8 @@ def cluster_command(
         help="A run's: closure (default: connected components of the links), average "
         "(average-link agglomerative clustering down to --threshold). A collection's: lemma "
         "(equal lemma sequences, Hsu & Horwood), head-lemma (equal head lemmas), lh (Ahmed et "
-        "al.'s lemma heuristic).",
+        "al.'s lemma heuristic), embedding (the mentions encoded by --model, average link down "
+        "to --threshold).",
     ),
     missing_score: float = typer.Option(
         None,
@@ -298,6 +304,11 @@ def cluster_command(
     ),
     train_split: str = _coll("train", "--train-split", "lh: the split of coreferent lemmas."),
     spacy_model: str = _coll(DEFAULT_SPACY_MODEL, "--spacy-model", "Installed spaCy model."),
+    model: Path = _coll(
+        None, "--model", "embedding: a model folder written by `cmrkit train coref`."
+    ),
+    device: Device = _coll(Device.auto, "--device", "embedding: cpu, cuda or auto."),
+    batch_size: int = _coll(EMBEDDING_BATCH, "--batch-size", "embedding: mentions per batch."),
 ) -> None:
     """Turn a run, or a collection's mentions, into coreference clusters.
 
@@ -312,15 +323,22 @@ def cluster_command(
     Example: cmrkit cluster runs/sample/bm25.test.trec --collection collections/sample --top 1
 
     Example: cmrkit cluster ecbplus --split test --method lemma --within topic
+
+    Example: cmrkit cluster ecbplus --split test --method embedding --model models/coref
     """  # noqa: E501
     from cmrkit.collection.layout import bare_name
 
     if bare_name(run).is_dir() or (method is not None and method.value not in RUN_METHODS):
         from cmrkit.coref.options import ClusterOptions
 
+        embedding = method is not None and method.value == "embedding"
         unused = [
             flag
-            for flag, value in (("--threshold", threshold), ("--top", top), ("--key", key))
+            for flag, value in (
+                ("--threshold", None if embedding else threshold),
+                ("--top", top),
+                ("--key", key),
+            )
             if value is not None
         ]
         if missing_score is not None:
@@ -336,6 +354,10 @@ def cluster_command(
                 gold_singletons=gold_singletons.value,
                 train_split=train_split,
                 spacy_model=spacy_model,
+                model=str(model) if model is not None else None,
+                threshold=threshold if embedding else None,
+                device=device.value,
+                batch_size=batch_size,
             ),
             split,
             output,
@@ -344,6 +366,11 @@ def cluster_command(
         )
         return
     method = method or Method.closure
+    if model is not None:
+        raise CmrkitError(
+            "--model is for --method embedding on a collection; a run is clustered by "
+            "closure or average"
+        )
     from cmrkit.collection.clusters import ID, read_clustering, write_clusters_jsonl
     from cmrkit.evaluation.clusters import ClusterOptions, cluster_links, run_links
     from cmrkit.evaluation.units import gold_clusters_path, read_annotated_units
@@ -419,8 +446,8 @@ def _cluster_collection(
 
     if not opts.method:
         raise CmrkitError(
-            "a collection is clustered by --method lemma, head-lemma or lh (closure and "
-            "average cluster a run)",
+            "a collection is clustered by --method lemma, head-lemma, lh or embedding (closure "
+            "and average cluster a run)",
             path=collection,
         )
     if unused:
@@ -448,6 +475,7 @@ def _cluster_collection(
         "mentions": len(done.mentions.mentions),
         "clusters": len(done.clusters),
         "predicted_topics": purity,
+        **done.record,
         "cmrkit_version": __version__,
     }
     with RepeatableOutputs([target, sidecar], force=force) as staged:

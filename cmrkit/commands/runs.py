@@ -34,7 +34,9 @@ run_app = group(
     "and a JSON sidecar.",
 )
 train_app = group(
-    order=("dense", "reader"), help="Train a retrieval model on a collection's own queries."
+    order=("dense", "reader", "coref"),
+    help="Train a retrieval model on a collection's own queries, or a mention encoder for "
+    "coreference.",
 )
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ class Clustering:
     scope: Scope
     seconds: float
     notes: list[str] = field(default_factory=list)
+    record: dict[str, Any] = field(default_factory=dict)  # what the sidecar adds (embedding)
 
 
 @dataclass
@@ -41,6 +43,8 @@ class _Run:
     progress: Progress
     notes: list[str]
     nlp: object = None
+    model: Any = None  # embedding: the resolved model (coref/encoder.CorefModelRef)
+    record: dict[str, Any] = field(default_factory=dict)
 
     def spacy(self):
         if self.nlp is None:
@@ -102,10 +106,35 @@ def _lh(run: _Run) -> np.ndarray:
     return labels
 
 
+def _embedding(run: _Run) -> np.ndarray:
+    """The mentions encoded by a model of `cmrkit train coref`, clustered by average link
+    within each group at the threshold (the model's unless given)."""
+    from cmrkit.coref.encoder import check_threshold, encode, load_model, mention_inputs
+    from cmrkit.retrieval.neural import quiet_hub, resolve_device
+
+    ref, ms = run.model, run.mentions
+    threshold = check_threshold(ref, run.opts.threshold)
+    quiet_hub()
+    device = resolve_device(run.opts.device)
+    done = run.progress("loading the coreference model", 1)
+    net, tokenizer = load_model(ref, device)
+    done(1)
+    items = mention_inputs(tokenizer, ms.mentions, ms.documents, ref.markers, ref.max_length)
+    tick = run.progress(f"encoding {ms.split} mentions", len(items))
+    vectors = encode(
+        net, tokenizer, items, batch_size=run.opts.batch_size, device=device, tick=tick
+    )
+    how = "given" if run.opts.threshold is not None else ref.metadata["threshold"].get("how")
+    run.notes.append(f"embedding: cosine threshold {threshold:g} ({how})")
+    run.record.update(model={**ref.identity(), "threshold": threshold, "threshold_how": how})
+    return cluster_vectors(vectors, run.scope.groups, threshold)
+
+
 METHODS: dict[str, Callable[[_Run], np.ndarray]] = {  # options.METHODS
     "lemma": _lemma,
     "head-lemma": _head_lemma,
     "lh": _lh,
+    "embedding": _embedding,
 }
 
 
@@ -137,12 +166,20 @@ class Prepared:
     opts: ClusterOptions
     notes: list[str]
     seconds: float
+    model: Any = None  # embedding: the resolved model
 
 
 def prepare(collection: str | Path, split: str, opts: ClusterOptions) -> Prepared:
     """Read the split's mentions (gold singletons left out when asked) and group them by
     ``opts.within``; every refusal of the inputs happens here, before any long work."""
     opts.check()
+    model = None
+    if opts.method == "embedding":
+        from cmrkit.coref.encoder import check_threshold, resolve_coref_model
+
+        assert opts.model is not None
+        model = resolve_coref_model(opts.model)
+        check_threshold(model, opts.threshold)
     mentions = read_mentions(collection, split)
     notes: list[str] = []
     if opts.gold_singletons == "drop":
@@ -154,7 +191,7 @@ def prepare(collection: str | Path, split: str, opts: ClusterOptions) -> Prepare
             raise CmrkitError(f"every mention of split {split!r} is a gold singleton")
     started = time.perf_counter()
     where = scope(mentions, opts.within, opts.topic_threshold)
-    return Prepared(mentions, where, opts, notes, time.perf_counter() - started)
+    return Prepared(mentions, where, opts, notes, time.perf_counter() - started, model)
 
 
 def cluster_split(
@@ -175,10 +212,12 @@ def cluster_split(
         return progress(description, total) if progress else (lambda n: None)
 
     started = time.perf_counter()
-    run = _Run(ready.mentions, ready.scope, ready.opts, step, ready.notes)
+    run = _Run(ready.mentions, ready.scope, ready.opts, step, ready.notes, model=ready.model)
     labels = METHODS[ready.opts.method](run)
     seconds = ready.seconds + time.perf_counter() - started
     clusters: dict[int, list[str]] = {}
     for m, label in zip(ready.mentions.mentions, labels.tolist(), strict=True):
         clusters.setdefault(label, []).append(m.mention_id)
-    return Clustering(ready.mentions, list(clusters.values()), ready.scope, seconds, ready.notes)
+    return Clustering(
+        ready.mentions, list(clusters.values()), ready.scope, seconds, ready.notes, run.record
+    )

@@ -339,6 +339,7 @@ KINDS: dict[str, OutputKind] = {
     "dense-encoding": OutputKind("a dense encoding", "cmrkit-dense.json"),
     "dense-model": OutputKind("a dense model", "cmrkit-model.json"),
     "reader": OutputKind("a reader", "cmrkit-reader.json"),
+    "coref-model": OutputKind("a coreference model", "cmrkit-coref-model.json"),
     "beir": OutputKind("a BEIR export", "queries.jsonl"),
 }
 # a folder a writer naming no kind writes (only another such writer replaces it)

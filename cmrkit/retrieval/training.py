@@ -37,7 +37,11 @@ from cmrkit.retrieval.runfile import topics_sha256
 
 TRAIN_LOG = "cmrkit-train.json"
 PLOT = "loss.png"
-KINDS_SHOWN = {"dense-model": "dense encoder (train dense)", "reader": "reader (train reader)"}
+KINDS_SHOWN = {
+    "dense-model": "dense encoder (train dense)",
+    "reader": "reader (train reader)",
+    "coref-model": "coreference encoder (train coref)",
+}
 
 
 @dataclass
