@@ -15,15 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cmrkit.cli import app
-from cmrkit.evaluation.repro import (
-    REPRO_EVAL_MEASURES,
-    _ktus,
-    _Numbered,
-    _rbos,
-    ktu,
-    rbo,
-    reproduce,
-)
+from cmrkit.evaluation.rbo import RankingPairs, rbo_normalised, rbo_normalised_pairs
+from cmrkit.evaluation.repro import REPRO_EVAL_MEASURES, _ktus, ktu, reproduce
 from cmrkit.trec import read_qrels, read_run
 
 QUERIES = 400  # of each split: repro_eval's pure-Python RBO takes ~10 ms per query
@@ -288,8 +281,8 @@ def test_ktu_and_rbo_of_random_rankings_equal_repro_evals():
         m = n if r.random() < 0.7 else r.choice([1, 2, 60, 1000])
         originals.append(list(dict.fromkeys(f"d{r.randrange(3000)}" for _ in range(n))))
         reproduceds.append(list(dict.fromkeys(f"d{r.randrange(3000)}" for _ in range(m))))
-    numbered = _Numbered.of(originals, reproduceds)
-    ktus, rbos = _ktus(numbered), _rbos(numbered, 0.95, 1000)
+    numbered = RankingPairs.of(originals, reproduceds)
+    ktus, rbos = _ktus(numbered), rbo_normalised_pairs(numbered, 0.95, 1000)
     for a, b, k, value in zip(originals, reproduceds, ktus, rbos, strict=True):
         assert value == document_order._rbo(b, a, 0.95, 1000)
         n = min(len(a), len(b))
@@ -307,8 +300,8 @@ def test_ktu_and_rbo_by_hand():
     assert ktu(["a"], ["a"]) is None
     assert ktu(["a", "b", "c"], ["a", "b"]) == 1.0  # cut to the shorter: a b against a b
     # depth 2, p 0.5: ranks 1 and 2 weigh 1 and 0.5; overlaps 0/1 and 2/2 -> (0 + 0.5) / 1.5
-    assert rbo(["a", "b"], ["b", "a"], p=0.5, depth=2) == pytest.approx(1 / 3, abs=1e-15)
-    assert rbo(["a", "b"], ["a", "b"], p=0.9, depth=2) == 1.0
+    assert rbo_normalised(["a", "b"], ["b", "a"], p=0.5, depth=2) == pytest.approx(1 / 3, abs=1e-15)
+    assert rbo_normalised(["a", "b"], ["a", "b"], p=0.9, depth=2) == 1.0
 
 
 def test_cli_table_json_and_refusals(sample):

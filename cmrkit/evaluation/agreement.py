@@ -14,7 +14,7 @@ system's score under a *reference* (the qrels trusted: complete, from people) an
 - ``tau_ap_b``: Urbano & Marrero's symmetric tau_AP,b (ties on either side);
 - ``rbo``: Webber, Moffat & Zobel's rank-biased overlap (TOIS 2010), extrapolated (their eq. 32,
   exact here: both rankings hold every system), with persistence ``rbo_p``; tied systems are
-  ranked in the order given;
+  ranked in the order given (``evaluation/rbo.py``'s :func:`rbo_extrapolated`);
 - ``pearson``, ``spearman``: linear correlation of the scores, and of their average ranks;
 - ``swap``, ``swapped``: the largest difference of reference scores between two systems that the
   other ranking orders the other way (0.0 and None when no pair swaps), and that pair, in the
@@ -36,8 +36,9 @@ import numpy as np
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.bootstrap import percentile_interval, resample_counts
+from cmrkit.evaluation.rbo import EXTRAPOLATED_P, rbo_extrapolated
 
-RBO_P = 0.9
+RBO_P = EXTRAPOLATED_P  # RBO's persistence here (the extrapolated RBO's, evaluation/rbo.py)
 STATISTICS = ("tau", "tau_b", "tau_ap", "tau_ap_b", "rbo", "pearson", "spearman", "swap")
 
 
@@ -168,7 +169,7 @@ def _statistics(ref: np.ndarray, oth: np.ndarray, p: float):
         "tau_b": np.where((untied_r == 0) | (untied_o == 0), np.nan, tau_b),
         "tau_ap": _tau_ap_a(ref, oth, sr, so),
         "tau_ap_b": (_tau_ap_b_side(sr, so) + _tau_ap_b_side(so, sr)) / 2,
-        "rbo": _rbo(ref, oth, p),
+        "rbo": rbo_extrapolated(ref, oth, p),
         "pearson": _pearson(ref, oth),
         "spearman": _pearson(_average_ranks(ref, sr), _average_ranks(oth, so)),
     }
@@ -217,26 +218,6 @@ def _tau_ap_b_side(sx, sy) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         part = np.where(not_top, concordant_above / (start - 1), 0.0)
         return 2.0 / not_top.sum(axis=1) * part.sum(axis=1) - 1.0
-
-
-def _positions(scores: np.ndarray) -> np.ndarray:
-    """Each system's 0-based position when sorted by score, highest first, ties in the order
-    given."""
-    order = np.argsort(-scores, axis=1, kind="stable")
-    positions = np.empty_like(order)
-    np.put_along_axis(positions, order, np.arange(scores.shape[1])[None, :], axis=1)
-    return positions
-
-
-def _rbo(ref, oth, p: float) -> np.ndarray:
-    """Extrapolated RBO of two full rankings of the same systems, per row."""
-    rows, n = ref.shape
-    both = np.maximum(_positions(ref), _positions(oth))  # depth - 1 from which both hold it
-    depth = np.arange(n)
-    overlap = (both[:, :, None] <= depth[None, None, :]).sum(axis=1)  # X_d for d = 1..n
-    agreement = overlap / (depth + 1.0)
-    weights = (1 - p) * p**depth
-    return (agreement * weights).sum(axis=1) + p**n
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -24,10 +24,18 @@ from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import Measure, parse_measures
+from cmrkit.evaluation.rbo import (
+    NORMALISED_DEPTH,
+    NORMALISED_P,
+    RankingPairs,
+    rbo_normalised_pairs,
+    rows_of,
+    starts_of,
+)
 from cmrkit.trec import Qrels, Run
 
-RUN_LENGTH = 1000  # repro_eval's cut of every ranking (RUN_LENGTH) and RBO's depth (RBO_DEPTH)
-RBO_P = 0.95  # repro_eval's RBO persistence (RBO_P)
+RUN_LENGTH = NORMALISED_DEPTH  # repro_eval's cut of every ranking (RUN_LENGTH), RBO's depth
+RBO_P = NORMALISED_P  # repro_eval's RBO persistence (RBO_P): the normalised RBO's
 DEFAULT_MEASURES = ("AP", "nDCG", "P@10", "nDCG@10", "RR")
 # the measures repro_eval scores (trec_eval's P, recall, ndcg, ndcg_cut, map_cut, set_map,
 # set_P, set_relative_P, set_recall, set_F, Rprec, infAP, bpref, recip_rank, map,
@@ -141,79 +149,10 @@ def ktu(original: Sequence[str], reproduced: Sequence[str]) -> float | None:
     the two sequences of positions, rank by rank, rounded to 14 decimals. Rankings of unequal
     lengths (which repro_eval refuses: scipy raises) are compared to the shorter one's length;
     None when that is below 2 (repro_eval: nan)."""
-    return _ktus(_Numbered.of([original], [reproduced]))[0]
+    return _ktus(RankingPairs.of([original], [reproduced]))[0]
 
 
-def rbo(
-    original: Sequence[str], reproduced: Sequence[str], p: float = RBO_P, depth: int = RUN_LENGTH
-) -> float:
-    """Rank-biased overlap of two rankings to ``depth``, normalised by the weights' sum, as
-    repro_eval computes it (after Clarke et al., TOIS 2021): the sum over ranks i of p^(i-1)
-    times the overlap of the two prefixes of length i over i, divided by the sum of p^(i-1);
-    prefixes longer than a ranking hold the whole ranking (so two equal rankings shorter than
-    ``depth`` have an RBO below 1)."""
-    return _rbos(_Numbered.of([original], [reproduced]), p, depth)[0]
-
-
-@dataclass(frozen=True)
-class _Numbered:
-    """Pairs of rankings with their documents numbered in docno order over all of them: side
-    ``a`` (the originals) and ``b``, each one int64 array of numbers, ranking after ranking,
-    with each ranking's length (``alens``, ``blens``) and its rows' ranking (``arows``,
-    ``brows``) and rank (``apos``, ``bpos``, from 0); ``size`` numbers in all."""
-
-    a: object
-    alens: object
-    arows: object
-    apos: object
-    b: object
-    blens: object
-    brows: object
-    bpos: object
-    size: int
-
-    @classmethod
-    def of(cls, originals: Sequence[Sequence[str]], reproduceds: Sequence[Sequence[str]]):
-        import itertools
-
-        import numpy as np
-
-        both = list(itertools.chain(originals, reproduceds))
-        vocabulary = sorted(set(itertools.chain.from_iterable(both)))
-        number = {docno: i for i, docno in enumerate(vocabulary)}
-        lens = np.asarray([len(r) for r in both], dtype=np.int64)
-        ids = np.fromiter(
-            map(number.__getitem__, itertools.chain.from_iterable(both)),
-            dtype=np.int64,
-            count=int(lens.sum()),
-        )
-        q = len(originals)
-        split = int(lens[:q].sum())
-        alens, blens = lens[:q], lens[q:]
-        return cls(
-            ids[:split], alens, *_rows(alens), ids[split:], blens, *_rows(blens),
-            max(len(vocabulary), 1),
-        )  # fmt: skip
-
-
-def _starts(lens):
-    import numpy as np
-
-    starts = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=starts[1:])
-    return starts
-
-
-def _rows(lens):
-    """Each element's ranking and its rank (from 0) in rankings of lengths ``lens``, laid one
-    after another."""
-    import numpy as np
-
-    rows = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
-    return rows, np.arange(len(rows), dtype=np.int64) - np.repeat(_starts(lens)[:-1], lens)
-
-
-def _ktus(pairs: _Numbered) -> list[float | None]:
+def _ktus(pairs: RankingPairs) -> list[float | None]:
     """:func:`ktu` of every pair of rankings at once. A document's position in its query's
     sorted union is a monotone function of its number in the sorted union of all queries, so
     tau is computed on those numbers: (pairs - 2 x discordant pairs) / sqrt(pairs) / sqrt(pairs)
@@ -221,9 +160,9 @@ def _ktus(pairs: _Numbered) -> list[float | None]:
     import numpy as np
 
     n = np.minimum(pairs.alens, pairs.blens)
-    rows, within = _rows(n)
-    x = pairs.a[_starts(pairs.alens)[:-1][rows] + within]
-    y = pairs.b[_starts(pairs.blens)[:-1][rows] + within]
+    rows, within = rows_of(n)
+    x = pairs.a[starts_of(pairs.alens)[:-1][rows] + within]
+    y = pairs.b[starts_of(pairs.blens)[:-1][rows] + within]
     y = y[np.lexsort((x, rows))]  # each query's pairs ordered by x (queries stay grouped)
     rank = np.empty_like(y)
     rank[np.lexsort((y, rows))] = within + 1  # the rank of y within its query, from 1
@@ -245,7 +184,7 @@ def _discordant(rank, lens):
     import numpy as np
 
     q, total = len(lens), int(lens.sum())
-    rows, pos = _rows(lens)
+    rows, pos = rows_of(lens)
     top = int(lens.max(initial=0))
     out = np.zeros(q, dtype=np.int64)
     order = np.arange(total)  # sorted by (query, block, rank): blocks of one element
@@ -263,41 +202,6 @@ def _discordant(rank, lens):
         greater = np.repeat(np.add.reduceat(left, first), sizes)[right] - smaller[right]
         out += np.bincount(rows[order][right], weights=greater, minlength=q).astype(np.int64)
         width *= 2
-    return out
-
-
-def rbo_weights(p: float = RBO_P, depth: int = RUN_LENGTH):
-    """RBO's weights p^i for ranks 1..depth (as repro_eval multiplies them out) and their sum."""
-    import numpy as np
-
-    weights = np.cumprod(np.concatenate(([1.0], np.full(depth - 1, p))))
-    return weights, float(np.cumsum(weights)[-1])
-
-
-def _rbos(pairs: _Numbered, p: float, depth: int, chunk: int = 2000) -> list[float]:
-    """:func:`rbo` of every pair of rankings at once: a document both rankings hold (in their
-    first ``depth``) joins the overlap at the later of its two ranks; each query's terms
-    summed rank by rank, as repro_eval's loop adds them."""
-    import numpy as np
-
-    weights, normaliser = rbo_weights(p, depth)
-    _, ia, ib = np.intersect1d(
-        pairs.arows * pairs.size + pairs.a, pairs.brows * pairs.size + pairs.b,
-        return_indices=True,
-    )  # fmt: skip
-    joins = np.maximum(pairs.apos[ia], pairs.bpos[ib])
-    rows = pairs.arows[ia][joins < depth]
-    joins = joins[joins < depth]
-    ranks = np.arange(1, depth + 1)
-    q = len(pairs.alens)
-    out = []
-    for first in range(0, q, chunk):
-        size = min(chunk, q - first)
-        mine = (rows >= first) & (rows < first + size)
-        flat = (rows[mine] - first) * depth + joins[mine]
-        counts = np.bincount(flat, minlength=size * depth).reshape(size, depth)
-        terms = weights * np.cumsum(counts, axis=1).astype(np.float64) / ranks
-        out.extend((np.cumsum(terms, axis=1)[:, -1] / normaliser).tolist())
     return out
 
 
@@ -364,9 +268,10 @@ def _document_order(pair: RunPair, original, reproduced, rbo_p: float, depth: in
             f"{alone} queries ranked by one run only are left out of KTU and RBO "
             f"(they average over the {len(shared)} both rank)"
         )
-    numbered = _Numbered.of([original[q] for q in shared], [reproduced[q] for q in shared])
+    numbered = RankingPairs.of([original[q] for q in shared], [reproduced[q] for q in shared])
     pair.ktu_per_query = dict(zip(shared, _ktus(numbered), strict=True))
-    pair.rbo_per_query = dict(zip(shared, _rbos(numbered, rbo_p, depth), strict=True))
+    rbos = rbo_normalised_pairs(numbered, rbo_p, depth)
+    pair.rbo_per_query = dict(zip(shared, rbos, strict=True))
     defined = [v for v in pair.ktu_per_query.values() if v is not None]
     if len(defined) < len(shared):
         pair.notes.append(
@@ -468,3 +373,15 @@ def reproduce(
         if out.dri[k] is None:
             out.notes.append(f"DeltaRI of {k} is undefined: a baseline's mean is 0")
     return out
+
+
+_MOVED = {  # old name -> (its module now, its name there): kept for one release
+    "rbo": ("cmrkit.evaluation.rbo", "rbo_normalised"),
+    "rbo_weights": ("cmrkit.evaluation.rbo", "normalised_weights"),
+}
+
+
+def __getattr__(name: str):
+    from cmrkit.evaluation.moved import moved
+
+    return moved(__name__, name, _MOVED)
