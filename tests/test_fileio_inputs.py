@@ -50,7 +50,7 @@ def test_a_byte_order_mark_is_accepted_never_part_of_a_query_id(tmp_path, cli):
     assert "\ufeff" not in marked.stdout
     judgments = "\ufeffquery_id,doc_id,worker_id,label\nq1,d1,w,5\n"
     (tmp_path / "j.csv").write_text(judgments, encoding="utf-8")
-    from cmrkit.judgments import read_judgments
+    from cmrkit.judgments.human import read_judgments
 
     assert [j.qid for j in read_judgments(tmp_path / "j.csv")] == ["q1"]
 

@@ -92,7 +92,7 @@ def test_a_bad_judgments_line_is_named_where_it_is(tmp_path, cli, bad, expected)
     assert line.startswith(f"error: {expected}"), line
     assert not (tmp_path / "q.txt").exists()
     # `pool next -j` reads judgments through the same reader
-    from cmrkit.judgments import read_feedback
+    from cmrkit.judgments.human import read_feedback
 
     with pytest.raises(CmrkitError) as caught:
         read_feedback([tmp_path / "j.csv"], {}, None)
@@ -100,7 +100,7 @@ def test_a_bad_judgments_line_is_named_where_it_is(tmp_path, cli, bad, expected)
 
 
 def test_a_quoted_field_spanning_lines_reports_its_first_line(tmp_path):
-    from cmrkit.judgments import read_judgments
+    from cmrkit.judgments.human import read_judgments
 
     text = 'query_id,doc_id,worker_id,label\nq1,d1,w1,5\nq1,"d\n2",w2,\nq1,d1,w3,4\n'
     (tmp_path / "j.csv").write_text(text, encoding="utf-8")

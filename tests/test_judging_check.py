@@ -13,8 +13,8 @@ from judging_sample import IDENTITY, RUNS, invoke, noisy_labels, run_paths, samp
 from typer.testing import CliRunner
 
 from cmrkit.cli import app
-from cmrkit.judging.check import circularity, judge_models, same_model
-from cmrkit.pooling.assessors import cohen_kappa, weighted_kappa
+from cmrkit.judgments.auto.check import circularity, judge_models, same_model
+from cmrkit.judgments.simulated import cohen_kappa, weighted_kappa
 from cmrkit.trec import read_qrels, read_run, write_qrels
 
 
@@ -269,7 +269,7 @@ def test_the_rerank_run_of_the_judges_own_reader_is_recognised(tmp_path_factory,
 def _every_fifth(root, tmp_path):
     """Labels of the pool's pairs for every 5th test query only (as a pool of a fifth of the
     queries), the qrels of those queries, and their number."""
-    from cmrkit.judging.labels import sidecar_path, write_labels
+    from cmrkit.judgments.auto.labels import sidecar_path, write_labels
     from cmrkit.pooling import natural_key
 
     labels = noisy_labels(root, tmp_path / "all.csv", flip=0.3, seed=5)

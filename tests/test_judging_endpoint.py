@@ -25,7 +25,7 @@ from fault_tools import ROOT, start
 from test_interrupts import wait_for_handlers
 from test_reader import TEST, write_candidates, write_tiny
 
-from cmrkit.judging.labels import read_labels, sidecar_path
+from cmrkit.judgments.auto.labels import read_labels, sidecar_path
 
 
 @pytest.fixture(scope="module")

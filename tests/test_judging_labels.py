@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.labels import (
+from cmrkit.judgments.auto.labels import (
     LABELS_COLUMNS,
     Label,
     labels_text,
@@ -15,7 +15,7 @@ from cmrkit.judging.labels import (
     sidecar_path,
     write_labels,
 )
-from cmrkit.judgments import read_judgments
+from cmrkit.judgments.human import read_judgments
 
 
 def test_round_trip_sorted_and_aggregate_reads_it(tmp_path):

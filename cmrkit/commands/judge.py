@@ -12,7 +12,7 @@ from cmrkit.commands.dense import DEVICE, PRECISION
 from cmrkit.commands.pooling import FORCE_OUTPUTS, judgments_app
 from cmrkit.commands.runs import rerun_argv
 from cmrkit.console import console, progress_bar, user_errors
-from cmrkit.judging.options import (
+from cmrkit.judgments.auto.options import (
     CALIBRATE_QUERIES,
     DEFAULT_DEPTH,
     LLM_DEFAULTS,
@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 
 def _llm_options(opts: dict[str, Any]) -> Any:
     """The LLM judges' options, checked (where they enter: before any work)."""
-    from cmrkit.judging.options import LlmOptions
+    from cmrkit.judgments.auto.options import LlmOptions
 
     llm = LlmOptions(
         prompt=opts["prompt"],
@@ -44,7 +44,7 @@ def _judge(spec: Any, opts: dict[str, Any]) -> Any:
     """The judge of ``--judge`` with its options (a reader folder or an endpoint checked now,
     before any work)."""
     if spec.kind == "reader":
-        from cmrkit.judging.reader import ReaderJudge
+        from cmrkit.judgments.auto.reader import ReaderJudge
 
         return ReaderJudge(
             spec.target,
@@ -52,11 +52,11 @@ def _judge(spec: Any, opts: dict[str, Any]) -> Any:
             batch_size=opts["batch_size"],
             precision=opts["precision"],
         )
-    from cmrkit.judging.llm import endpoint_judge
+    from cmrkit.judgments.auto.llm import endpoint_judge
 
     llm = _llm_options(opts)
     if spec.kind == "llm-local":
-        from cmrkit.judging.local import LocalJudge
+        from cmrkit.judgments.auto.local import LocalJudge
 
         return LocalJudge(llm)
     return endpoint_judge(spec.target, opts["model"], llm)
@@ -66,10 +66,10 @@ def _judged(calibrate_on: str | None, coll: Path, opts: dict[str, Any]) -> Any:
     """The judged pairs of --calibrate-on: a file (people's labels CSV or qrels) or a split."""
     if calibrate_on is None:
         return None
-    from cmrkit.judging.pairs import feedback_judged, split_judged
+    from cmrkit.judgments.auto.pairs import feedback_judged, split_judged
 
     if Path(calibrate_on).is_file():
-        from cmrkit.judgments import read_feedback
+        from cmrkit.judgments.human import read_feedback
 
         labels, _ = read_feedback([Path(calibrate_on)])
         return feedback_judged(labels, calibrate_on)
@@ -169,11 +169,12 @@ def auto_command(
     """
     from cmrkit.errors import CmrkitError
     from cmrkit.fileio import StagedOutputs
-    from cmrkit.judging.auto import auto_judge, write_auto
-    from cmrkit.judging.cache import default_path
-    from cmrkit.judging.judges import JudgeSpec
-    from cmrkit.judging.labels import sidecar_path
-    from cmrkit.judging.pairs import pool_targets, run_targets
+    from cmrkit.judgments.auto.auto import auto_judge, write_auto
+    from cmrkit.judgments.auto.cache import default_path
+    from cmrkit.judgments.auto.judges import JudgeSpec
+    from cmrkit.judgments.auto.labels import sidecar_path
+    from cmrkit.judgments.auto.pairs import run_targets
+    from cmrkit.pooling.pool import pool_targets
 
     opts = {k: plain(v) for k, v in locals().items() if k != "ctx"}
     spec = JudgeSpec.parse(judge)

@@ -46,8 +46,8 @@ def read_reference(path: Path, keys: list[Path] | None = None):
     """Qrels, or people's labels (a judgments CSV: its first line holds a comma; blind pair
     ids mapped back with the ``keys`` of their export)."""
     from cmrkit.fileio import iter_lines
-    from cmrkit.judging.check import reference_from_judgments, reference_from_qrels
-    from cmrkit.judgments import read_judgments
+    from cmrkit.judgments.auto.check import reference_from_judgments, reference_from_qrels
+    from cmrkit.judgments.human import read_judgments
     from cmrkit.trec import read_qrels
 
     first = next((line for _, line in iter_lines(path) if line.strip()), "")
@@ -142,8 +142,8 @@ def check_command(
             "or none for the labels alone"
         )
     from cmrkit.evaluation.significance import run_names
-    from cmrkit.judging.check import check_labels, judge_models
-    from cmrkit.judging.labels import read_labels, read_labels_sidecar
+    from cmrkit.judgments.auto.check import check_labels, judge_models
+    from cmrkit.judgments.auto.labels import read_labels, read_labels_sidecar
     from cmrkit.retrieval.runfile import read_sidecar
     from cmrkit.trec import read_run_columns
 
@@ -186,7 +186,7 @@ def check_command(
 def _write_plot(result, plot: Path, force: bool) -> None:
     """The reliability diagram, written whole or not at all (up to date when the same)."""
     from cmrkit.fileio import RepeatableOutputs
-    from cmrkit.judging.reliability import plot_reliability
+    from cmrkit.judgments.auto.reliability import plot_reliability
 
     rel = result.reliability
     if rel is None:

@@ -56,7 +56,7 @@ def hybrid_labels(auto: Path | None, confident: float | None):
         if confident is not None:
             raise CmrkitError("--confident needs --auto LABELS (the judge's labels)")
         return None
-    from cmrkit.judging.hybrid import HybridLabels, check_confident
+    from cmrkit.judgments.auto.hybrid import HybridLabels, check_confident
 
     p = 0.9 if confident is None else confident
     check_confident(p)
@@ -258,7 +258,7 @@ def next_command(
     from cmrkit.assess.key import merge_keys
     from cmrkit.errors import CmrkitError
     from cmrkit.fileio import RepeatableOutputs
-    from cmrkit.judgments import read_feedback
+    from cmrkit.judgments.human import read_feedback
     from cmrkit.pooling import next_round, pool_report, read_pool, write_pool
     from cmrkit.trec import read_qrels
 
@@ -438,7 +438,7 @@ def plan_command(
     names = tuple(s.strip() for s in strategies.split(",") if s.strip())
     judge = None
     if auto is not None:
-        from cmrkit.judging.labels import read_labels
+        from cmrkit.judgments.auto.labels import read_labels
         from cmrkit.pooling.plan import JUDGE
 
         judge = {lb.key: (lb.label, lb.probability) for lb in read_labels(auto)}
@@ -758,7 +758,7 @@ def aggregate_command(
     from cmrkit.assess.key import merge_keys
     from cmrkit.assess.tasks import read_gold
     from cmrkit.fileio import RepeatableOutputs
-    from cmrkit.judgments import aggregate, nothing_kept, read_judgments
+    from cmrkit.judgments.human import aggregate, nothing_kept, read_judgments
     from cmrkit.pooling import read_pool, subset_pool, write_pool
     from cmrkit.trec import read_qrels, write_qrels
 
@@ -893,7 +893,7 @@ def simulate_command(
     --pool pools/sample.pool.jsonl --assessors 3 --noise 0.1 -o pools/round1.csv
     """
     from cmrkit.fileio import RepeatableOutputs
-    from cmrkit.judgments import simulate, write_simple_csv
+    from cmrkit.judgments.human import simulate, write_simple_csv
     from cmrkit.pooling import read_pool
     from cmrkit.trec import read_qrels
 

@@ -4,7 +4,7 @@ to a pool, the adaptive rounds), ``sample`` (sample qrels for xinfAP), ``assesso
 ``bias`` (leave-one-run-out reusability) and ``plan`` (strategies x budgets, simulated; import
 it from ``cmrkit.pooling.plan``)."""
 
-from cmrkit.pooling.assessors import SimulatedAssessors
+from cmrkit.judgments.simulated import SimulatedAssessors
 from cmrkit.pooling.bias import pool_bias, score_runs
 from cmrkit.pooling.pool import (
     POOL_FORMAT,

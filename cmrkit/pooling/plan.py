@@ -33,7 +33,7 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.agreement import ranking_agreement
-from cmrkit.pooling.assessors import SimulatedAssessors, check_assessors
+from cmrkit.judgments.simulated import SimulatedAssessors, check_assessors
 from cmrkit.pooling.pool import Pool, create_pool, natural_key
 from cmrkit.pooling.strategies import (
     ADAPTIVE,

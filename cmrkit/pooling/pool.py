@@ -23,12 +23,21 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cmrkit.collection.layout import corpus_path, read_manifest, topics_by_qid, topics_path
+from cmrkit.collection.layout import (
+    collection_dir,
+    corpus_path,
+    read_manifest,
+    topics_by_qid,
+    topics_path,
+)
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import iter_jsonl, iter_lines, sha256_file
-from cmrkit.trec import Run, ranked, read_qrels, read_run
+from cmrkit.trec import Run, natural_key, ranked, read_qrels, read_run
+
+if TYPE_CHECKING:
+    from cmrkit.judgments.auto.pairs import Targets
 
 POOL_FORMAT = "cmrkit-pool"
 POOL_VERSION = 1
@@ -115,11 +124,6 @@ class Pool:
 
     def pair_index(self) -> dict[tuple[str, str], PoolPair]:
         return {(p.qid, p.docno): p for p in self.pairs}
-
-
-def natural_key(text: str) -> tuple:
-    """Sort key that orders ``q2`` before ``q10``."""
-    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t)
 
 
 # --- the collection a pool belongs to ------------------------------------------------------
@@ -509,3 +513,26 @@ def annotated_pairs(pool: Pool, collection: str | os.PathLike) -> dict[str, int]
             if n:
                 found[str(path)] = n
     return found
+
+
+def pool_targets(path: str | os.PathLike, collection: str | os.PathLike | None = None) -> Targets:
+    """The sampled pairs of a pool (the pairs people would judge) as an automatic judge's
+    targets, on the pool's collection (or ``collection``, checked to be it)."""
+    from cmrkit.judgments.auto.pairs import Targets, sort_pairs
+
+    pool = read_pool(path)
+    if collection is not None:
+        coll = collection_dir(collection)
+        check_collection(pool, coll, path)
+    else:
+        recorded_path = (pool.header.get("collection") or {}).get("path")
+        if not isinstance(recorded_path, str):
+            raise CmrkitError(
+                "the pool's header names no collection folder; pass --collection", path=path
+            )
+        coll = collection_dir(recorded_path)
+        check_collection(pool, coll, path)
+    pairs = sort_pairs((p.qid, p.docno) for p in pool.pairs if p.sampled)
+    if not pairs:
+        raise CmrkitError("the pool has no sampled pair to judge", path=path)
+    return Targets(pairs, coll, {"pool": {"path": str(path), "sha256": sha256_file(path)}})

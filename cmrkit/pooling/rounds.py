@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from cmrkit.errors import CmrkitError
-from cmrkit.pooling.assessors import SimulatedAssessors
+from cmrkit.judgments.simulated import SimulatedAssessors
 from cmrkit.pooling.pool import Pool, PoolPair, create_pool, natural_key
 from cmrkit.pooling.strategies import (
     ADAPTIVE,

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.cache import Entry, Key
-from cmrkit.judging.calibration import Calibration, likert
-from cmrkit.judging.judges import Request
-from cmrkit.judging.options import READER_BATCH_SIZE
-from cmrkit.judging.pairs import Pair, PairTexts
-from cmrkit.pooling.pool import natural_key
+from cmrkit.judgments.auto.cache import Entry, Key
+from cmrkit.judgments.auto.calibration import Calibration, likert
+from cmrkit.judgments.auto.judges import Request
+from cmrkit.judgments.auto.options import READER_BATCH_SIZE
+from cmrkit.judgments.auto.pairs import Pair, PairTexts
+from cmrkit.trec import natural_key
 
 GROUP = 64  # pairs of one query read (and cached) together at most
 

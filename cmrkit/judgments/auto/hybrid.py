@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.labels import Label, read_labels, read_labels_sidecar
-from cmrkit.pooling.pool import Pool
+from cmrkit.judgments.auto.labels import Label, read_labels, read_labels_sidecar
+from cmrkit.judgments.pooled import Pooled
 
 JUDGE = "judge"  # the value of a pool pair's labelled_by
 
@@ -74,7 +74,7 @@ class HybridLabels:
         """What a server database records so that it is restarted with the same labels."""
         return {"labels_sha256": self.sha256, "confident": self.confident}
 
-    def check_pool(self, pool: Pool, pool_sha256: str, pool_path: object) -> None:
+    def check_pool(self, pool: Pooled, pool_sha256: str, pool_path: object) -> None:
         """Refuse labels made for another pool (see the module's docstring)."""
         recorded = self.sidecar.get("pool")
         sha = recorded.get("sha256") if isinstance(recorded, dict) else None
@@ -108,7 +108,7 @@ class HybridLabels:
             path=self.path,
         )
 
-    def apply(self, pool: Pool) -> dict[str, Any]:
+    def apply(self, pool: Pooled) -> dict[str, Any]:
         """Record the judge's labels on the pool's pairs and take the sure ones from people
         (see the module's docstring); returns what the pool's header records."""
         return apply_labels(pool, self.labels, self.confident, self.source())
@@ -118,7 +118,7 @@ class HybridLabels:
 
 
 def apply_labels(
-    pool: Pool, labels: Sequence[Label], confident: float, source: Mapping[str, Any]
+    pool: Pooled, labels: Sequence[Label], confident: float, source: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Every labelled pair of ``pool`` gets the judge's label and probability; a sampled pair
     the judge is sure of (:func:`is_confident`) becomes the judge's (``labelled_by``, no longer

@@ -40,10 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.labels import AUTO_PREFIX, Label
-from cmrkit.pooling.assessors import LABELS, binarize, cohen_kappa, majority, weighted_kappa
-from cmrkit.pooling.pool import natural_key
-from cmrkit.trec import Qrels
+from cmrkit.judgments.auto.labels import AUTO_PREFIX, Label
+from cmrkit.judgments.simulated import LABELS, binarize, cohen_kappa, majority, weighted_kappa
+from cmrkit.trec import Qrels, natural_key
 
 Pair = tuple[str, str]
 MIN_GAIN = 0.01  # excess gain above which a run that moves up is flagged
@@ -414,7 +413,7 @@ def check_labels(
         str(labels_path), ",".join(judges), identity, reference, agreement, min_gain=min_gain
     )
     if agreement.with_probability:
-        from cmrkit.judging.reliability import reliability
+        from cmrkit.judgments.auto.reliability import reliability
 
         result.reliability = reliability(labels, agreement.truth)
     if not runs:

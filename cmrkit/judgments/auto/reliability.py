@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.labels import Label
+from cmrkit.judgments.auto.labels import Label
 
 BINS = 10
 Z95 = 1.959963984540054

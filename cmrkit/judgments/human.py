@@ -20,14 +20,13 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from cmrkit.assess.key import KeyEntry
 from cmrkit.errors import CmrkitError
 from cmrkit.escaping import csv_writer
 from cmrkit.fileio import iter_lines, read_csv_rows
-from cmrkit.pooling import Pool, natural_key
-from cmrkit.pooling.assessors import (  # noqa: F401 - the kappas are read from here too
+from cmrkit.judgments.pooled import Pooled
+from cmrkit.judgments.simulated import (  # noqa: F401 - the kappas are read from here too
     LABELS,
     LABELS_TEXT,
     MAX_ASSESSORS,
@@ -39,12 +38,23 @@ from cmrkit.pooling.assessors import (  # noqa: F401 - the kappas are read from 
     fleiss_kappa,
     majority,
 )
-from cmrkit.trec import Qrels, read_qrels
+from cmrkit.trec import Qrels, natural_key, read_qrels
 
 SIMPLE_COLUMNS = ("query_id", "doc_id", "worker_id", "label")
 BLIND_COLUMNS = ("pair_id", "worker_id", "label")
 MTURK_COLUMNS = ("HITId", "WorkerId", "AssignmentStatus")
 _TRUE = {"true", "1", "on", "yes", "y"}
+
+
+class KeyEntry(Protocol):
+    """What an answer key says of a blind pair id (a :class:`cmrkit.assess.key.KeyEntry`, read
+    by the caller: ``assess`` stands above the judgments)."""
+
+    @property
+    def qid(self) -> str: ...
+
+    @property
+    def docno(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -336,7 +346,7 @@ def nothing_kept(result: Aggregate, min_relevant: int, hard_threshold: float | N
 
 def aggregate(
     judgments: Iterable[Judgment],
-    pool: Pool,
+    pool: Pooled,
     *,
     known: Qrels | None = None,
     gold: Mapping[tuple[str, str], int] | None = None,
@@ -415,7 +425,7 @@ def aggregate(
     return Aggregate(qrels, split.hard, needs, report)
 
 
-def _judge_report(pool: Pool, votes: Mapping[tuple[str, str], Any]) -> dict[str, Any]:
+def _judge_report(pool: Pooled, votes: Mapping[tuple[str, str], Any]) -> dict[str, Any]:
     """Hybrid pools: the judge (as the pool records it) and how many pairs took its label."""
     judge = pool.header.get("judge")
     if not isinstance(judge, dict):
@@ -514,7 +524,7 @@ _AgreementRows = list[tuple[list[int], list[int]]]
 
 
 def _label_pairs(
-    pool: Pool,
+    pool: Pooled,
     votes: Mapping[tuple[str, str], Mapping[str, int]],
     min_agree: int,
     min_unanimous: int,
@@ -553,7 +563,7 @@ def _agreement(rows: _AgreementRows) -> dict[str, Any]:
 
 
 def _merge_known(
-    pool: Pool, labels: Mapping[tuple[str, str], int], known: Qrels | None
+    pool: Pooled, labels: Mapping[tuple[str, str], int], known: Qrels | None
 ) -> tuple[dict[str, dict[str, int]], int]:
     """The labels by query with the known relevance of the pool's queries over them, and how
     many known labels contradict a decided one."""
@@ -621,7 +631,7 @@ def _split_queries(
 
 
 def simulate(
-    pool: Pool,
+    pool: Pooled,
     truth: Qrels,
     *,
     assessors: int = 3,

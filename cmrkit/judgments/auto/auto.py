@@ -15,10 +15,10 @@ from typing import Any
 
 from cmrkit._version import __version__
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.cache import Entry, LabelCache
-from cmrkit.judging.calibration import fit_platt
-from cmrkit.judging.judges import Judge, Request, identity_sha256, pair_keys
-from cmrkit.judging.labels import (
+from cmrkit.judgments.auto.cache import Entry, LabelCache
+from cmrkit.judgments.auto.calibration import fit_platt
+from cmrkit.judgments.auto.judges import Judge, Request, identity_sha256, pair_keys
+from cmrkit.judgments.auto.labels import (
     LABELS_FORMAT,
     LABELS_VERSION,
     Label,
@@ -27,8 +27,8 @@ from cmrkit.judging.labels import (
     sidecar_path,
     sidecar_text,
 )
-from cmrkit.judging.options import ON_UNPARSED
-from cmrkit.judging.pairs import Judged, Pair, PairTexts, Targets, load_texts
+from cmrkit.judgments.auto.options import ON_UNPARSED
+from cmrkit.judgments.auto.pairs import Judged, Pair, PairTexts, Targets, load_texts
 
 Bar = Callable[[str, int], Callable[[int], None]]  # (what, total) -> advance(n)
 

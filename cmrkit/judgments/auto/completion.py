@@ -15,8 +15,8 @@ import json
 import math
 from typing import Any
 
-from cmrkit.judging.cache import Entry
-from cmrkit.judging.prompt import openai_logprobs, parse_answer, relevant_probability
+from cmrkit.judgments.auto.cache import Entry
+from cmrkit.judgments.auto.prompt import openai_logprobs, parse_answer, relevant_probability
 
 SHOWN = 60  # characters of a value shown in a message
 LOGPROB_SLACK = 1e-3  # a logprob above 0 by float32 rounding is taken; above this it is not one

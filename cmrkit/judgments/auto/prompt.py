@@ -28,7 +28,7 @@ from typing import Any
 from cmrkit.errors import CmrkitError
 from cmrkit.escaping import fill
 
-SHIPPED = Path(__file__).resolve().parent.parent / "data" / "judging" / "coref-v1.prompt"
+SHIPPED = Path(__file__).resolve().parents[2] / "data" / "judging" / "coref-v1.prompt"
 ROLES = ("system", "user")
 PLACEHOLDERS = ("QUERY", "MENTION", "PASSAGE")
 MARK = ("<m>", "</m>")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging.cache import Entry, Key, LabelCache
-from cmrkit.judging.pairs import Pair, PairTexts
+from cmrkit.judgments.auto.cache import Entry, Key, LabelCache
+from cmrkit.judgments.auto.pairs import Pair, PairTexts
 
 KINDS = ("reader", "llm", "llm-local")
 Progress = Callable[[int], None]  # pairs answered now

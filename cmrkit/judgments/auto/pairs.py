@@ -11,22 +11,20 @@ from typing import Any
 
 from cmrkit.collection.layout import (
     Topic,
-    collection_dir,
     iter_corpus,
     qrels_file,
     read_topics,
 )
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
-from cmrkit.judging.cache import pair_sha256
-from cmrkit.pooling.pool import check_collection, natural_key, read_pool
+from cmrkit.judgments.auto.cache import pair_sha256
 from cmrkit.retrieval.runfile import (
     check_run_of,
     collection_of,
     own_document_units,
     read_sidecar,
 )
-from cmrkit.trec import ranked, read_qrels, read_run
+from cmrkit.trec import natural_key, ranked, read_qrels, read_run
 
 Pair = tuple[str, str]  # qid, docno
 
@@ -57,27 +55,6 @@ class Targets:
 
 def sort_pairs(pairs: Iterable[Pair]) -> list[Pair]:
     return sorted(set(pairs), key=lambda p: (natural_key(p[0]), p[1]))
-
-
-def pool_targets(path: str | os.PathLike, collection: str | os.PathLike | None = None) -> Targets:
-    """The sampled pairs of a pool (the pairs people would judge), on the pool's collection
-    (or ``collection``, checked to be it)."""
-    pool = read_pool(path)
-    if collection is not None:
-        coll = collection_dir(collection)
-        check_collection(pool, coll, path)
-    else:
-        recorded_path = (pool.header.get("collection") or {}).get("path")
-        if not isinstance(recorded_path, str):
-            raise CmrkitError(
-                "the pool's header names no collection folder; pass --collection", path=path
-            )
-        coll = collection_dir(recorded_path)
-        check_collection(pool, coll, path)
-    pairs = sort_pairs((p.qid, p.docno) for p in pool.pairs if p.sampled)
-    if not pairs:
-        raise CmrkitError("the pool has no sampled pair to judge", path=path)
-    return Targets(pairs, coll, {"pool": {"path": str(path), "sha256": sha256_file(path)}})
 
 
 def top_pairs(

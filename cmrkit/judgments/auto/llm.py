@@ -26,13 +26,13 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judging import fetch
-from cmrkit.judging.cache import Entry, LabelCache
-from cmrkit.judging.completion import NotCompletion, read_completion
-from cmrkit.judging.judges import Request
-from cmrkit.judging.options import LlmOptions
-from cmrkit.judging.pairs import Pair, PairTexts
-from cmrkit.judging.prompt import Prompt, load_prompt
+from cmrkit.judgments.auto import fetch
+from cmrkit.judgments.auto.cache import Entry, LabelCache
+from cmrkit.judgments.auto.completion import NotCompletion, read_completion
+from cmrkit.judgments.auto.judges import Request
+from cmrkit.judgments.auto.options import LlmOptions
+from cmrkit.judgments.auto.pairs import Pair, PairTexts
+from cmrkit.judgments.auto.prompt import Prompt, load_prompt
 
 MAX_TOKENS = 8  # a digit, or "Final score: 4"
 TOP_LOGPROBS = 5

