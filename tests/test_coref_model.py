@@ -76,7 +76,6 @@ def _train(run, out: str, *extra):
 @pytest.fixture(scope="module")
 def trained(ecb):
     root, run = ecb
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     r = _train(run, "m")
     assert r.exit_code == 0, r.output
     return root / "m"
