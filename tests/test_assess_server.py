@@ -617,7 +617,7 @@ def test_cohen_kappa_matches_scikit_learn():
     import random
 
     sklearn = pytest.importorskip("sklearn.metrics")
-    from cmrkit.judgments.simulated import cohen_kappa
+    from cmrkit.judgments.agreement import cohen_kappa
 
     assert cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]) == pytest.approx(0.5)  # by hand
     assert cohen_kappa([1, 1], [1, 1]) is None  # chance agreement is certain
@@ -693,7 +693,7 @@ def test_sqlite_writers_take_turns_in_order():
 def test_the_scale_is_the_one_the_server_sends(tmp_path, cli):
     from importlib import resources
 
-    from cmrkit.judgments.simulated import LIKERT
+    from cmrkit.judgments.scale import LIKERT
 
     d = small_pool(tmp_path, cli, queries=1, docs=2)
     app, engine = make_app(f"sqlite:///{tmp_path / 'a.sqlite'}", d["pool"], assessors=1)

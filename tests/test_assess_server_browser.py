@@ -146,7 +146,7 @@ def _check_layout(driver, png) -> None:
     parts = {c: box(c) for c in ("#query", "#candidate", "#scale", "aside.recent")}
     for css, b in parts.items():
         assert inside(b), (css, b)
-    from cmrkit.judgments.simulated import LIKERT
+    from cmrkit.judgments.scale import LIKERT
 
     shown = driver.find_elements(By.CSS_SELECTOR, "#scale button")
     assert [b.text for b in shown] == [f"{v} {name}" for v, name in LIKERT]  # the API's scale

@@ -13,8 +13,8 @@ from judging_sample import IDENTITY, RUNS, invoke, noisy_labels, run_paths, samp
 from typer.testing import CliRunner
 
 from cmrkit.cli import app
+from cmrkit.judgments.agreement import cohen_kappa, weighted_kappa
 from cmrkit.judgments.auto.check import circularity, judge_models, same_model
-from cmrkit.judgments.simulated import cohen_kappa, weighted_kappa
 from cmrkit.trec import read_qrels, read_run, write_qrels
 
 

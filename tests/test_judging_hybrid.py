@@ -25,9 +25,9 @@ from judging_sample import invoke, noisy_labels, run_paths, sample_root  # noqa:
 from typer.testing import CliRunner  # noqa: E402
 
 from cmrkit.cli import app  # noqa: E402
+from cmrkit.judgments.agreement import cohen_kappa, weighted_kappa  # noqa: E402
 from cmrkit.judgments.auto.hybrid import is_confident  # noqa: E402
 from cmrkit.judgments.auto.labels import Label, sidecar_path, write_labels  # noqa: E402
-from cmrkit.judgments.simulated import cohen_kappa, weighted_kappa  # noqa: E402
 from cmrkit.pooling import read_pool  # noqa: E402
 from cmrkit.trec import read_qrels  # noqa: E402
 

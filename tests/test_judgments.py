@@ -11,7 +11,8 @@ import pytest
 import pytrec_eval
 from pool_fixtures import read_qrels_lines, write_collection, write_qrels, write_run
 
-from cmrkit.judgments.human import Judgment, aggregate, decide, fleiss_kappa, needed_more
+from cmrkit.judgments.agreement import fleiss_kappa
+from cmrkit.judgments.human import Judgment, aggregate, decide, needed_more
 from cmrkit.pooling import read_pool
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from cmrkit.assess.display import Shown
 from cmrkit.assess.tasks import Task, Tasks
 from cmrkit.escaping import csv_cell, fill, html_cell
-from cmrkit.judgments.simulated import LIKERT
+from cmrkit.judgments.scale import LIKERT
 
 
 def template(name: str) -> str:

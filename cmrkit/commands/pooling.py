@@ -893,7 +893,8 @@ def simulate_command(
     --pool pools/sample.pool.jsonl --assessors 3 --noise 0.1 -o pools/round1.csv
     """
     from cmrkit.fileio import RepeatableOutputs
-    from cmrkit.judgments.human import simulate, write_simple_csv
+    from cmrkit.judgments.human import write_simple_csv
+    from cmrkit.judgments.simulated import simulate
     from cmrkit.pooling import read_pool
     from cmrkit.trec import read_qrels
 

@@ -1,4 +1,4 @@
-"""Relevance judgments: read assessors' answers, aggregate them to qrels, simulate assessors.
+"""People's judgments: read assessors' answers, aggregate them to qrels.
 
 Inputs are the MTurk batch results CSV of a batch made by ``cmrkit pool export --format mturk``
 (columns ``HITId``, ``WorkerId``, ``AssignmentStatus``, ``Input.p{i}_pair_id`` (or, from older
@@ -25,19 +25,9 @@ from typing import Any, Protocol
 from cmrkit.errors import CmrkitError
 from cmrkit.escaping import csv_writer
 from cmrkit.fileio import iter_lines, read_csv_rows
+from cmrkit.judgments.agreement import agreement_rows, fleiss_kappa
 from cmrkit.judgments.pooled import Pooled
-from cmrkit.judgments.simulated import (  # noqa: F401 - the kappas are read from here too
-    LABELS,
-    LABELS_TEXT,
-    MAX_ASSESSORS,
-    SimulatedAssessors,
-    agreement_rows,
-    binarize,
-    check_assessors,
-    cohen_kappa,
-    fleiss_kappa,
-    majority,
-)
+from cmrkit.judgments.scale import LABELS, LABELS_TEXT, MAX_ASSESSORS, binarize, majority
 from cmrkit.trec import Qrels, natural_key, read_qrels
 
 SIMPLE_COLUMNS = ("query_id", "doc_id", "worker_id", "label")
@@ -625,33 +615,6 @@ def _split_queries(
             **{k: a[k] for k in ("pairs", "unanimous", "kappa")},
         }
     return out
-
-
-# --- simulated assessors -------------------------------------------------------------------
-
-
-def simulate(
-    pool: Pooled,
-    truth: Qrels,
-    *,
-    assessors: int = 3,
-    noise: float = 0.1,
-    seed: int = 0,
-    worker_prefix: str = "sim",
-) -> list[tuple[str, str, str, int]]:
-    """Answers of fake assessors for the pool's sampled pairs: each knows the complete ``truth``
-    (rel > 0 relevant) and flips it with probability ``noise``; relevant answers are 4 or 5,
-    non-relevant 1, 2 or 3. Rows (query_id, doc_id, worker_id, label), sorted."""
-    check_assessors(assessors, noise)
-    if pool.queries and not set(pool.queries) & set(truth):
-        raise CmrkitError(
-            f"the qrels judge none of the pool's queries (e.g. {pool.queries[0]}); "
-            "are they from another collection?"
-        )
-    people = SimulatedAssessors(truth, assessors, noise, seed)
-    rows = people.answers([(p.qid, p.docno) for p in pool.pairs if p.sampled], worker_prefix)
-    rows.sort(key=lambda r: (natural_key(r[0]), r[1], r[2]))
-    return rows
 
 
 def write_simple_csv(rows: Iterable[tuple[str, str, str, int]], path: str | os.PathLike) -> None:

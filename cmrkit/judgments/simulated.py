@@ -1,5 +1,5 @@
 """Simulated assessors: the noise model of ``cmrkit judgments simulate``, shared with the pooling
-strategies that need judgments as they go and with ``pool plan``.
+strategies that need judgments as they go (``pool create --simulate``) and with ``pool plan``.
 
 Each assessor knows complete qrels (rel > 0 relevant) and flips the truth with probability
 ``noise``; a relevant answer is Likert 4 or 5, a non-relevant one 1, 2 or 3. Assessor ``k`` draws
@@ -14,27 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-from cmrkit.trec import Qrels
-
-# The five-point scale every judgment uses (the offline page, the assessment server, its API and
-# its page, `judgments aggregate`): label and what it says.
-LIKERT: tuple[tuple[int, str], ...] = (
-    (1, "very unlikely"),
-    (2, "unlikely"),
-    (3, "not sure"),
-    (4, "likely"),
-    (5, "very likely"),
-)
-LABELS = tuple(v for v, _ in LIKERT)
-LABELS_TEXT = f"{LABELS[0]}..{LABELS[-1]} ({LIKERT[0][1]} .. {LIKERT[-1][1]})"
-
-
-def binarize(label: int) -> int:
-    """Likert 4-5 -> 1 (relevant), 1-3 -> 0."""
-    return 1 if label >= 4 else 0
-
-
-MAX_ASSESSORS = 1000
+from cmrkit.judgments.pooled import Pooled
+from cmrkit.judgments.scale import MAX_ASSESSORS, binarize, majority
+from cmrkit.trec import Qrels, natural_key
 
 
 def check_assessors(assessors: int, noise: float) -> None:
@@ -45,11 +27,20 @@ def check_assessors(assessors: int, noise: float) -> None:
         raise CmrkitError(f"--noise must lie in 0..1, not {noise}")
 
 
-def majority(relevant: int, not_relevant: int) -> int:
-    """1 or 0 for a strict majority of binary votes, -1 (unknown) for a tie."""
-    if relevant == not_relevant:
-        return -1
-    return 1 if relevant > not_relevant else 0
+@dataclass(frozen=True)
+class SimulationOptions:
+    """How simulated assessors answer: ``assessors`` per pair (each answers every pair; a pair's
+    label is their majority) who flip the truth with probability ``noise``. The defaults of
+    `judgments simulate`, `pool create --simulate` and `pool plan`."""
+
+    assessors: int = 3
+    noise: float = 0.1
+
+    def check(self) -> None:
+        check_assessors(self.assessors, self.noise)
+
+
+SIMULATION = SimulationOptions()
 
 
 @dataclass(frozen=True)
@@ -58,8 +49,8 @@ class SimulatedAssessors:
     says where the truth came from (recorded in pool headers)."""
 
     truth: Qrels
-    assessors: int = 3
-    noise: float = 0.1
+    assessors: int = SIMULATION.assessors
+    noise: float = SIMULATION.noise
     seed: int = 0
     source: Mapping[str, Any] = field(default_factory=dict)
 
@@ -99,71 +90,25 @@ class SimulatedAssessors:
         }
 
 
-# --- agreement between assessors (judgments aggregate, the assessment server) ----------------
-
-
-def agreement_rows(labels: Sequence[int]) -> tuple[list[int], list[int]]:
-    """One pair's rows of the two Fleiss tables: the counts of its labels binarized (not
-    relevant, relevant) and on the Likert scale (one count per label of :data:`LIKERT`)."""
-    relevant = sum(binarize(v) for v in labels)
-    return [len(labels) - relevant, relevant], [list(labels).count(v) for v in LABELS]
-
-
-def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
-    """Fleiss' kappa of items x categories counts (items with fewer than 2 ratings ignored;
-    item sizes may differ). None when undefined (no item, or a single category used)."""
-    rows = [r for r in table if sum(r) >= 2]
-    if not rows:
-        return None
-    k = len(rows[0])
-    total = sum(sum(r) for r in rows)
-    p_j = [sum(r[j] for r in rows) / total for j in range(k)]
-    p_e = sum(p * p for p in p_j)
-    p_bar = sum((sum(c * c for c in r) - sum(r)) / (sum(r) * (sum(r) - 1)) for r in rows) / len(
-        rows
-    )
-    if p_e >= 1.0:
-        return None
-    return (p_bar - p_e) / (1.0 - p_e)
-
-
-def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Cohen's kappa of two raters' labels of the same items (``a[i]`` and ``b[i]`` rate item
-    ``i``). None when undefined (no item, or chance agreement is certain)."""
-    n = len(a)
-    if n == 0 or n != len(b):
-        return None
-    cats = sorted(set(a) | set(b))
-    p_o = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
-    p_e = sum((a.count(c) / n) * (b.count(c) / n) for c in cats)
-    if p_e >= 1.0:
-        return None
-    return (p_o - p_e) / (1.0 - p_e)
-
-
-def weighted_kappa(
-    a: Sequence[int], b: Sequence[int], categories: Sequence[int] = LABELS, power: int = 2
-) -> float | None:
-    """Cohen's weighted kappa of two raters' ordinal labels of the same items, with
-    disagreement weights ``|i - j| ** power`` over the positions of ``categories``: 2 is the
-    quadratic kappa (Fleiss & Cohen 1973: a 1 against a 5 costs 16 times a 1 against a 2), 1
-    the linear. None when undefined (no item, or every label in one category on both sides)."""
-    n = len(a)
-    if n == 0 or n != len(b):
-        return None
-    pos = {c: i for i, c in enumerate(categories)}
-    k = len(categories)
-    observed = [[0] * k for _ in range(k)]
-    for x, y in zip(a, b, strict=True):
-        observed[pos[x]][pos[y]] += 1
-    rows = [sum(r) for r in observed]
-    cols = [sum(observed[i][j] for i in range(k)) for j in range(k)]
-    disagree = expected = 0.0
-    for i in range(k):
-        for j in range(k):
-            w = abs(i - j) ** power
-            disagree += w * observed[i][j]
-            expected += w * rows[i] * cols[j] / n
-    if expected == 0.0:
-        return None
-    return 1.0 - disagree / expected
+def simulate(
+    pool: Pooled,
+    truth: Qrels,
+    *,
+    assessors: int = SIMULATION.assessors,
+    noise: float = SIMULATION.noise,
+    seed: int = 0,
+    worker_prefix: str = "sim",
+) -> list[tuple[str, str, str, int]]:
+    """Answers of fake assessors for the pool's sampled pairs: each knows the complete ``truth``
+    (rel > 0 relevant) and flips it with probability ``noise``; relevant answers are 4 or 5,
+    non-relevant 1, 2 or 3. Rows (query_id, doc_id, worker_id, label), sorted."""
+    check_assessors(assessors, noise)
+    if pool.queries and not set(pool.queries) & set(truth):
+        raise CmrkitError(
+            f"the qrels judge none of the pool's queries (e.g. {pool.queries[0]}); "
+            "are they from another collection?"
+        )
+    people = SimulatedAssessors(truth, assessors, noise, seed)
+    rows = people.answers([(p.qid, p.docno) for p in pool.pairs if p.sampled], worker_prefix)
+    rows.sort(key=lambda r: (natural_key(r[0]), r[1], r[2]))
+    return rows

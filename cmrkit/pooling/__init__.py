@@ -1,10 +1,11 @@
 """Pools of candidates for assessment: ``pool`` (create, read, write, report), ``strategies``
 (which pairs to judge: depth, rbp, rrf, mtf, maxmean, strata), ``rounds`` (applying a strategy
-to a pool, the adaptive rounds), ``sample`` (sample qrels for xinfAP), ``assessors`` (simulated),
-``bias`` (leave-one-run-out reusability) and ``plan`` (strategies x budgets, simulated; import
-it from ``cmrkit.pooling.plan``)."""
+to a pool, the adaptive rounds), ``sample`` (sample qrels for xinfAP), ``bias`` (leave-one-run-out
+reusability) and ``plan`` (strategies x budgets, simulated; import it from
+``cmrkit.pooling.plan``). The judgments a pool needs as it goes come from
+:mod:`cmrkit.judgments` (the simulated assessors: :mod:`cmrkit.judgments.simulated`)."""
 
-from cmrkit.judgments.simulated import SimulatedAssessors
+from cmrkit.judgments.moved import moved
 from cmrkit.pooling.bias import pool_bias, score_runs
 from cmrkit.pooling.pool import (
     POOL_FORMAT,
@@ -39,7 +40,6 @@ __all__ = [
     "STRATEGIES",
     "Pool",
     "PoolPair",
-    "SimulatedAssessors",
     "StrategyOptions",
     "annotated_pairs",
     "apply_strategy",
@@ -62,3 +62,5 @@ __all__ = [
     "subset_pool",
     "write_pool",
 ]
+
+__getattr__ = moved(__name__, {"SimulatedAssessors": "cmrkit.judgments.simulated"})

@@ -33,7 +33,7 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.agreement import ranking_agreement
-from cmrkit.judgments.simulated import SimulatedAssessors, check_assessors
+from cmrkit.judgments.simulated import SIMULATION, SimulatedAssessors, check_assessors
 from cmrkit.pooling.pool import Pool, create_pool, natural_key
 from cmrkit.pooling.strategies import (
     ADAPTIVE,
@@ -81,8 +81,8 @@ class PlanOptions:
     per_query: bool = False
     depth: int = 100  # candidates per run and query
     measure: str = "AP"
-    assessors: int = 1
-    noise: float = 0.1
+    assessors: int = SIMULATION.assessors
+    noise: float = SIMULATION.noise
     seed: int = 0
     rbp_p: float = 0.8
     rrf_k: float = 60.0

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from cmrkit.errors import CmrkitError
-from cmrkit.judgments.simulated import SimulatedAssessors
+from cmrkit.judgments.simulated import SIMULATION, SimulatedAssessors
 from cmrkit.pooling.pool import Pool, PoolPair, create_pool, natural_key
 from cmrkit.pooling.strategies import (
     ADAPTIVE,
@@ -239,8 +239,8 @@ def pool_runs(
     topics: str | os.PathLike | None = None,
     sample: str | None = None,
     simulate: str | os.PathLike | None = None,
-    assessors: int = 3,
-    noise: float = 0.1,
+    assessors: int = SIMULATION.assessors,
+    noise: float = SIMULATION.noise,
 ) -> Pool:
     """The pool `cmrkit pool create` makes: the plain depth pool (top ``depth``, default 30,
     or a stratified ``sample`` of it), else the strategy's, its adaptive rounds run against

@@ -53,7 +53,7 @@ from cmrkit.assess.server.db import (
     write,
 )
 from cmrkit.errors import CmrkitError
-from cmrkit.judgments.simulated import LABELS, LABELS_TEXT, LIKERT, MAX_ASSESSORS
+from cmrkit.judgments.scale import LABELS, LABELS_TEXT, LIKERT, MAX_ASSESSORS
 
 ADAPTIVE = ("mtf", "maxmean")
 CHANGEABLE = 20  # an assessor may change their last this many judgments
@@ -656,7 +656,7 @@ def judge(engine: Engine, user: User, pid: Any, label: Any, now: float | None = 
 
 
 def _gold_check(conn: Connection, user: User, opts: Options, now: float) -> bool:
-    from cmrkit.judgments.simulated import binarize
+    from cmrkit.judgments.scale import binarize
 
     rows = conn.execute(
         sa.select(assignments.c.label, pairs.c.gold)
@@ -744,7 +744,7 @@ _advancing = threading.Lock()
 
 def _feedback(conn: Connection) -> dict[tuple[str, str], int]:
     """The majority of binarized labels of every judged pool pair (-1 for a tie)."""
-    from cmrkit.judgments.simulated import binarize, majority
+    from cmrkit.judgments.scale import binarize, majority
 
     votes: dict[tuple[str, str], list[int]] = {}
     for qid, docno, label in conn.execute(
@@ -914,7 +914,8 @@ def _judge_agreement(prs, labels, judge_labels, record) -> dict[str, Any] | None
     lower median."""
     if judge_labels is None:
         return None
-    from cmrkit.judgments.simulated import binarize, cohen_kappa, majority, weighted_kappa
+    from cmrkit.judgments.agreement import cohen_kappa, weighted_kappa
+    from cmrkit.judgments.scale import binarize, majority
 
     judge_b, people_b, judge_5, people_5 = [], [], [], []
     for p in prs:
@@ -945,7 +946,7 @@ def _judge_agreement(prs, labels, judge_labels, record) -> dict[str, Any] | None
 
 def _per_assessor(prs, rows, people, now: float, window: float):
     """The labels of every pool pair by assessor id, and each assessor's figures."""
-    from cmrkit.judgments.simulated import binarize
+    from cmrkit.judgments.scale import binarize
 
     pair_of = {p.id: p for p in prs}
     per_user: dict[int, dict[str, Any]] = {
@@ -992,7 +993,8 @@ def _per_assessor(prs, rows, people, now: float, window: float):
 def _agreement(labels: Mapping[int, Mapping[int, int]], names: Mapping[int, str]):
     """Fleiss' kappa (binary and Likert) over the pairs with two or more judgments, and Cohen's
     kappa (binary) for each two assessors over the pairs they both judged."""
-    from cmrkit.judgments.simulated import agreement_rows, binarize, cohen_kappa, fleiss_kappa
+    from cmrkit.judgments.agreement import agreement_rows, cohen_kappa, fleiss_kappa
+    from cmrkit.judgments.scale import binarize
 
     multi = [v for v in labels.values() if len(v) >= 2]
     tables = [agreement_rows(list(v.values())) for v in multi]

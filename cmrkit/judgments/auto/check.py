@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmrkit.errors import CmrkitError
+from cmrkit.judgments.agreement import cohen_kappa, weighted_kappa
 from cmrkit.judgments.auto.labels import AUTO_PREFIX, Label
-from cmrkit.judgments.simulated import LABELS, binarize, cohen_kappa, majority, weighted_kappa
+from cmrkit.judgments.scale import LABELS, binarize, majority
 from cmrkit.trec import Qrels, natural_key
 
 Pair = tuple[str, str]

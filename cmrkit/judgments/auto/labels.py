@@ -27,7 +27,7 @@ from typing import Any
 from cmrkit.errors import CmrkitError
 from cmrkit.escaping import csv_writer
 from cmrkit.fileio import read_csv_rows, read_text
-from cmrkit.judgments.simulated import LABELS, LABELS_TEXT
+from cmrkit.judgments.scale import LABELS, LABELS_TEXT
 from cmrkit.trec import natural_key
 
 LABELS_COLUMNS = ("query_id", "doc_id", "worker_id", "label", "probability")
