@@ -355,3 +355,62 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, collection, args, bl
     assert r.stderr.startswith("error: ") and said in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+# the seam for the graph partition: a trained model as a mention encoder
+
+
+def test_a_trained_model_as_a_mention_encoder_scores_as_run_dense(tiny, tmp_path):
+    from cmrkit.collection.layout import read_topics
+    from cmrkit.retrieval.dense.mentions import MentionEncoder
+    from cmrkit.retrieval.dense.options import DenseOptions
+    from cmrkit.retrieval.dense.search import run_dense
+    from cmrkit.retrieval.options import RunOptions
+
+    model = _train(tiny, tmp_path / "arbo", RECIPES["arborescence"])
+    coll = tiny / "collections" / "tiny"
+    ran = run_dense(
+        coll,
+        dense=DenseOptions(model=str(model), device="cpu", batch_size=4),
+        options=RunOptions(runs_dir=tmp_path / "runs", progress=False, k=5),
+    )
+    encoder = MentionEncoder.load(str(model), device="cpu", batch_size=4)
+    assert encoder.markers == ("<S>", "</S>") and encoder.query_len == 24
+    assert encoder.record()["trained"]["parameters"]["positives"] == "arborescence"
+    topics = read_topics(coll, "test")
+    q = encoder.mentions([t.context for t in topics], [t.span for t in topics])
+    units = sorted({d for hits in ran.run.values() for d, _ in hits})
+    p = encoder.texts([TEXTS[d] for d in units])
+    for t, row in zip(topics, q @ p.T, strict=True):
+        for d, score in ran.run[t.qid]:
+            assert abs(float(row[units.index(d)]) - score) < 1e-5
+
+
+# EER's event strings from spaCy's parse
+
+
+def test_event_strings_from_the_parse_of_the_mention_sentence():
+    from cmrkit.retrieval.dense.events import load_parser, parse_events
+    from cmrkit.spacy_model import DEFAULT_SPACY_MODEL
+
+    text = (
+        "Rescuers searched the rubble after the Chile earthquake this week. "
+        "He was arrested by police in New York City. The big earthquake in Chile."
+    )
+    span = lambda w: (text.index(w), text.index(w) + len(w))  # noqa: E731
+    events = parse_events(
+        load_parser(DEFAULT_SPACY_MODEL),
+        {"u": text},
+        [("u", span("Chile earthquake")), ("u", span("arrested")), ("u", span("big")), ("u", None)],
+    )
+    nominal = events[("u", span("Chile earthquake"))]  # a noun: its verb ancestor acts
+    assert (nominal.subject, nominal.object, nominal.action) == ("Rescuers", "rubble", "searched")
+    assert nominal.text == (
+        "In Chile earthquake, the subject is Rescuers, the object is rubble, the action is searched"
+    )
+    passive = events[("u", span("arrested"))]  # the object of a passive: its agent's
+    assert (passive.subject, passive.object, passive.action) == ("He", "police", "arrested")
+    verbless = events[("u", span("big"))]  # no verb above it: the head itself, no subject
+    assert verbless.subject == "none" and verbless.sentence == "The big earthquake in Chile."
+    first = events[("u", None)]  # no mention recorded: the first sentence, its root
+    assert first.action == "searched" and first.mention == "searched"

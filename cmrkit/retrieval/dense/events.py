@@ -75,7 +75,7 @@ def _phrase(token: Any) -> str:
 def _action(head: Any) -> Any:
     node = head
     while node.pos_ not in ("VERB", "AUX"):
-        if node.head is node:
+        if node.head.i == node.i:  # the root (spaCy makes a new Token object at each access)
             return head
         node = node.head
     return node

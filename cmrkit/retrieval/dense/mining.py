@@ -21,6 +21,8 @@ import numpy as np
 
 from cmrkit.retrieval.dense import objectives
 
+BLOCK = 256  # queries scored against the candidates per matrix product
+
 
 def entity_key(cluster: str) -> str:
     """The key of a cluster's entity node beside the docnos (a tab never is in a docno)."""
@@ -140,29 +142,26 @@ def _knn(data: Any, clusters: Clusters, vectors: Vectors, k: int,
     k_entities = k // 2 if entities else 0
     rows = [i for i, f in enumerate(first) if f is not None]
     out: list[list[str]] = [[] for _ in first]
-    if not rows:
-        return out
-    q = vectors.queries[rows]
-    excluded = []
-    for i in rows:
-        banned = data.relevant[i] | data.banned[i] | {data.topics[i].unit, first[i]}
-        excluded.append({c for c, d in enumerate(clusters.pool) if d in banned})
-    near = objectives.nearest(q @ vectors.units.T, excluded, k - k_entities)
-    for i, cols in zip(rows, near, strict=True):
-        out[i] = [clusters.pool[c] for c in cols]
-    if k_entities:
-        own = [{c for c, e in enumerate(entities) if e == _entity_of(clusters, i)} for i in rows]
-        near = objectives.nearest(q @ vectors.entities.T, own, k_entities)
-        for i, cols in zip(rows, near, strict=True):
-            out[i] = [entities[c] for c in cols] + out[i]
+    where = {d: c for c, d in enumerate(clusters.pool)}
+    entity_col = {e: c for c, e in enumerate(entities)}
+    own_entity = {i: e for members, e in zip(clusters.members, clusters.entity, strict=True)
+                  for i in members}  # fmt: skip
+    for b in range(0, len(rows), BLOCK):  # a block of queries' scores at a time
+        block = rows[b : b + BLOCK]
+        q = vectors.queries[block]
+        excluded = []
+        for i in block:
+            banned = data.relevant[i] | data.banned[i] | {data.topics[i].unit, first[i]}
+            excluded.append({where[d] for d in banned if d in where})
+        near = objectives.nearest(q @ vectors.units.T, excluded, k - k_entities)
+        for i, cols in zip(block, near, strict=True):
+            out[i] = [clusters.pool[c] for c in cols]
+        if k_entities:
+            own = [{entity_col[own_entity[i]]} if own_entity.get(i) else set() for i in block]
+            near = objectives.nearest(q @ vectors.entities.T, own, k_entities)
+            for i, cols in zip(block, near, strict=True):
+                out[i] = [entities[c] for c in cols] + out[i]
     return out
-
-
-def _entity_of(clusters: Clusters, i: int) -> str | None:
-    for members, entity in zip(clusters.members, clusters.entity, strict=True):
-        if i in members:
-            return entity
-    return None
 
 
 def draw_epoch(data: Any, clusters: Clusters, vectors: Vectors | None, *, arborescence: bool,

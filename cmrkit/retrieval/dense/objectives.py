@@ -189,13 +189,14 @@ def nearest(
     scores = np.asarray(scores, dtype=np.float64)
     out = []
     for row, banned in zip(scores, excluded, strict=True):
-        order = np.lexsort((np.arange(len(row)), -row))
-        chosen: list[int] = []
-        for c in order.tolist():
-            if c not in banned:
-                chosen.append(c)
-                if len(chosen) == k:
-                    break
+        want = min(len(row), k + len(banned))
+        if 0 < want < len(row):  # the best ``want`` and every score tied with the last of them
+            bar = np.partition(row, len(row) - want)[len(row) - want]
+            pick = np.flatnonzero(row >= bar)
+        else:
+            pick = np.arange(len(row))
+        order = pick[np.lexsort((pick, -row[pick]))]
+        chosen = [c for c in order.tolist() if c not in banned][:k]
         out.append(chosen)
     return out
 
