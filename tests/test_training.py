@@ -225,6 +225,24 @@ def test_model_folder_refuses_a_model_trained_otherwise_naming_the_difference(tm
     assert json.loads((out / META).read_text())["parameters"]["steps"] == 5
 
 
+def test_check_options_counts_an_absent_mode_as_its_default_and_names_a_mode_first(tmp_path):
+    out = tmp_path / "model"
+    with training.ModelFolder(
+        out, kind="reader", metadata=META, files=["weights.bin"], force=False
+    ) as folder:
+        _write_model(folder, _meta(), {})  # a folder from before the mode existed
+    modes = {"objective": "coresearch"}
+    with training.ModelFolder(out, kind="reader", metadata=META, force=False) as folder:
+        folder.check_options({"seed": 13}, implicit=modes)  # absent: the default, kept
+        with pytest.raises(CmrkitError, match=r'parameters.objective: "coresearch" here, "eer"'):
+            folder.check_options({"seed": 13, "objective": "eer"}, implicit=modes)
+        # the mode is named before the other difference (seed sorts first)
+        with pytest.raises(CmrkitError, match=r"parameters.objective: "):
+            folder.check_options({"seed": 14, "objective": "eer"}, implicit=modes)
+        with pytest.raises(CmrkitError, match=r"parameters.seed: 13 here, 14 asked"):
+            folder.check_options({"seed": 14}, implicit=modes)
+
+
 def test_model_folder_refuses_a_folder_that_is_not_a_model_and_a_model_missing_files(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
