@@ -3,6 +3,7 @@
 Usage: python bench/bench_eval.py [--queries 1000] [--docs 1000] [--repeat 5] [--trec-eval PATH]
        python bench/bench_eval.py --smoke   (seconds: 20 queries x 50 documents, once)
        python bench/bench_eval.py --all-trec --trec-eval PATH/10.0/trec_eval [--repeat 3]
+       python bench/bench_eval.py --against /tmp/base [--repeat 9]   (this tree against another)
 
 Writes a seeded run (queries x docs lines, with ties) and qrels (300 judgments per query, grades
 -1..2) to a temporary folder, then runs, interleaved, `cmrkit eval RUN QRELS` (default measures,
@@ -10,6 +11,11 @@ table output) and `trec_eval` computing the trec_eval counterparts of the same m
 call (RR@10 -> recip_rank; Judged@10 has none), each as a subprocess. Prints the minimum and
 median wall time of each and the ratio, and checks that the shared measures agree.
 By default trec_eval is the linux-amd64 binary shipped in the Anserini jar inside Pyserini.
+
+With --against DIR: also `cmrkit eval` from another source tree (DIR on PYTHONPATH, e.g. a
+`git worktree add DIR COMMIT` of an earlier commit), interleaved with this tree's, after checking
+that the two write the same bytes; the last line gives this tree's time over DIR's (min wall,
+min CPU), measured in the same session, so that a change's cost is read against the same load.
 
 With --all-trec: `trec_eval -q -m all_trec QRELS RUN` (give a 10.0 binary built from
 ../shared/tools/trec_eval/10.0 with `make`) against `cmrkit eval RUN QRELS -q -m all_trec -f trec
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import random
 import resource
 import stat
@@ -71,11 +78,11 @@ def trec_eval_binary(folder: Path) -> Path:
 CPU: dict[str, list[float]] = {}
 
 
-def timed(cmd: list[str], label: str | None = None) -> float:
+def timed(cmd: list[str], label: str | None = None, env: dict | None = None) -> float:
     """Wall seconds of one run; the child's CPU seconds (user + sys) go to CPU[label]."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -91,6 +98,8 @@ def main() -> None:
     parser.add_argument("--trec-eval", type=Path, default=None)
     parser.add_argument("--all-trec", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="seconds: 20 x 50, once")
+    parser.add_argument("--against", type=Path, default=None, metavar="DIR",
+                        help="also time `cmrkit eval` of the source tree DIR")  # fmt: skip
     args = parser.parse_args()
     if args.smoke:
         args.queries, args.docs, args.repeat = 20, 50, 1
@@ -118,9 +127,12 @@ def main() -> None:
         same = all(f"{ours['measures'][m]:.4f}" == theirs[t] for m, t in SHARED.items())
 
         times: dict[str, list[float]] = {"trec_eval": [], "cmrkit eval": []}
+        other = _other_tree(args.against, cmrkit, times)
         for _ in range(args.repeat):
             times["trec_eval"].append(timed(trec, "trec_eval"))
             times["cmrkit eval"].append(timed(cmrkit, "cmrkit eval"))
+            if other is not None:
+                times[other[0]].append(timed(cmrkit, other[0], other[1]))
         lines = sum(1 for _ in open(run))
         judgments = sum(1 for _ in open(qrels))
     _table(
@@ -129,6 +141,25 @@ def main() -> None:
         f"qrels: {judgments:,} lines; {args.repeat} interleaved repeats",
         f"shared measures identical to trec_eval (4 decimals): {'yes' if same else 'NO'}",
     )
+    if other is not None:
+        name = other[0]
+        wall = min(times["cmrkit eval"]) / min(times[name])
+        cpu = min(CPU["cmrkit eval"]) / min(CPU[name])
+        print(f"\nthis tree / {args.against}: {wall:.3f} (min wall), {cpu:.3f} (min CPU); "
+              f"the same bytes: {other[2]}; load {os.getloadavg()[0]:.2f}")  # fmt: skip
+
+
+def _other_tree(folder: Path | None, cmrkit: list[str], times: dict) -> tuple | None:
+    """(its label, its environment, whether it writes this tree's bytes) for --against."""
+    if folder is None:
+        return None
+    env = dict(os.environ, PYTHONPATH=str(folder))
+    label = "cmrkit eval (against)"
+    times[label] = []
+    mine = subprocess.run([*cmrkit, "-f", "json"], check=True, capture_output=True).stdout
+    theirs = subprocess.run([*cmrkit, "-f", "json"], check=True, capture_output=True,
+                            env=env).stdout  # fmt: skip
+    return label, env, "yes" if mine == theirs else "NO"
 
 
 def all_trec(args) -> None:
@@ -161,12 +192,12 @@ def _table(times: dict[str, list[float]], *head: str) -> None:
     for line in head:
         print(line)
     print()
-    print(f"| {'command':<12} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} | "
+    print(f"| {'command':<21} | {'min s':>6} | {'median s':>8} | {'min / trec_eval':>15} | "
           f"{'CPU s':>6} | {'CPU / trec_eval':>15} |")  # fmt: skip
-    print(f"|{'-' * 14}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|{'-' * 7}:|{'-' * 16}:|")
+    print(f"|{'-' * 23}|{'-' * 7}:|{'-' * 9}:|{'-' * 16}:|{'-' * 7}:|{'-' * 16}:|")
     for name, values in times.items():
         cpu = min(CPU[name])
-        print(f"| {name:<12} | {min(values):6.2f} | {statistics.median(values):8.2f} | "
+        print(f"| {name:<21} | {min(values):6.2f} | {statistics.median(values):8.2f} | "
               f"{min(values) / base:15.2f} | {cpu:6.2f} | {cpu / cpu_base:15.2f} |")  # fmt: skip
 
 

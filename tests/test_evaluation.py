@@ -428,16 +428,19 @@ def _random_case(seed: int):
 
 
 ENGINE_MEASURES = ["AP", "AP@5", "AP@50", "infAP", "RR", "P@1", "P@7", "R@3", "R@100",
-                   "Success@2", "nDCG@4", "nDCG@30", "NumRel", "NumRet", "NumRelRet"]  # fmt: skip
+                   "Success@2", "nDCG@4", "nDCG@30", "NumRel", "NumRet", "NumRelRet",
+                   "yaap"]  # fmt: skip
 
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("version", ["9", "10"])
 @pytest.mark.parametrize("depth", [None, 25])
 def test_the_two_engines_agree_bit_for_bit_on_random_runs(seed, version, depth):
-    """AP, AP@k, infAP, RR, P@k, R@k, Success@k, nDCG@k and the counts have two
-    implementations: ranking.py's flat arrays (`eval`'s default path, kept for its speed) and
-    trec_bulk.py's (trec_eval's engine). Every per-query double is the same."""
+    """AP, AP@k, infAP, RR, P@k, R@k, Success@k, nDCG@k and the counts have one kernel each
+    (measures/), fed by two layouts: ranking.py's flat arrays (`eval`'s default path, kept for
+    its speed) and trec_bulk.py's matrices (trec_eval's engine), each engine ranking and
+    joining the run itself. Every per-query double is the same (tests/test_measure_kernels.py
+    checks the kernels layout against layout)."""
     import cmrkit.evaluation.trec_eval as te
     from cmrkit.evaluation.measures import TREC_EVAL, resolve
 

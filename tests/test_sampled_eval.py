@@ -12,8 +12,8 @@ import pytest
 from trec_eval_fixtures import extract_trec_eval, parse_trec_eval, run_trec_eval
 
 from cmrkit.evaluation import evaluate, evaluate_files
+from cmrkit.evaluation.measures.sampled import estimate, sample_ranking
 from cmrkit.evaluation.rescore import Judgments, RankedRun
-from cmrkit.evaluation.sampled import estimate, sample_ranking
 from cmrkit.trec import read_qrels_with_strata, read_run
 
 SAMPLE_EVAL = Path(__file__).resolve().parent / "reference" / "trec-sample-eval" / "sample_eval.pl"

@@ -1,10 +1,12 @@
 """Scoring runs: trec_eval-exact ranking measures, groups, significance tests, reports, plots.
 
-One module per idea: ``measures`` (names users type), ``ranking`` (trec_eval-exact scoring),
-``sampled`` (xinfAP and infNDCG as TREC's sample_eval.pl), ``rescore`` (fixed runs against
-many qrels), ``groups``, ``significance``, ``agreement`` (two rankings of the same systems: tau,
-tau_AP, RBO), ``repro`` (a run against its reproduction, as repro_eval), ``bootstrap``
-(resampling queries), ``report`` (JSON, CSV, trec_eval text) and ``plot``; for coreference:
+One module per idea: ``measures`` (every measure defined beside its kernel, and the names
+users type), the layouts that feed the kernels: ``ranking`` (trec_eval-exact scoring, per
+query), ``trec_eval`` with ``trec_bulk`` and ``trec_prefs`` (trec_eval itself), ``rescore``
+(fixed runs against many qrels); ``groups``, ``significance``, ``agreement`` (two rankings of
+the same systems: tau, tau_AP, RBO), ``repro`` (a run against its reproduction, as
+repro_eval), ``rbo`` (both RBOs), ``bootstrap`` (resampling queries), ``report`` (JSON, CSV,
+trec_eval text) and ``plot``; for coreference:
 ``coref`` (MUC, B3, CEAF, BLANC, LEA, CoNLL F1 as the reference scorer computes them),
 ``partitions`` (ARI, NMI), ``clusters`` (runs to clusters), ``spans`` (answer EM/F1) and
 ``units`` (a collection's annotated units). Those load numpy and are imported from their

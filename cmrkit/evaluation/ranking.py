@@ -1,39 +1,36 @@
-"""Scoring runs against qrels with trec_eval's numbers, per query, per group, and compared.
+"""The ranking engine: runs scored against qrels with trec_eval's numbers, per query, for
+groups, comparisons and cmrkit's own measures; and its data layout (:class:`Flat`).
 
 Ranking follows trec_eval: score descending (as doubles in trec_eval 10.0, as single-precision
 floats in 9.0.8: ``version``), ties broken by docno descending; the rank column is ignored. A
 qrels grade >= 1 is relevant, 0 non-relevant, < 0 pooled but unjudged (used by infAP, never
-relevant). AP, infAP, RR, P, R, Success, nDCG@k and the counts are computed here with numpy,
-following trec_eval's C code operation for operation (same doubles, sums added in trec_eval's
-order), so the values are bit-identical; the other measures (Bpref, Rprec, nDCG) go to the
-trec_eval port (``trec_eval.py``). RR@k and Judged@k, which trec_eval lacks, are computed on
-the same ranking; xinfAP and infNDCG as TREC's sample_eval.pl computes them (``sampled.py``,
-from the qrels' strata when given).
+relevant). Every measure is computed by its kernel (``measures/``, registered beside its
+definition): the kernels of the ranking's relevant documents (AP, infAP, RR, P, R, Success,
+nDCG@k, the counts, Judged@k, MentionRecall@k) and cmrkit's AUC on :class:`Flat`, every ranking
+one after another in flat arrays (cheaper than trec_eval's matrices for the default set); the
+others (Bpref, Rprec, nDCG, trec_eval's measures without an ir_measures name) on a matrix of the
+same rankings (``trec_bulk.py``); xinfAP and infNDCG as TREC's sample_eval.pl computes them
+(``measures/sampled.py``, from the qrels' strata when given). The values are trec_eval's to the
+last bit on either layout.
 
 By default a query counts when it is in both the run and the qrels (trec_eval's default);
 ``all_queries`` is trec_eval ``-c``: a qrels query missing from the run is scored as an empty
-ranking (0 for every measure but NumRel and NumQ).
+ranking (0 for every measure but NumRel and NumQ, AUC's unretrieved units ranked last).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cmrkit.errors import CmrkitError
-from cmrkit.evaluation.measures import SAMPLED_KINDS, TREC_EVAL_KIND, Measure, parse_measures
-from cmrkit.evaluation.measures.own import (
-    OWN_KINDS,
-    POOLED,
-    own_values,
-    pooled_value,
-    refuse_aggregate,
-)
+from cmrkit.evaluation.measures import TREC_EVAL_KIND, Measure, parse_measures
+from cmrkit.evaluation.measures.base import NUM_Q, NUM_REL, ROWS, SAMPLED, sequential_sums, within
+from cmrkit.evaluation.measures.own import pooled_value, refuse_aggregate
 from cmrkit.evaluation.measures.trec import DEFAULT_VERSION, VERSIONS
-from cmrkit.evaluation.order import MISSING as _MISSING
-from cmrkit.evaluation.order import rank_all
+from cmrkit.evaluation.order import MISSING, rank_all
 from cmrkit.evaluation.trec_bulk import judged_grades
 from cmrkit.trec import (
     Qrels,
@@ -79,7 +76,7 @@ def aggregate(measure: Measure, values: Sequence[float]) -> float:
     """trec_eval's summary of per-query values: the sum for counts, else the mean (0 if none);
     a trec_eval measure without an ir_measures name (``set_F``) sums the values one by one, as
     trec_eval's ``all`` line does (`eval` prints those through trec_eval's engine)."""
-    if measure.kind in OWN_KINDS:
+    if measure.pooled:
         refuse_aggregate(measure)  # a pooled measure has no mean over some queries
     if measure.summed:
         return float(sum(values))
@@ -93,23 +90,6 @@ def aggregate(measure: Measure, values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
-_NATIVE = frozenset(
-    {"AP", "infAP", "RR", "R", "P", "Success", "Judged", "NumRel", "NumRet", "NumRelRet", "NumQ"}
-)
-_INFAP_EPSILON = 0.00001  # trec_eval's INFAP_EPSILON
-
-
-def _native(measure: Measure) -> bool:
-    """Computed here with trec_eval's arithmetic or sample_eval's estimators; the others go to
-    trec_eval's code."""
-    return (
-        measure.kind in _NATIVE
-        or measure.kind in OWN_KINDS
-        or measure.kind in SAMPLED_KINDS
-        or (measure.kind == "nDCG" and measure.cutoff is not None)
-    )
-
-
 def _check_strata(qrels: Qrels, strata: Strata) -> None:
     for qid, docs in qrels.items():
         known = strata.get(qid, {})
@@ -121,233 +101,184 @@ def _check_strata(qrels: Qrels, strata: Strata) -> None:
                 )
 
 
-def _prefix_sums(values, counts, picks):
-    """For each query q (``counts[q]`` consecutive ``values``), the sum of its first
-    ``pick[q]`` values for each pick, added one by one left to right as trec_eval's loops do
-    (so the doubles are bit-identical; numpy's sum would add pairwise)."""
-    import numpy as np
+class _FlatHits:
+    """The documents of one class in every query's ranking, in rank order (see
+    ``measures/base.py``)."""
 
-    nq = len(counts)
-    width = int(counts.max()) if nq else 0
-    offsets = np.zeros(nq + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    if nq * (width + 1) <= 4 * len(values) + (1 << 20):
-        table = np.zeros((nq, width + 1))
-        rows = np.repeat(np.arange(nq), counts)
-        table[rows, np.arange(len(values)) - offsets[:-1][rows] + 1] = values
-        np.cumsum(table, axis=1, out=table)  # accumulate: strictly sequential per row
-        return [table[np.arange(nq), pick] for pick in picks]
-    out = [np.zeros(nq) for _ in picks]
-    for q in range(nq):
-        sums = np.concatenate(([0.0], np.cumsum(values[offsets[q] : offsets[q + 1]])))
-        for o, pick in zip(out, picks, strict=True):
-            o[q] = sums[pick[q]]
-    return out
+    def __init__(self, layout: Flat, cls: str) -> None:
+        import numpy as np
+
+        self.layout, self.cls = layout, cls
+        self.index = np.flatnonzero(layout.mask(cls))
+        self.counts = layout.count(cls, None)
+        self.query = np.repeat(np.arange(layout.nq), self.counts)
+        self.rank = self.index - layout.starts[:-1][self.query]
+        self.ordinal = within(self.counts) + 1
+        self.grade = layout.grades[self.index]
+
+    def before(self, cls: str):
+        cum = self.layout.cumulative(cls)
+        return cum[self.index] - cum[self.layout.starts[:-1][self.query]]
 
 
-def _native_values(
-    ms: list[Measure], lens, starts, rel, num_rel: list[int], judged: tuple
-) -> dict[str, list[float]]:
-    """Per-query values of the native measures, trec_eval's formulas and order of operations
-    (m_map.c, m_map_cut.c, m_infap.c, m_P.c, m_recall.c, m_recip_rank.c, m_success.c,
-    m_ndcg_cut.c) on the ranked grades ``rel`` (``_MISSING`` when not in the qrels) and the
-    queries' ``judged`` grades (``trec_bulk.judged_grades``)."""
-    import numpy as np
+class Flat:
+    """The ranking engine's layout (``base.RANKED`` and ``SCORED``): every scored query's
+    ranking in trec_eval's order, one after another (``grades``, MISSING where the qrels lack
+    the document; query k owns ``starts[k]:starts[k + 1]``), the queries with a ranking first
+    (``ranking``: ``order.Ranking``), then, with ``-c``, the qrels queries the run lacks as
+    empty rankings; ``judged``: each query's judgments' grades (``trec_bulk.judged_grades``).
+    The relevance level is 1."""
 
-    nq = len(lens)
-    total = len(rel)
-    gid = np.repeat(np.arange(nq), lens)
-    pos = np.arange(total) - np.repeat(starts[:-1], lens)
-    nrel = np.asarray(num_rel, dtype=np.float64)
-    relevant = rel >= 1
-    cum = np.zeros(total + 1, dtype=np.int64)
+    level = 1
 
-    def first_k(flags, k: int | None):
-        np.cumsum(flags, out=cum[1:])
-        head = lens if k is None else np.minimum(lens, k)
-        return cum[starts[:-1] + head] - cum[starts[:-1]]
+    def __init__(self, ranking, qids: list[str], missing: list[str], judged: tuple,
+                 sample=None) -> None:  # fmt: skip
+        import numpy as np
 
-    hits = np.flatnonzero(relevant)
-    found = first_k(relevant, None)
-    hit_rank = np.arange(len(hits)) - np.repeat(np.concatenate(([0], np.cumsum(found)[:-1])), found)
-    hit_rank += 1  # rel_so_far at each relevant document
-    hit_pos = pos[hits].astype(np.float64)
-    counts = {k: first_k(relevant, k) for k in {m.cutoff for m in ms}}
-    out: dict[str, list[float]] = {}
-    safe = np.where(nrel > 0, nrel, 1.0)
+        self.np = np
+        self.ranking = ranking
+        self.ranked = len(qids)
+        self.qids = qids + missing
+        self.nq = len(self.qids)
+        end = ranking.starts[-1:]
+        self.n = np.concatenate((ranking.lens, np.zeros(len(missing), np.int64)))
+        self.starts = np.concatenate((ranking.starts, np.repeat(end, len(missing))))
+        self.grades = ranking.grades
+        self.judged = judged
+        grades, first, sizes = judged
+        cum = np.zeros(len(grades) + 1, dtype=np.int64)
+        np.cumsum(grades >= 1, out=cum[1:])
+        self.R = cum[first + sizes] - cum[first]
+        self._sample = sample
+        self._cache: dict = {}
 
-    ap_cuts = [m for m in ms if m.kind == "AP"]
-    if ap_cuts:
-        terms = hit_rank / (hit_pos + 1.0)
-        sums = _prefix_sums(terms, found, [counts[m.cutoff] for m in ap_cuts])
-        for m, s in zip(ap_cuts, sums, strict=True):
-            out[m.name] = np.where(nrel > 0, s / safe, 0.0).tolist()
-    if any(m.kind == "infAP" for m in ms):
-        hit_q = gid[hits]
-        np.cumsum(rel == 0, out=cum[1:])
-        nonrel = cum[hits] - cum[starts[:-1]][hit_q]
-        np.cumsum((rel < 0) & (rel != _MISSING), out=cum[1:])
-        unjudged = cum[hits] - cum[starts[:-1]][hit_q]
-        fj = np.where(hit_pos == 0, 1.0, hit_pos)
-        before = hit_rank - 1
-        x = (before + nonrel + unjudged) / fj
-        y = (before + _INFAP_EPSILON) / ((before + nonrel) + 2 * _INFAP_EPSILON)
-        terms = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * x * y
-        terms[hit_pos == 0] = 1.0
-        (s,) = _prefix_sums(terms, found, [found])
-        out["infAP"] = np.where(nrel > 0, s / safe, s).tolist()
-    first = np.full(nq, -1.0)
-    first[found > 0] = hit_pos[np.concatenate(([0], np.cumsum(found)[:-1]))[found > 0]]
-    ctx = _Ranked(lens, rel, pos, nrel, safe, found, first, counts, first_k, judged)
+    def _cached(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def mask(self, cls: str):
+        g = self.grades
+        masks = {
+            "rel": lambda: g >= 1, "judged_rel": lambda: g >= 1, "nonrel": lambda: g == 0,
+            "unjudged": lambda: (g < 0) & (g != MISSING), "nonpool": lambda: g == MISSING,
+            "judged": lambda: g != MISSING, "unj": lambda: g < 0, "gain": lambda: g > 0,
+        }  # fmt: skip
+        return self._cached(("mask", cls), masks[cls])
+
+    def cumulative(self, cls: str):
+        """How many documents of ``cls`` come before each row (and in all, last)."""
+
+        def make():
+            cum = self.np.zeros(len(self.grades) + 1, dtype=self.np.int64)
+            self.np.cumsum(self.mask(cls), out=cum[1:])
+            return cum
+
+        return self._cached(("cum", cls), make)
+
+    def count(self, cls: str, k: int | None):
+        cum = self.cumulative(cls)
+        head = self.n if k is None else self.np.minimum(self.n, k)
+        first = self.starts[:-1]
+        return cum[first + head] - cum[first]
+
+    @property
+    def found(self):
+        return self.count("rel", None)
+
+    nrr = found
+
+    def hits(self, cls: str) -> _FlatHits:
+        return self._cached(("hits", cls), lambda: _FlatHits(self, cls))
+
+    def first(self, cls: str):
+        h = self.hits(cls)
+        first = self.np.full(self.nq, -1, dtype=self.np.int64)
+        some = h.counts > 0
+        first[some] = h.rank[(self.np.cumsum(h.counts) - h.counts)[some]]
+        return first
+
+    def total(self, hits: _FlatHits, terms, cutoffs) -> list:
+        picks = [hits.counts if k is None else self.count(hits.cls, k) for k in cutoffs]
+        return sequential_sums(terms, hits.counts, picks)
+
+    def ideal_gains(self):
+        """Each query's positive judged grades, highest first (the ideal ranking's gains)."""
+        np = self.np
+        grades, _, sizes = self.judged
+        positive = grades > 0
+        g, q = grades[positive], np.repeat(np.arange(self.nq), sizes)[positive]
+        order = np.lexsort((-g, q))
+        return g[order], np.bincount(q, minlength=self.nq)
+
+    def scores(self, a: int, b: int):
+        """The run's scores of rows ``a:b`` (in rank order), as doubles."""
+        r = self.ranking
+        return self.np.asarray(r.scores, dtype=self.np.float64)[r.order[a:b]]
+
+    def sampled(self) -> list[tuple[float, float]]:
+        """(xinfAP, infNDCG) of each query with a ranking (``measures/sampled.py``)."""
+        return self._cached("sampled", self._sample)
+
+
+def _kernel_values(ms: list[Measure], layout: Flat) -> dict[str, list[float]]:
+    """The values of the measures computed on the flat layout, a value per row of it; the
+    measures of one kernel computed at once (their cutoffs together). A query missing from the
+    run counts as trec_eval ``-c`` counts it for a trec_eval family (0, but its relevant
+    judgments for NumRel and 1 for NumQ), as its empty ranking scores for cmrkit's own
+    measures (AUC: its judged units below every retrieved one)."""
+    np = layout.np
+    batches: dict = {}
     for m in ms:
-        compute = _COMPUTE.get(m.kind)
-        if compute is not None:
-            out[m.name] = compute(ctx, m.cutoff).tolist()
+        comp = m.computation
+        batches.setdefault(comp.kernel if comp.cutoffs else m, []).append(m)
+    out: dict[str, list[float]] = {}
+    with np.errstate(all="ignore"):
+        for group in batches.values():
+            comps = [m.computation for m in group]
+            if not comps[0].cutoffs:
+                (got,) = comps[0].family.compute(layout, comps[0].params)
+                out[group[0].name] = got.tolist()
+                continue
+            cutoffs = list(dict.fromkeys(c.cutoff for c in comps))
+            got = comps[0].kernel(layout, cutoffs)
+            for m, c in zip(group, comps, strict=True):
+                values = got[cutoffs.index(c.cutoff)]
+                out[m.name] = values.tolist() if hasattr(values, "tolist") else list(values)
+    for m in ms:  # the queries missing from the run (-c)
+        comp = m.computation
+        if comp.layout == SAMPLED:  # its queries with a ranking only
+            out[m.name] = out[m.name] + [0.0] * (layout.nq - layout.ranked)
+        elif comp.family is not None and comp.family.summary not in (NUM_REL, NUM_Q):
+            out[m.name][layout.ranked :] = [0.0] * (layout.nq - layout.ranked)  # as trec_eval -c
     return out
 
 
-@dataclass
-class _Ranked:
-    """What the per-kind computations share: every query's ranked grades and counts."""
-
-    lens: object  # documents per query
-    rel: object  # grades in rank order, all queries
-    pos: object  # rank (0-based) of each row
-    nrel: object  # relevant documents per query (float)
-    safe: object  # nrel, 1 where 0 (a divisor)
-    found: object  # relevant retrieved per query
-    first: object  # rank of the first relevant document, -1 if none
-    counts: dict  # cutoff -> relevant in the top k per query
-    first_k: Callable  # (flags, k) -> flags set in the top k per query
-    judged: tuple  # every query's judged grades (trec_bulk.judged_grades)
-
-
-def _rr(c: _Ranked, k):
-    import numpy as np
-
-    ok = (c.first >= 0) & ((c.first < k) if k is not None else True)
-    return np.where(ok, 1.0 / (np.maximum(c.first, 0.0) + 1.0), 0.0)
-
-
-def _p(c: _Ranked, k):
-    return c.counts[k] / float(k)
-
-
-def _r(c: _Ranked, k):
-    import numpy as np
-
-    return np.where(c.nrel > 0, c.counts[k] / c.safe, 0.0)
-
-
-def _success(c: _Ranked, k):
-    import numpy as np
-
-    return (c.counts[k] > 0).astype(np.float64)
-
-
-def _judged(c: _Ranked, k):
-    import numpy as np
-
-    head = np.minimum(c.lens, k)
-    judged = c.first_k(c.rel != _MISSING, k)
-    return np.where(head > 0, judged / np.maximum(head, 1), 0.0)
-
-
-def _ndcg_cut(c: _Ranked, k):
-    import numpy as np
-
-    deepest = min(k, int(c.lens.max(initial=0)))  # a cutoff past every ranking costs nothing
-    log2 = np.asarray([math.log2(i + 2) for i in range(deepest)])  # rank i + 1
-    gain = (c.rel > 0) & (c.pos < k)
-    at = np.flatnonzero(gain)
-    terms = c.rel[at].astype(np.float64) / log2[c.pos[at]]
-    positive = c.first_k(gain, None)
-    (dcg,) = _prefix_sums(terms, positive, [positive])
-    ideal = _ideal_dcgs(c.judged, k)
-    return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1.0), dcg)
-
-
-def _num_q(c: _Ranked, k):
-    import numpy as np
-
-    return np.ones(len(c.lens))
-
-
-# the per-kind computations of the native measures (AP and infAP are batched above)
-_COMPUTE: dict[str, Callable] = {
-    "RR": _rr,
-    "P": _p,
-    "R": _r,
-    "Success": _success,
-    "Judged": _judged,
-    "nDCG": _ndcg_cut,
-    "NumRel": lambda c, k: c.nrel,
-    "NumRet": lambda c, k: c.lens.astype(float),
-    "NumRelRet": lambda c, k: c.found.astype(float),
-    "NumQ": _num_q,
-}
-
-
-def _num_relevant(judged: tuple) -> list[int]:
-    """Judgments with grade >= 1, per query (``judged``: ``trec_bulk.judged_grades``)."""
-    import numpy as np
-
-    grades, starts, sizes = judged
-    cum = np.zeros(len(grades) + 1, dtype=np.int64)
-    np.cumsum(grades >= 1, out=cum[1:])
-    return (cum[starts + sizes] - cum[starts]).tolist()
-
-
-def _ideal_dcgs(judged: tuple, k: int):
-    """:func:`_ideal_dcg` of every query (``judged``: ``trec_bulk.judged_grades``), with numpy: the
-    same terms added in the same order (a zero-padded row per query, summed left to right)."""
-    import numpy as np
-
-    from cmrkit.evaluation.trec_bulk import log2_discounts
-
-    grades, starts, sizes = judged
-    nq = len(sizes)
-    qid = np.repeat(np.arange(nq), sizes)
-    positive = grades > 0
-    g, q = grades[positive], qid[positive]
-    order = np.lexsort((-g, q))  # per query, the gains from the highest down
-    g, q = g[order], q[order]
-    counts = np.bincount(q, minlength=nq)
-    rank = np.arange(len(g)) - np.repeat(np.cumsum(counts) - counts, counts)
-    keep = rank < k
-    width = int(min(k, counts.max(initial=0)))
-    if nq * width > 4 * len(g) + (1 << 20):
-        bounds = zip(starts.tolist(), (starts + sizes).tolist(), strict=True)
-        return np.asarray([_ideal_dcg(grades[a:b].tolist(), k) for a, b in bounds])
-    terms = np.zeros((nq, width))
-    terms[q[keep], rank[keep]] = g[keep] / log2_discounts(width)[rank[keep]]
-    return np.cumsum(terms, axis=1)[:, -1] if width else np.zeros(nq)
-
-
-def _ideal_dcg(grades: Iterable[int], k: int) -> float:
-    ideal = 0.0
-    for i, gain in enumerate(sorted((g for g in grades if g > 0), reverse=True)[:k]):
-        ideal += gain / math.log2(i + 2)
-    return ideal
-
-
-def _trec_eval_values(others: list[Measure], ranked, judged: tuple, qrels, version: str):
-    """The measures this module leaves to trec_eval's code (Bpref, Rprec, nDCG, set_F, ...):
-    computed by trec_bulk.py on the same rankings, a value per query."""
+def _rows_values(ms: list[Measure], layout: Flat, version: str) -> dict[str, list]:
+    """The measures whose kernels read trec_eval's matrices (Bpref, Rprec, nDCG, set_F, ...),
+    computed by trec_bulk.py on the same rankings, a value per row of the flat layout (0 for
+    a query missing from the run)."""
     import numpy as np
 
     from cmrkit.evaluation.measures import trec as defs
-    from cmrkit.evaluation.trec_bulk import NONPOOL, UNJUDGED, check_grades, evaluate_rows
+    from cmrkit.evaluation.trec_bulk import NONPOOL, UNJUDGED, evaluate_rows
     from cmrkit.evaluation.trec_eval import Options
 
-    check_grades(qrels)
-    rel = ranked.grades
-    flat = np.where(rel == _MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
-    columns = [
-        defs.Column(defs.BY_NAME[m.family or m.trec_name], m.params, [m.name]) for m in others
-    ]
-    got = evaluate_rows(flat, ranked.lens, judged, columns, Options(version=version))
-    return {m.name: v for m, v in zip(others, got, strict=True)}
+    rel = layout.ranking.grades
+    flat = np.where(rel == MISSING, NONPOOL, np.where(rel < 0, UNJUDGED, rel))
+    columns = [defs.Column(m.computation.family, _column_params(m), [m.name]) for m in ms]
+    grades, starts, sizes = layout.judged
+    r = layout.ranked
+    judged = (grades[: int(starts[r]) if r < layout.nq else len(grades)], starts[:r], sizes[:r])
+    got = evaluate_rows(flat, layout.ranking.lens, judged, columns, Options(version=version))
+    missing = [0.0] * (layout.nq - r)
+    return {m.name: list(v) + missing for m, v in zip(ms, got, strict=True)}
+
+
+def _column_params(m: Measure):
+    if m.spec is not None:
+        return m.params
+    return None if m.cutoff is None else [m.cutoff]
 
 
 def evaluate(
@@ -390,45 +321,30 @@ def evaluate(
     scored = sorted(common + missing_from_run) if all_queries else common
     blocks = [i for i, q in enumerate(cols.qids) if q in qrels]
     ranked = rank_all(cols, blocks, qrels, depth, version)
-    lens, starts, rel = ranked.lens, ranked.starts, ranked.grades
     qids = [cols.qids[i] for i in blocks]
-    judged = judged_grades(qrels, qids)
-    num_rel = _num_relevant(judged)
-    native = [m for m in ms if _native(m) and m.kind not in SAMPLED_KINDS]
-    values = _native_values(native, lens, starts, rel, num_rel, judged) if native else {}
-    if any(m.kind in SAMPLED_KINDS for m in ms):
-        import cmrkit.evaluation.sampled as sampled
+    missing = missing_from_run if all_queries else []
+    layouts = {m.name: m.computation.layout for m in ms}
+    if strata is not None and SAMPLED in layouts.values():
+        _check_strata({q: qrels[q] for q in qids}, strata)
 
-        if strata is not None:
-            _check_strata({q: qrels[q] for q in qids}, strata)
-        estimates = sampled.per_query(cols, blocks, qrels, strata, depth)
-        values["xinfAP"] = [e[0] for e in estimates]
-        values["infNDCG"] = [e[1] for e in estimates]
-    own = [m for m in ms if m.kind in OWN_KINDS]  # cmrkit's own measures (measures/own.py)
-    own_rows = own_values(own, ranked, judged, qids, scored, qrels) if own else {}
-    values.update({key: [rows[q] for q in qids] for key, rows in own_rows.items()})
-    per_query: dict[str, dict[str, float]] = {qid: {} for qid in scored}
-    where = {q: k for k, q in enumerate(qids)}
-    others = [m for m in ms if not _native(m)]
-    values.update(_trec_eval_values(others, ranked, judged, qrels, version) if others else {})
-    for qid in scored:
-        row = per_query[qid]
-        k = where.get(qid)
-        for m in ms:
-            if k is not None:
-                row[m.name] = values[m.name][k]
-            elif not _native(m):
-                row[m.name] = 0.0
-            elif m.kind == "NumRel":
-                row[m.name] = float(sum(g >= 1 for g in qrels[qid].values()))
-            else:
-                row[m.name] = 1.0 if m.kind == "NumQ" else 0.0
-    for measure_name, by_query in own_rows.items():  # queries missing from the run too
-        for qid in scored:
-            per_query[qid][measure_name] = by_query[qid]
+    def sample():
+        from cmrkit.evaluation.measures.sampled import per_query
+
+        return per_query(cols, blocks, qrels, strata, depth)
+
+    layout = Flat(ranked, qids, missing, judged_grades(qrels, qids + missing), sample)
+    rows = [m for m in ms if layouts[m.name] == ROWS]
+    values = _kernel_values([m for m in ms if layouts[m.name] != ROWS], layout)
+    if rows or any(m.spec is not None for m in ms):
+        from cmrkit.evaluation.trec_bulk import check_grades
+
+        check_grades(qrels)  # trec_eval's per-grade counters, as trec_eval bounds them
+    values.update(_rows_values(rows, layout, version) if rows else {})
+    where = {q: k for k, q in enumerate(layout.qids)}
+    per_query = {qid: {m.name: values[m.name][where[qid]] for m in ms} for qid in scored}
     agg = {
         m.name: pooled_value(m, per_query)
-        if m.kind in POOLED
+        if m.pooled
         else aggregate(m, [per_query[q][m.name] for q in scored])
         for m in ms
     }

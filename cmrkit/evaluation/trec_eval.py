@@ -35,8 +35,8 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import trec as defs
+from cmrkit.evaluation.measures.ranked import MIN_GEO_MEAN
 from cmrkit.evaluation.trec_bulk import (
-    MIN_GEO_MEAN,
     NONPOOL,
     UNJUDGED,
     check_grades,
@@ -768,13 +768,10 @@ def _mark(grade: int | None) -> int:
     return NONPOOL if grade is None else (UNJUDGED if grade < 0 else grade)
 
 
-_JG_BASE = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
-
-
 def _jg_column(column: defs.Column) -> defs.Column:
     """The qrels measure a judgment-group measure averages (map_avgjg is map's mean over the
-    groups), set up with the same parameters."""
-    base = _JG_BASE.get(column.family.name)
+    groups: its family's ``averages``), set up with the same parameters."""
+    base = column.family.averages
     if base is None:
         return column
     return defs.Column(defs.BY_NAME[base], column.params, column.names)
@@ -803,7 +800,8 @@ def _group_means(per_row: list[list], counts: list[int], columns) -> list[list]:
 
 
 def _prefs_values(results, rel_info, evaluated, columns, opts, run_path) -> list[list]:
-    """prefs judgments (trec_prefs.py): query by query, a list per printed name."""
+    """prefs judgments (trec_prefs.py's counts, each family's kernel: measures/prefs.py):
+    query by query, a list per printed name."""
     import cmrkit.evaluation.trec_prefs as trec_prefs
 
     have = set(results.qids)
@@ -819,7 +817,7 @@ def _prefs_values(results, rel_info, evaluated, columns, opts, run_path) -> list
             if name == "num_q":
                 values.append(1.0)
             elif name != "runid":
-                values.append(trec_prefs.MEASURES[name](counts))
+                values.append(col.family.kernel(counts))
         rows.append(values)
     width = sum(len(c.names) for c in columns)
     return [[row[k] for row in rows] for k in range(width)]

@@ -1,14 +1,22 @@
-"""Measures as definitions, apart from their computation, and the one front door to them.
+"""Measures as users name them, and the one front door to them.
 
-Two registries: ``measures/trec.py`` holds trec_eval's families (9.0.8 and 10.0: names,
-parameters and their defaults, summaries, versions, and each family's ir_measures name, the one
-place that mapping is written); this module holds the families named as users write them
-(ir_measures syntax: ``AP@10``, ``RR@10``), each registered with :func:`register`.
+Every measure family is defined beside its kernel (its one computation, for every query at
+once) in a definition module of this package, and registered there (``base.define``):
+``ranked.py`` (the counts, AP, infAP, RR, P, R, Success, Judged), ``dcg.py`` (nDCG and
+trec_eval's gain measures), ``rows.py`` (trec_eval's other qrels measures: Rprec, bpref, ...),
+``prefs.py`` (its preference measures), ``own.py`` (cmrkit's own: AUC, AUC_micro,
+MentionRecall) and ``sampled.py`` (xinfAP and infNDCG as TREC's sample_eval.pl). Two
+vocabularies name them: ``measures/trec.py`` puts trec_eval's families (9.0.8 and 10.0) in its
+order, with their parameters as it reads them and each family's ir_measures name (the one
+place that mapping is written); this module holds the ir_measures families (``AP@10``,
+``RR@10``: ``base.Kind``, their parameters typed) in the order they are listed.
 
 :func:`resolve` reads what a user asked for (``-m`` texts: ir_measures names, trec_eval's own,
 comma-separated) once, and says which engine computes it: ``ranking`` (``evaluation/ranking.py``:
 one value per query and measure, for groups, comparisons and cmrkit's own measures) or
 ``trec_eval`` (``evaluation/trec_eval.py``: every trec_eval measure, option and output byte).
+Both engines are data layouts that feed the same kernels; :attr:`Measure.computation` says
+which kernel computes a measure and what it is handed.
 
 Each ir_measures name maps to the trec_eval measure it equals (``AP@10`` is ``map_cut_10``), or,
 for the two trec_eval lacks, to a definition computed on trec_eval's ranking: ``RR@k`` is
@@ -25,88 +33,66 @@ from dataclasses import dataclass, field
 
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import trec as defs
-from cmrkit.evaluation.measures.trec import MAX_CUTOFF
+from cmrkit.evaluation.measures.base import (  # noqa: F401  (Kind, Param: the records)
+    CUTOFF,
+    CUTOFF_REQUIRED,
+    KINDS,
+    SAMPLED,
+    Family,
+    Kernel,
+    Kind,
+    Param,
+    define,
+)
+from cmrkit.evaluation.measures.trec import MAX_CUTOFF  # noqa: F401
 
 RANKING = "ranking"  # evaluation/ranking.py
 TREC_EVAL = "trec_eval"  # evaluation/trec_eval.py
 
-
-@dataclass(frozen=True)
-class Kind:
-    """One measure family of the ir_measures names: its name and how a cutoff applies (the
-    trec_eval families it equals come from ``measures/trec.py``'s ``ir_name``)."""
-
-    name: str
-    help: str
-    cutoff: str = "none"  # "none", "optional" or "required"
-
-    @property
-    def trec(self) -> str | None:
-        """The trec_eval family it equals without a cutoff (``map``); None: cmrkit's own."""
-        return defs.IR_NAMES.get(self.name.lower(), (None, None))[0]
-
-    @property
-    def trec_cut(self) -> str | None:
-        """The trec_eval family it equals with a cutoff (``map_cut``)."""
-        return defs.IR_NAMES.get(self.name.lower(), (None, None))[1]
-
-    @property
-    def family(self) -> defs.Family | None:
-        name = self.trec or self.trec_cut
-        return defs.BY_NAME[name] if name else None
-
-
-_KINDS: list[Kind] = []
+# the ir_measures families in the order they are listed (`eval --help`, errors); a family
+# registered without a place here is listed after them
+LISTED = (
+    "AP", "infAP", "RR", "R", "P", "nDCG", "Bpref", "Rprec", "Success", "Judged", "xinfAP",
+    "infNDCG", "NumRel", "NumRet", "NumRelRet", "NumQ", "AUC", "AUC_micro", "MentionRecall",
+)  # fmt: skip
 
 
 def register(*kinds: Kind) -> None:
-    """Add measure families (ir_measures names); their computation lives in ``ranking.py``
-    (numpy, trec_eval's arithmetic), ``sampled.py`` or the trec_eval port."""
-    for kind in kinds:
-        if any(k.name.lower() == kind.name.lower() for k in _KINDS):
-            raise ValueError(f"measure {kind.name} registered twice")
-        _KINDS.append(kind)
+    """Add measure families (``base.define``, which takes trec_eval's families too)."""
+    define(*kinds)
+    _refresh()
 
 
-register(
-    Kind("AP", "average precision (AP@k: map_cut_k, divides by all relevant)", "optional"),
-    Kind("infAP", "inferred AP (Yilmaz & Aslam 2006): negative grades are pooled but unjudged"),
-    Kind("RR", "reciprocal rank of the first relevant document (RR@k: 0 below rank k)",
-         "optional"),
-    Kind("R", "recall at k (recall_k)", "required"),
-    Kind("P", "precision at k (P_k)", "required"),
-    Kind("nDCG", "normalized DCG with the grades as gains (nDCG@k: ndcg_cut_k)", "optional"),
-    Kind("Bpref", "binary preference (bpref)"),
-    Kind("Rprec", "precision at rank R (Rprec)"),
-    Kind("Success", "1 if a relevant document is in the top k (success_k)", "required"),
-    Kind("Judged", "fraction of the top k present in the qrels, any grade (ir_measures Judged@k)",
-         "required"),
-    Kind("xinfAP", "extended inferred AP from stratified samples (sample_eval.pl's infAP; "
-         "Yilmaz et al. 2008)"),
-    Kind("infNDCG", "inferred nDCG from stratified samples (sample_eval.pl's infNDCG)"),
-    Kind("NumRel", "number of relevant documents"),
-    Kind("NumRet", "number of retrieved documents"),
-    Kind("NumRelRet", "number of relevant documents retrieved"),
-    Kind("NumQ", "number of queries evaluated"),
-    # cmrkit's own (measures/own.py computes them; trec_eval has none of them)
-    Kind("AUC", "cmrkit's own: ROC AUC of each query's judged relevant against its judged "
-         "non-relevant units by the run's scores (unretrieved ones below, ties half); the mean"),
-    Kind("AUC_micro", "cmrkit's own: ROC AUC of every judged (query, unit) pair at once, as "
-         "classification papers report it"),
-    Kind("MentionRecall", "cmrkit's own: arboEL's mention recall@k, relevant units in the top "
-         "k over min(relevant units, k)", "required"),
-)  # fmt: skip
-_BY_NAME = {k.name.lower(): k for k in _KINDS}
+def _listed() -> list[Kind]:
+    place = {name.lower(): i for i, name in enumerate(LISTED)}
+    return sorted(KINDS.values(), key=lambda k: place.get(k.name.lower(), len(place)))
+
+
+_KINDS: list[Kind] = _listed()
+_BY_NAME: dict[str, Kind] = {}
 # trec_eval's own names, accepted as a convenience: `P_10`, `map_cut_10`, `recip_rank`.
-_TREC_NAMES = {k.trec.lower(): k for k in _KINDS if k.trec}
-_TREC_CUT_NAMES = {k.trec_cut.lower(): k for k in _KINDS if k.trec_cut}
+_TREC_NAMES: dict[str, Kind] = {}
+_TREC_CUT_NAMES: dict[str, Kind] = {}
+
+
+def _refresh() -> None:
+    _KINDS[:] = _listed()
+    _BY_NAME.clear()
+    _BY_NAME.update({k.name.lower(): k for k in _KINDS})
+    _TREC_NAMES.clear()
+    _TREC_NAMES.update({k.trec.lower(): k for k in _KINDS if k.trec})
+    _TREC_CUT_NAMES.clear()
+    _TREC_CUT_NAMES.update({k.trec_cut.lower(): k for k in _KINDS if k.trec_cut})
+
+
+_refresh()
 
 _SYNTAX = re.compile(r"([A-Za-z_]+?)(?:@(\S+))?")
 _TREC_SYNTAX = re.compile(r"([A-Za-z_]+?)[_.]([0-9]+)", re.ASCII)
 _NAME = re.compile(r"([A-Za-z0-9_]+)(?=[.@(]|$)")
 
-# Estimated from stratified samples (evaluation/sampled.py): the qrels' strata matter.
-SAMPLED_KINDS = frozenset({"xinfAP", "infNDCG"})
+# Estimated from stratified samples (measures/sampled.py): the qrels' strata matter.
+SAMPLED_KINDS = frozenset(k.name for k in _KINDS if k.layout == SAMPLED)
 
 DEFAULT_MEASURES = (
     "infAP",
@@ -127,6 +113,25 @@ DEFAULT_TREC = ("official",)  # trec_eval's own default set
 # a trec_eval measure that has no ir_measures name (``set_F``, ``utility``, ``binG``), asked for
 # where measures are grouped or compared: one value per query
 TREC_EVAL_KIND = Kind("trec_eval", "a trec_eval measure with one value per query")
+
+
+@dataclass(frozen=True)
+class Computation:
+    """How a measure is computed: the kernel, what it is handed (``layout``: ``base.RANKED``,
+    ``ROWS``, ``SCORED``, ``SAMPLED``), its parameters (``cutoffs``: a list of cutoffs, one of
+    them, for a kernel of cutoffs, None the whole ranking; else ``params`` as trec_eval sets
+    them up), and the trec_eval family that computes it (None: cmrkit's own)."""
+
+    kernel: Kernel
+    layout: str
+    family: Family | None
+    cutoff: int | None = None
+    params: object = None
+
+    @property
+    def cutoffs(self) -> bool:
+        """Its kernel takes a list of cutoffs (measures of one kernel are computed at once)."""
+        return self.family is None or self.family.cutoffs
 
 
 @dataclass(frozen=True)
@@ -210,6 +215,39 @@ class Measure:
     def integer(self) -> bool:
         fam = self._family
         return fam is not None and fam.integer
+
+    @property
+    def pooled(self) -> bool:
+        """One value for the whole run (AUC_micro): no mean over a subset of queries."""
+        return self._kind.pooled
+
+    @property
+    def computation(self) -> Computation:
+        """The kernel that computes it and what it is handed: its trec_eval family's (``map``
+        for AP, ``map_cut`` for AP@k, the family a trec_eval name names), else its own
+        (cmrkit's measures: RR@k, Judged@k, AUC, xinfAP)."""
+        fam = self._family if self.spec is not None else self._trec_family
+        if fam is not None:
+            assert fam.kernel is not None, fam.name
+            if not fam.cutoffs:
+                return Computation(fam.kernel, fam.layout, fam, params=self.params)
+            cut = self.cutoff if self.spec is None else self._spec_cutoff(fam)
+            return Computation(fam.kernel, fam.layout, fam, cut)
+        k = self._kind
+        assert k.kernel is not None, k.name
+        return Computation(k.kernel, k.layout, None, self.cutoff)
+
+    @property
+    def _trec_family(self) -> Family | None:
+        k = self._kind
+        name = k.trec if self.cutoff is None else k.trec_cut
+        return defs.BY_NAME[name] if name else None
+
+    def _spec_cutoff(self, fam: Family) -> int | None:
+        if fam.params == defs.NONE:
+            return None
+        (cut,) = self.params  # a trec_eval measure of one cutoff (relative_P.5)
+        return int(cut)
 
     def format(self, value: float) -> str:
         """The value as trec_eval prints it (``%6.4f`` or an integer), never a negative zero
@@ -455,26 +493,23 @@ def _item(text: str, version: str) -> _Item:
 def _valid_list() -> str:
     names = []
     for k in _KINDS:
-        if k.cutoff == "none":
-            names.append(k.name)
-        elif k.cutoff == "optional":
-            names.append(f"{k.name}[@k]")
-        else:
-            names.append(f"{k.name}@k")
+        cut = k.cutoff
+        names.append(k.name if cut is None else f"{k.name}@k" if cut.required else f"{k.name}[@k]")
     return ", ".join(names)
 
 
 def _make(kind: Kind, cutoff_text: str | None, text: str) -> Measure:
+    cut = kind.cutoff
     if cutoff_text is None:
-        if kind.cutoff == "required":
+        if cut is not None and cut.required:
             raise CmrkitError(f"measure {text!r} needs a cutoff, e.g. {kind.name}@10")
         return Measure(kind.name)
-    if kind.cutoff == "none":
+    if cut is None:
         raise CmrkitError(f"measure {kind.name} takes no cutoff; write {kind.name!r}")
     whole = cutoff_text.isascii() and cutoff_text.isdigit()
-    if not whole or not 1 <= int(cutoff_text) <= MAX_CUTOFF:
+    if not whole or not cut.low <= int(cutoff_text) <= cut.high:
         raise CmrkitError(
-            f"measure {text!r}: the cutoff must be an integer from 1 to {MAX_CUTOFF:,}, "
+            f"measure {text!r}: the cutoff must be an integer from {cut.low} to {cut.high:,}, "
             f"e.g. {kind.name}@10"
         )
     return Measure(kind.name, int(cutoff_text))

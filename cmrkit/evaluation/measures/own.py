@@ -1,5 +1,5 @@
-"""cmrkit's own measures that trec_eval lacks, the papers of issue 40 report, and the ranking
-engine (``evaluation/ranking.py``) computes through :func:`own_values`:
+"""cmrkit's own measures that trec_eval lacks and the papers of issue 40 report, each defined
+beside its kernel:
 
 - ``AUC``: the ROC AUC of a query's judged relevant units (grade >= 1) against its judged
   non-relevant ones (grade 0) by the run's scores: the share of (relevant, non-relevant) pairs
@@ -18,19 +18,18 @@ engine (``evaluation/ranking.py``) computes through :func:`own_values`:
   mentions) is the number of units the qrels judge relevant to it; the mean over the queries
   (0 for a query with none). trec_eval's ``recall_k`` (``R@k``) divides by all of them.
 
-The queries AUC cannot be defined for are refused in one line, never scored 0.5 or 1.
+The queries AUC cannot be defined for are refused in one line, never scored 0.5 or 1. The AUC
+kernels read the ranking engine's layout with the run's scores (``base.SCORED``: every query
+scored, those missing from the run as empty rankings); MentionRecall's runs on any ranking
+layout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from cmrkit.errors import CmrkitError
-
-AUC_KINDS = frozenset({"AUC", "AUC_micro"})
-POOLED = frozenset({"AUC_micro"})  # one value for the whole run
-OWN_KINDS = AUC_KINDS | {"MentionRecall"}
+from cmrkit.evaluation.measures.base import CUTOFF_REQUIRED, RANKED, SCORED, Kind, define
 
 
 def _mann_whitney(scores: Any, positive: Any) -> float:
@@ -51,17 +50,17 @@ def _mann_whitney(scores: Any, positive: Any) -> float:
     return u / (n_pos * n_neg)
 
 
-def _pairs(ranking: Any, judged: tuple, k: int) -> tuple[Any, Any]:
+def _pairs(layout: Any, k: int) -> tuple[Any, Any]:
     """Query ``k``'s judged units as (scores, relevant): the retrieved ones with their run
     scores, the others at minus infinity."""
     import numpy as np
 
-    a, b = int(ranking.starts[k]), int(ranking.starts[k + 1])
-    grades = ranking.grades[a:b]
-    scores = np.asarray(ranking.scores, dtype=np.float64)[ranking.order[a:b]]
+    a, b = int(layout.starts[k]), int(layout.starts[k + 1])
+    grades = layout.grades[a:b]
+    scores = layout.scores(a, b)
     keep = grades >= 0
     grades, scores = grades[keep], scores[keep]
-    all_grades, starts, sizes = judged
+    all_grades, starts, sizes = layout.judged
     mine = all_grades[starts[k] : starts[k] + sizes[k]]
     missing_rel = int((mine >= 1).sum()) - int((grades >= 1).sum())
     missing_non = int((mine == 0).sum()) - int((grades == 0).sum())
@@ -72,35 +71,29 @@ def _pairs(ranking: Any, judged: tuple, k: int) -> tuple[Any, Any]:
     return scores, relevant
 
 
-def _auc(ranking: Any, judged: tuple, qids: Sequence[str], rows: dict[str, int | None],
-         qrels: Any, pooled: bool) -> dict[str, float]:  # fmt: skip
-    """Per scored query, its AUC (or, ``pooled``, the run's AUC_micro repeated)."""
-    import numpy as np
-
-    name = "AUC_micro" if pooled else "AUC"
-    parts = []
-    for qid in qids:
-        k = rows[qid]
-        if k is not None:
-            parts.append(_pairs(ranking, judged, k))
-        else:  # in the qrels, not in the run: nothing retrieved
-            grades = np.asarray([g for g in qrels[qid].values() if g >= 0], dtype=np.int64)
-            parts.append((np.full(len(grades), -np.inf), grades >= 1))
+def _auc_parts(layout: Any, name: str) -> tuple[list[str], list[tuple[Any, Any]]]:
+    """Every scored query (in qid order) and its judged units' (scores, relevant); refused
+    when the qrels judge no relevant or no non-relevant unit at all."""
+    rows = sorted(range(layout.nq), key=layout.qids.__getitem__)
+    parts = [_pairs(layout, k) for k in rows]
     n_non = sum(int((~rel).sum()) for _, rel in parts)
     n_rel = sum(int(rel.sum()) for _, rel in parts)
     if n_non == 0 or n_rel == 0:
         what = "non-relevant (grade 0)" if n_non == 0 else "relevant (grade 1 or more)"
         raise CmrkitError(
             f"{name} needs judged {what} units, and the qrels judge none for any of the "
-            f"{len(qids):,} queries scored (cmrkit's collections judge relevant units only): "
+            f"{layout.nq:,} queries scored (cmrkit's collections judge relevant units only): "
             "score it against judgments that hold both (e.g. `judgments aggregate`'s qrels); "
             f"{name} is undefined there, not 0.5 or 1"
         )
-    if pooled:
-        value = _mann_whitney(
-            np.concatenate([s for s, _ in parts]), np.concatenate([r for _, r in parts])
-        )
-        return dict.fromkeys(qids, value)
+    return [layout.qids[k] for k in rows], parts
+
+
+def auc(layout: Any, cutoffs: Any) -> list:
+    """Each query's AUC (see the module's docstring)."""
+    import numpy as np
+
+    qids, parts = _auc_parts(layout, "AUC")
     lacking = [q for q, (_, rel) in zip(qids, parts, strict=True) if rel.all() or not rel.any()]
     if lacking:
         raise CmrkitError(
@@ -109,42 +102,28 @@ def _auc(ranking: Any, judged: tuple, qids: Sequence[str], rows: dict[str, int |
             "both for each, leave those queries out of the qrels, or use AUC_micro, which pools "
             "every query's pairs"
         )
-    return {q: _mann_whitney(s, r) for q, (s, r) in zip(qids, parts, strict=True)}
+    by_qid = {q: _mann_whitney(s, r) for q, (s, r) in zip(qids, parts, strict=True)}
+    return [np.asarray([by_qid[q] for q in layout.qids], dtype=np.float64)]
 
 
-def _mention_recall(
-    ranking: Any, judged: tuple, qids: Sequence[str], rows: dict[str, int | None], cutoff: int
-) -> dict[str, float]:
+def auc_micro(layout: Any, cutoffs: Any) -> list:
+    """The run's AUC_micro, repeated for every query (see the module's docstring)."""
+    import numpy as np
 
-    grades, starts, sizes = judged
-    out = {}
-    for qid in qids:
-        k = rows[qid]
-        if k is None:
-            out[qid] = 0.0
-            continue
-        n_rel = int((grades[starts[k] : starts[k] + sizes[k]] >= 1).sum())
-        a = int(ranking.starts[k])
-        top = ranking.grades[a : a + min(cutoff, int(ranking.lens[k]))]
-        hits = int((top >= 1).sum())
-        out[qid] = hits / min(n_rel, cutoff) if n_rel else 0.0
-    return out
+    _, parts = _auc_parts(layout, "AUC_micro")
+    value = _mann_whitney(
+        np.concatenate([s for s, _ in parts]), np.concatenate([r for _, r in parts])
+    )
+    return [np.full(layout.nq, value)]
 
 
-def own_values(measures: Sequence[Any], ranking: Any, judged: tuple, ranked_qids: Sequence[str],
-           scored: Sequence[str], qrels: Any) -> dict[str, dict[str, float]]:  # fmt: skip
-    """Each of cmrkit's own ``measures``' value per scored query (``scored``: the queries
-    averaged, ``ranked_qids`` those with a ranking, in ``ranking``'s and ``judged``'s order,
-    ``judged`` as ``trec_bulk.judged_grades`` gives it)."""
-    where = {q: k for k, q in enumerate(ranked_qids)}
-    rows = {q: where.get(q) for q in scored}
-    out = {}
-    for m in measures:
-        if m.kind in AUC_KINDS:
-            out[m.name] = _auc(ranking, judged, scored, rows, qrels, m.kind in POOLED)
-        else:
-            out[m.name] = _mention_recall(ranking, judged, scored, rows, m.cutoff)
-    return out
+def mention_recall(layout: Any, cutoffs: Any) -> list:
+    """arboEL's recall at k: relevant units in the top k over min(relevant units, k), 0 for a
+    query with none."""
+    import numpy as np
+
+    R = layout.R
+    return [np.where(R > 0, layout.count("rel", k) / np.minimum(R, k), 0.0) for k in cutoffs]
 
 
 def pooled_value(measure: Any, per_query: dict[str, dict[str, float]]) -> float:
@@ -154,8 +133,19 @@ def pooled_value(measure: Any, per_query: dict[str, dict[str, float]]) -> float:
 
 def refuse_aggregate(measure: Any) -> None:
     """A pooled measure has no mean over a subset of queries (a group, a comparison)."""
-    if measure.kind in POOLED:
-        raise CmrkitError(
-            f"{measure.name} pools every query's pairs into one value for the run: it has none "
-            "per group or per comparison of queries; use AUC (the mean of each query's)"
-        )
+    raise CmrkitError(
+        f"{measure.name} pools every query's pairs into one value for the run: it has none "
+        "per group or per comparison of queries; use AUC (the mean of each query's)"
+    )
+
+
+define(
+    Kind("AUC", "cmrkit's own: ROC AUC of each query's judged relevant against its judged "
+         "non-relevant units by the run's scores (unretrieved ones below, ties half); the mean",
+         kernel=auc, layout=SCORED),
+    Kind("AUC_micro", "cmrkit's own: ROC AUC of every judged (query, unit) pair at once, as "
+         "classification papers report it", kernel=auc_micro, layout=SCORED, pooled=True),
+    Kind("MentionRecall", "cmrkit's own: arboEL's mention recall@k, relevant units in the top "
+         "k over min(relevant units, k)", (CUTOFF_REQUIRED,), kernel=mention_recall,
+         layout=RANKED),
+)  # fmt: skip

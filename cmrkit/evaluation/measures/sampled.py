@@ -30,6 +30,10 @@ cut at 1,000 documents, strata and grades are ordered as text, and a stratum wit
 document still adds ``d_s / 3`` to the precision above (its smoothed precision is 1e-5 / 3e-5).
 Query ids of the run and the qrels are matched exactly (the script strips leading zeros from
 the run's query ids only).
+
+The two measures are defined here beside their kernels (:func:`xinfap`, :func:`infndcg`), which
+the ranking engine hands its queries (``layout.sampled()``); rescoring
+(``evaluation/rescore.py``) calls :func:`estimate_pooled` with each run's ranks.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cmrkit.evaluation.measures.base import SAMPLED, Kind, define
 from cmrkit.trec import RunColumns
 
 MAX_RESULTS = 1000  # sample_eval.pl's $maxResultSize
@@ -186,3 +191,26 @@ def per_query(
         judged = qrels[qid]
         out.append(estimate(ranking, judged, strata.get(qid, {}) if strata is not None else None))
     return out
+
+
+def xinfap(layout, cutoffs) -> list:
+    """The kernel of xinfAP: each query's estimate (``layout.sampled()``: :func:`per_query` of
+    the ranking engine's queries)."""
+    import numpy as np
+
+    return [np.asarray([e[0] for e in layout.sampled()], dtype=np.float64)]
+
+
+def infndcg(layout, cutoffs) -> list:
+    """The kernel of infNDCG (see :func:`xinfap`)."""
+    import numpy as np
+
+    return [np.asarray([e[1] for e in layout.sampled()], dtype=np.float64)]
+
+
+define(
+    Kind("xinfAP", "extended inferred AP from stratified samples (sample_eval.pl's infAP; "
+         "Yilmaz et al. 2008)", kernel=xinfap, layout=SAMPLED),
+    Kind("infNDCG", "inferred nDCG from stratified samples (sample_eval.pl's infNDCG)",
+         kernel=infndcg, layout=SAMPLED),
+)  # fmt: skip
