@@ -108,8 +108,10 @@ def main() -> None:
         raise SystemExit("build the sample first: cmrkit build-collection")
 
     from cmrkit.judgments.auto.auto import auto_judge
+    from cmrkit.judgments.auto.judges import JudgeSpec
+    from cmrkit.judgments.auto.make import make_judge
+    from cmrkit.judgments.auto.options import JudgeOptions, ReaderJudgeOptions
     from cmrkit.judgments.auto.pairs import run_targets, split_judged
-    from cmrkit.judgments.auto.reader import ReaderJudge
     from cmrkit.retrieval.reader.options import RerankOptions
     from cmrkit.retrieval.reader.rerank import run_rerank
 
@@ -121,7 +123,9 @@ def main() -> None:
         judged = split_judged(SAMPLE, "dev", _run("dev"), 20, queries=args.calibrate_queries)
         base = tmp / "calibrated.sqlite"
         opts = dict(device=args.device, batch_size=args.batch_size, precision=args.precision)
-        auto_judge(targets.__class__([], targets.coll), ReaderJudge(reader, **opts),
+        spec = JudgeSpec("reader", str(reader))
+        judge_opts = JudgeOptions(reader=ReaderJudgeOptions(**opts))
+        auto_judge(targets.__class__([], targets.coll), make_judge(spec, judge_opts),
                    cache_path=base, judged=judged)  # fmt: skip
         rr_opts = RerankOptions(depth=args.depth, **opts)
         times: dict[str, list[float]] = {"rerank": [], "judge": []}
@@ -140,7 +144,7 @@ def main() -> None:
         def judge(r: int) -> None:
             cache = tmp / f"round{r}.sqlite"
             shutil.copy(base, cache)
-            j = ReaderJudge(reader, **opts)
+            j = make_judge(spec, judge_opts)
             t0, c0 = time.perf_counter(), time.process_time()
             auto_judge(targets, j, cache_path=cache, judged=judged)
             times["judge"].append(time.perf_counter() - t0)
@@ -185,11 +189,11 @@ def _llm_local(targets, n: int, tmp: Path) -> None:
         print("llm:local: not timed (pip install 'cmrkit[judge]')")
         return
     from cmrkit.judgments.auto.auto import auto_judge
-    from cmrkit.judgments.auto.local import LocalJudge, threads_for
-    from cmrkit.judgments.auto.options import LlmOptions
+    from cmrkit.judgments.auto.local import threads_for
+    from cmrkit.judgments.auto.make import make_judge
 
     subset = targets.__class__(targets.pairs[:n], targets.coll)
-    judge = LocalJudge(LlmOptions())
+    judge = make_judge("llm:local")
     t0 = time.perf_counter()
     judge._load()
     loaded = time.perf_counter() - t0

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from cmrkit.comparison import COMPARE
 from cmrkit.errors import CmrkitError
 
 if TYPE_CHECKING:
@@ -383,14 +384,14 @@ def compare(
     baseline: str | None = None,
     test: str = "t",
     correction: str = "holm",
-    alpha: float = 0.05,
+    alpha: float = COMPARE.alpha,
     all_queries: bool = False,
     depth: int | None = None,
-    permutations: int = 10000,
-    seed: int = 0,
+    permutations: int = COMPARE.permutations,
+    seed: int = COMPARE.seed,
     dedupe: bool = False,
-    ci: float = 0.95,
-    bootstrap: int = 10000,
+    ci: float = COMPARE.ci,
+    bootstrap: int = COMPARE.bootstrap,
     all_pairs: bool = False,
 ) -> pd.DataFrame:
     """Systems against a baseline (the first run unless named), as ``cmrkit compare -f csv``:

@@ -284,3 +284,48 @@ def test_bad_inputs_exit_2_and_write_nothing(judged, cli, tmp_path):
     assert len(res.output.strip().splitlines()) == 1
     assert not out.exists() and not sidecar_path(out).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.pool.jsonl"]
+
+
+def test_make_judge_builds_each_kind_from_its_spec_and_typed_options(judged, tmp_path):
+    """The library builds a judge from ``--judge``'s spec and typed records (issue 41): the
+    command and bench/bench_judge.py both ask make_judge; what each kind cannot run with is
+    refused before any work."""
+    from cmrkit.errors import CmrkitError
+    from cmrkit.judgments.auto.judges import JudgeSpec
+    from cmrkit.judgments.auto.make import make_judge
+    from cmrkit.judgments.auto.options import (
+        READER_BATCH_SIZE,
+        JudgeOptions,
+        LlmOptions,
+        ReaderJudgeOptions,
+    )
+    from cmrkit.judgments.auto.reader import ReaderJudge
+    from cmrkit.retrieval.reader.model import resolve_reader
+
+    root, _, model, *_ = judged
+    default = make_judge(f"reader:{model}")
+    assert isinstance(default, ReaderJudge) and default.kind == "reader"
+    assert (default.device, default.batch_size, default.precision) == (
+        "auto",
+        READER_BATCH_SIZE,
+        "fp32",
+    )
+    assert default.identity["model"] == resolve_reader(model).identity()
+    options = JudgeOptions(reader=ReaderJudgeOptions(device="cpu", batch_size=3, precision="int8"))
+    chosen = make_judge(JudgeSpec.parse(f"reader:{model}"), options)
+    assert (chosen.device, chosen.batch_size, chosen.precision) == ("cpu", 3, "int8")
+    assert chosen.identity["precision"] == "int8"
+    endpoint = make_judge(
+        "llm:http://127.0.0.1:9/v1", JudgeOptions(model="m", llm=LlmOptions(retries=0))
+    )
+    assert endpoint.kind == "llm" and endpoint.identity["model"] == "m"
+    refused = [
+        (f"reader:{root}", JudgeOptions(), "is not a reader"),
+        (f"reader:{model}", JudgeOptions(reader=ReaderJudgeOptions(batch_size=0)), "--batch-size"),
+        ("llm:http://127.0.0.1:9/v1", JudgeOptions(), "needs --model NAME"),
+        ("llm:local", JudgeOptions(llm=LlmOptions(timeout=0)), "--timeout must be"),
+        ("oracle:x", JudgeOptions(), "is not a judge"),
+    ]
+    for spec, opts, said in refused:
+        with pytest.raises(CmrkitError, match=said):
+            make_judge(spec, opts)

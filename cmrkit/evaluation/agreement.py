@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from cmrkit.comparison import AGREEMENT
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.bootstrap import percentile_interval, resample_counts
 from cmrkit.evaluation.rbo import EXTRAPOLATED_P, rbo_extrapolated
@@ -108,9 +109,9 @@ def agreement_intervals(
     reference: np.ndarray,
     other: np.ndarray,
     *,
-    samples: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
+    samples: int = AGREEMENT.bootstrap,
+    ci: float = AGREEMENT.ci,
+    seed: int = AGREEMENT.seed,
     p: float = RBO_P,
 ) -> dict[str, tuple[float, float] | None]:
     """Percentile bootstrap intervals of every statistic: the queries (columns of the systems x
@@ -290,9 +291,9 @@ def qrels_agreement(
     other: Any,
     measures: Sequence[Any] | None = None,
     *,
-    samples: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
+    samples: int = AGREEMENT.bootstrap,
+    ci: float = AGREEMENT.ci,
+    seed: int = AGREEMENT.seed,
     p: float = RBO_P,
     depth: int | None = None,
     version: str = "10",

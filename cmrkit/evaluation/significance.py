@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cmrkit.comparison import COMPARE
 from cmrkit.errors import CmrkitError
 from cmrkit.evaluation.measures import Measure, parse_measures
 from cmrkit.evaluation.ranking import Result, aggregate, evaluate
@@ -111,7 +112,11 @@ def sign_test(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def permutation_test(
-    a: Sequence[float], b: Sequence[float], *, permutations: int = 10000, seed: int = 0
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    permutations: int = COMPARE.permutations,
+    seed: int = COMPARE.seed,
 ) -> float:
     """Two-sided p-value of the paired randomization test on the mean difference.
 
@@ -152,7 +157,11 @@ def permutation_test(
 
 
 def bootstrap_test(
-    a: Sequence[float], b: Sequence[float], *, samples: int = 10000, seed: int = 0
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    samples: int = COMPARE.bootstrap,
+    seed: int = COMPARE.seed,
 ) -> float:
     """Two-sided p-value of the paired bootstrap test of the mean difference (Efron &
     Tibshirani's shift method): the queries are resampled (:mod:`cmrkit.evaluation.bootstrap`,
@@ -238,9 +247,9 @@ def paired_p(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    permutations: int = 10000,
-    samples: int = 10000,
-    seed: int = 0,
+    permutations: int = COMPARE.permutations,
+    samples: int = COMPARE.bootstrap,
+    seed: int = COMPARE.seed,
 ) -> float:
     """The two-sided p-value of ``test`` (one of TESTS) comparing a with b, query by query."""
     if test == "t":
@@ -327,8 +336,8 @@ class PairComparison:
 def tukey_hsd(
     values: Mapping[str, Sequence[float]],
     *,
-    ci: float = 0.95,
-    alpha: float = 0.05,
+    ci: float = COMPARE.ci,
+    alpha: float = COMPARE.alpha,
     criteria: dict | None = None,
 ) -> list[PairComparison]:
     """Tukey's honestly significant difference test over every pair of systems, as ranx runs
@@ -438,9 +447,9 @@ class Comparison:
     queries: list[str] = field(default_factory=list)
     all_queries: bool = False
     stats: dict[str, dict[str, MeasureComparison]] = field(default_factory=dict)
-    ci: float = 0.95
-    bootstrap: int = 10000
-    seed: int = 0
+    ci: float = COMPARE.ci
+    bootstrap: int = COMPARE.bootstrap
+    seed: int = COMPARE.seed
     intervals: dict[str, dict[str, tuple[float, float] | None]] = field(default_factory=dict)
     all_pairs: bool = False
     pairs: dict[str, list[PairComparison]] = field(default_factory=dict)
@@ -511,15 +520,15 @@ def compare(
     baseline: str | None = None,
     test: str = "t",
     correction: str = "holm",
-    alpha: float = 0.05,
+    alpha: float = COMPARE.alpha,
     all_queries: bool = False,
     depth: int | None = None,
     strata: Strata | None = None,
-    permutations: int = 10000,
-    seed: int = 0,
+    permutations: int = COMPARE.permutations,
+    seed: int = COMPARE.seed,
     version: str = "10",
-    ci: float = 0.95,
-    bootstrap: int = 10000,
+    ci: float = COMPARE.ci,
+    bootstrap: int = COMPARE.bootstrap,
     all_pairs: bool = False,
 ) -> Comparison:
     """Evaluate every run and test each against the baseline (the first run by default).

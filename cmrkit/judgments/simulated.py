@@ -11,12 +11,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.judgments.pooled import Pooled
 from cmrkit.judgments.scale import MAX_ASSESSORS, binarize, majority
-from cmrkit.trec import Qrels, natural_key
+
+if TYPE_CHECKING:
+    from cmrkit.trec import Qrels
 
 
 def check_assessors(assessors: int, noise: float) -> None:
@@ -102,6 +104,8 @@ def simulate(
     """Answers of fake assessors for the pool's sampled pairs: each knows the complete ``truth``
     (rel > 0 relevant) and flips it with probability ``noise``; relevant answers are 4 or 5,
     non-relevant 1, 2 or 3. Rows (query_id, doc_id, worker_id, label), sorted."""
+    from cmrkit.trec import natural_key
+
     check_assessors(assessors, noise)
     if pool.queries and not set(pool.queries) & set(truth):
         raise CmrkitError(

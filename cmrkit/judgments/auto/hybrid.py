@@ -23,6 +23,7 @@ from typing import Any
 
 from cmrkit.errors import CmrkitError
 from cmrkit.judgments.auto.labels import Label, read_labels, read_labels_sidecar
+from cmrkit.judgments.auto.options import CONFIDENT
 from cmrkit.judgments.pooled import Pooled
 
 JUDGE = "judge"  # the value of a pool pair's labelled_by
@@ -33,7 +34,7 @@ def check_confident(p: float) -> None:
     if not 0.5 < p <= 1.0:  # refuses nan too
         raise CmrkitError(
             f"--confident {p} must lie in (0.5, 1]: the judge takes a pair whose probability of "
-            "relevance is at least P or at most 1 - P (e.g. 0.9)"
+            f"relevance is at least P or at most 1 - P (e.g. {CONFIDENT})"
         )
 
 
@@ -48,7 +49,7 @@ def is_confident(probability: float | None, p: float) -> bool:
 class HybridLabels:
     """A judge's labels read for a hybrid pool: the labels, their sidecar and where they are."""
 
-    def __init__(self, path: str | os.PathLike, confident: float):
+    def __init__(self, path: str | os.PathLike, confident: float = CONFIDENT):
         check_confident(confident)
         self.path = str(path)
         self.confident = confident

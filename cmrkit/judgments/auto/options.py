@@ -1,5 +1,7 @@
 """The options of ``cmrkit judgments auto``: their one set of defaults, which the command line
-declares its options from. Importing this module loads neither numpy nor a model."""
+declares its options from, and the records a judge is made from (:class:`JudgeOptions`, what
+:func:`cmrkit.judgments.auto.make.make_judge` takes). Importing this module loads neither numpy
+nor a model."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ READER_BATCH_SIZE = RERANK_DEFAULTS.batch_size  # the reader judge reads as `run
 ON_UNPARSED = ("skip", "fail")
 MAX_TIMEOUT = 86_400  # seconds: --timeout at most a day (a finite deadline)
 MAX_RETRIES = 20  # the 20th retry waits 0.5 * 2**19 s (three days) already
+CONFIDENT = 0.9  # hybrid judging: the judge takes a pair it is at least this sure of
 
 
 @dataclass(frozen=True)
@@ -44,3 +47,33 @@ class LlmOptions:
 
 
 LLM_DEFAULTS = LlmOptions()
+
+
+@dataclass(frozen=True)
+class ReaderJudgeOptions:
+    """How the reader judge (``reader:DIR``) reads its pairs: as `run rerank` reads them."""
+
+    device: str = RERANK_DEFAULTS.device
+    batch_size: int = READER_BATCH_SIZE
+    precision: str = RERANK_DEFAULTS.precision
+
+
+READER_DEFAULTS = ReaderJudgeOptions()
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How a judge of any kind is made: the reader judge's options, the LLM judges' and, for
+    ``llm:URL``, ``model``, the name of the model the endpoint serves."""
+
+    reader: ReaderJudgeOptions = ReaderJudgeOptions()
+    llm: LlmOptions = LLM_DEFAULTS
+    model: str | None = None
+
+    def check(self, kind: str) -> None:
+        """Refuse, before any work, what a judge of ``kind`` (a ``JudgeSpec``'s) cannot run
+        with: ``llm:URL`` without a model name, LLM options out of range."""
+        if kind == "llm" and not self.model:
+            raise CmrkitError("llm:URL needs --model NAME (the model the endpoint serves)")
+        if kind != "reader":
+            self.llm.check()

@@ -25,7 +25,7 @@ from cmrkit.errors import CmrkitError
 from cmrkit.judgments.auto.cache import Entry, Key
 from cmrkit.judgments.auto.calibration import Calibration, likert
 from cmrkit.judgments.auto.judges import Request
-from cmrkit.judgments.auto.options import READER_BATCH_SIZE
+from cmrkit.judgments.auto.options import READER_DEFAULTS
 from cmrkit.judgments.auto.pairs import Pair, PairTexts
 from cmrkit.trec import natural_key
 
@@ -59,9 +59,9 @@ class ReaderJudge:
         self,
         folder: str | Path,
         *,
-        device: str = "auto",
-        batch_size: int = READER_BATCH_SIZE,
-        precision: str = "fp32",
+        device: str = READER_DEFAULTS.device,
+        batch_size: int = READER_DEFAULTS.batch_size,
+        precision: str = READER_DEFAULTS.precision,
     ):
         from cmrkit.retrieval.quantized import check_precision
         from cmrkit.retrieval.reader.model import resolve_reader
