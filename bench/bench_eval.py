@@ -144,9 +144,11 @@ def main() -> None:
     if other is not None:
         name = other[0]
         wall = min(times["cmrkit eval"]) / min(times[name])
+        median = statistics.median(times["cmrkit eval"]) / statistics.median(times[name])
         cpu = min(CPU["cmrkit eval"]) / min(CPU[name])
-        print(f"\nthis tree / {args.against}: {wall:.3f} (min wall), {cpu:.3f} (min CPU); "
-              f"the same bytes: {other[2]}; load {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(f"\nthis tree / {args.against}: {wall:.3f} (min wall), {median:.3f} (median "
+              f"wall), {cpu:.3f} (min CPU); the same bytes: {other[2]}; "
+              f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
 
 
 def _other_tree(folder: Path | None, cmrkit: list[str], times: dict) -> tuple | None:
