@@ -13,9 +13,10 @@ loaded, the corpus read):
 
 - rerank: ``retrieval.reader.rerank.run_rerank(run, reader, depth)`` into a temporary runs
   folder (the reranked run, its spans file and sidecar written);
-- judge: ``judging.auto.auto_judge`` on the run's top ``--depth`` with an empty label cache but
-  for the calibration pairs (the BM25 top 20 of ``--calibrate-queries`` (20) dev queries, scored
-  once before the rounds: a calibration is fitted once per reader), the labels computed.
+- judge: ``judgments.auto.auto.auto_judge`` (the judge from ``make_judge``) on the run's top
+  ``--depth`` with an empty label cache but for the calibration pairs (the BM25 top 20 of
+  ``--calibrate-queries`` (20) dev queries, scored once before the rounds: a calibration is
+  fitted once per reader), the labels computed.
 
 Rounds alternate the order (rerank, judge, then judge, rerank, ...), so a drifting load hits
 both alike; prints each side's pairs/s (best of ``--repeat``), the judge's throughput over

@@ -41,6 +41,7 @@ MODULES = (
     "reader",
     "tac",
     "pooling",
+    "judgments",
     "judge",
     "judge_check",
     "assess",

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from cmrkit.commands.evaluate import MEASURE, TrecVersion
+from cmrkit.commands.choices import TrecVersion
+from cmrkit.commands.options import (
+    BOOTSTRAP,
+    CI,
+    DEPTH,
+    MEASURE,
+    RBO_P,
+    SEED,
+    TREC_VERSION,
+    agreement_options,
+)
 from cmrkit.commands.output import (
     ALLOW_UNJUDGED,
     DEDUPE,
@@ -33,48 +42,6 @@ LABELS = {
 }
 
 
-# the options of a system-ranking agreement (agree, judgments check): declared once
-BOOTSTRAP = typer.Option(
-    1000,
-    "--bootstrap",
-    min=0,
-    max=1_000_000,
-    help="Bootstrap resamples of the queries for the intervals (0: none).",
-)
-CI = typer.Option(0.95, "--ci", help="Confidence level of the intervals.")
-SEED = typer.Option(0, "--seed", help="Seed of the bootstrap.")
-RBO_P = typer.Option(0.9, "--rbo-p", help="RBO's persistence p (0 < p < 1).")
-DEPTH = typer.Option(None, "--depth", "-M", min=1, help="Score only the top N documents per query.")
-TREC_VERSION = typer.Option(
-    TrecVersion.v10, "--trec-eval", help="The trec_eval version to equal: 10 or 9."
-)
-
-
-def agreement_options(
-    bootstrap: int,
-    ci: float,
-    seed: int,
-    rbo_p: float,
-    depth: int | None,
-    trec_version: TrecVersion,
-) -> dict[str, Any]:
-    """The agreement options as the library's keyword arguments (``samples``, ``ci``, ``seed``,
-    ``p``, ``depth``, ``version``); --ci and --rbo-p strictly between 0 and 1, refused in one
-    line before any work."""
-    if not 0 < ci < 1:
-        raise CmrkitError(f"--ci {ci} must lie between 0 and 1 (0.95 for 95% intervals)")
-    if not 0 < rbo_p < 1:
-        raise CmrkitError(f"--rbo-p {rbo_p}: RBO's persistence must lie strictly between 0 and 1")
-    return {
-        "samples": bootstrap,
-        "ci": ci,
-        "seed": seed,
-        "p": rbo_p,
-        "depth": depth,
-        "version": trec_version.value,
-    }
-
-
 USAGE = "usage: cmrkit agree QRELS_A QRELS_B RUN RUN RUN [...] (the two qrels first, then the runs)"
 
 
@@ -83,35 +50,8 @@ def register(app: typer.Typer) -> None:
     app.command("agree")(agree_command)
 
 
-def _number(value: float | None) -> str:
-    from cmrkit.evaluation.report import fixed
-
-    return "-" if value is None else fixed(value)
-
-
-def agreement_table(title: str, caption: str, result, labels: dict[str, str] = LABELS):
-    """The statistics of a ranking agreement (``result``: its ``measures``, ``agreement`` and
-    ``intervals`` per measure), a row each with its interval, and the runs the largest swap
-    names: what `agree` and `judgments check` print."""
-    from cmrkit.commands.tables import Table
-
-    table = Table(title, ["statistic", *(m.name for m in result.measures)], caption=caption)
-    for name, label in labels.items():
-        cells = []
-        for m in result.measures:
-            value = getattr(result.agreement[m.name], name)
-            ci = result.intervals[m.name][name]
-            cells.append(_number(value) + (f"\n[{_number(ci[0])}, {_number(ci[1])}]" if ci else ""))
-        table.add_row(label, *cells)
-    table.add_row(
-        "swapped runs",
-        *(" / ".join(result.agreement[m.name].swapped or ("-",)) for m in result.measures),
-    )
-    return table
-
-
 def _table(result, qrels_a: Path, qrels_b: Path) -> None:
-    from cmrkit.commands.tables import Table, render
+    from cmrkit.commands.tables import Table, agreement_table, render
 
     caption = (
         f"{qrels_b} against {qrels_a} (the reference), {len(result.runs)} runs scored on the "
@@ -119,7 +59,7 @@ def _table(result, qrels_a: Path, qrels_b: Path) -> None:
         f"queries, {result.samples:,} resamples]; RBO's p "
         f"{result.agreement[result.measures[0].name].rbo_p}"
     )
-    render(agreement_table("agreement", caption, result), out)
+    render(agreement_table("agreement", caption, result, LABELS), out)
     runs = Table(
         "runs", ["run", *(f"{m.name} {side}" for m in result.measures for side in ("A", "B"))]
     )

@@ -13,11 +13,11 @@ import typer
 
 from cmrkit.commands.choices import Role, Strategy, plain
 from cmrkit.commands.group import group
-from cmrkit.commands.pooling import (
-    AUTO_CONFIDENT,
+from cmrkit.commands.options import (
     PER_QUERY,
     POOL_ARG,
     POOL_COLLECTION,
+    confident_option,
     hybrid_labels,
 )
 from cmrkit.console import console, out, user_errors
@@ -142,7 +142,7 @@ def serve_command(
         "pairs it is sure of (--confident) take its label, people judge the rest, and the "
         "progress page shows how it agrees with people.",
     ),
-    confident: float | None = AUTO_CONFIDENT,
+    confident: float | None = confident_option(),
 ) -> None:
     """Serve the pool's pairs to logged-in assessors until interrupted (Ctrl-C).
 

@@ -1,7 +1,8 @@
 """Every option of fixed choices is a ``StrEnum``: `--help` lists the choices as ``[a|b|c]``,
 and a value outside them is refused in one line before the command does anything. Those of the
-run, train, build, pool and assess commands are here; the scoring commands keep theirs beside
-them (``output.Format``, ``coref.py``'s, ``evaluate.py``'s).
+run, train, build, pool and assess commands are here, and ``TrecVersion``, which five scoring
+commands share; the scoring commands keep their own beside them (``output.Format``,
+``coref.py``'s, ``evaluate.py``'s).
 
 Each member's name is its value, so a member is equal to its string, hashes as it, prints as it
 and is written to JSON as it; :func:`plain` turns one (or a command's parameters) back into
@@ -24,6 +25,13 @@ def choices(name: str, values: tuple[str, ...]) -> type[StrEnum]:
 def plain(value: Any) -> Any:
     """A member as its plain string; anything else as it is."""
     return value.value if isinstance(value, Enum) else value
+
+
+class TrecVersion(StrEnum):
+    """--trec-eval: the trec_eval version to equal (evaluation.measures.trec's versions)."""
+
+    v9 = "9"
+    v10 = "10"
 
 
 Device = choices("Device", ("cpu", "cuda", "auto"))  # retrieval.dense.options.DEVICES

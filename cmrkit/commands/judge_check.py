@@ -7,19 +7,20 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.agree import (
+from cmrkit.commands.choices import TrecVersion
+from cmrkit.commands.judgments import judgments_app
+from cmrkit.commands.options import (
     BOOTSTRAP,
     CI,
     DEPTH,
+    FORCE_OUTPUTS,
+    MEASURE,
     RBO_P,
     SEED,
     TREC_VERSION,
     agreement_options,
-    agreement_table,
 )
-from cmrkit.commands.evaluate import MEASURE, TrecVersion
 from cmrkit.commands.output import FORMAT, Format, check_order, emit, with_warnings
-from cmrkit.commands.pooling import FORCE_OUTPUTS, judgments_app
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError
 
@@ -35,7 +36,8 @@ USAGE = "usage: cmrkit judgments check LABELS --against QRELS [RUN RUN RUN ...] 
 
 
 def register(app: typer.Typer) -> None:
-    """The judging commands join the `judgments` group (added to the app by `pooling`)."""
+    """Nothing at the top level: `judgments check` is in the `judgments` group
+    (commands/judgments.py)."""
 
 
 def _n(value: float | None, digits: int = 4) -> str:
@@ -267,7 +269,7 @@ def _table(result) -> None:
 
 
 def _ranking_tables(result) -> None:
-    from cmrkit.commands.tables import Table, render
+    from cmrkit.commands.tables import Table, agreement_table, render
 
     r, scope = result.ranking, result.scope
     if scope.get("queries") == "whole reference":

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from cmrkit.commands.choices import Device, Precision, Select, plain
-from cmrkit.commands.dense import DEVICE, MARKERS, PRECISION, neural_engine, parse_markers
+from cmrkit.commands.dense import MARKERS, neural_engine, parse_markers
+from cmrkit.commands.options import DEVICE, PRECISION
 from cmrkit.commands.runs import (
     COLLECTION_ARG,
     FORCE,

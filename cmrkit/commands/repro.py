@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from cmrkit.commands.evaluate import MEASURE, TrecVersion
+from cmrkit.commands.choices import TrecVersion
+from cmrkit.commands.options import MEASURE
 from cmrkit.commands.output import ALLOW_UNJUDGED, DEDUPE, FORMAT, Format, emit, with_warnings
 from cmrkit.console import console, out, user_errors
 from cmrkit.errors import CmrkitError

@@ -217,14 +217,11 @@ def qe_command(
 
     Example: cmrkit run qe collections/sample --method rocchio --base fields --preset doc
     """
-    import dataclasses
-
+    from cmrkit.commands.options import bind
     from cmrkit.retrieval import QE, run_qe
 
-    # the expansion's options are named as QE's fields: QE holds the list
-    feedback = QE(
-        **{f.name: ctx.params[f.name] for f in dataclasses.fields(QE) if f.name in ctx.params}
-    )
+    # the expansion's options are named as QE's fields; two of them have no option here
+    feedback = bind(QE, ctx.params, leaves=("filter_terms", "use_negative"))
     report_run(
         run_qe(
             collection,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,34 +106,37 @@ def engine_options(
     return EngineOptions(plain(engine), address, workers, gpus)
 
 
-def run_options(ctx: typer.Context, **overrides) -> RunOptions:
-    """The shared run options of a command, as one record (with the rerunnable command): each
-    field of RunOptions the command has as an option, read from its parsed parameters, then
-    ``overrides``; commands without --engine (dense ones) run locally."""
-    import dataclasses
-
+def run_options(ctx: typer.Context, *, leaves: Iterable[str] = (), **overrides) -> RunOptions:
+    """The shared run options of a command, as one record (with the rerunnable command): every
+    field of RunOptions read from the command's option of its name (``options.bind``), but
+    ``leaves``, the fields the command has no option for (left at their defaults, by name), and
+    ``overrides``; ``progress`` is not --quiet, ``engine`` --engine and its Ray options
+    (commands without --engine run locally)."""
+    from cmrkit.commands.options import bind
     from cmrkit.retrieval.options import RunOptions
 
-    values = {key: plain(value) for key, value in {**ctx.params, **overrides}.items()}
-    shared = {f.name for f in dataclasses.fields(RunOptions)} - {"progress", "argv", "engine"}
+    p = ctx.params
     engine = engine_options(
-        values.get("engine", "local"),
-        values.get("address"),
-        values.get("workers"),
-        values.get("gpus_per_worker"),
+        p.get("engine", "local"), p.get("address"), p.get("workers"), p.get("gpus_per_worker")
     )
-    return RunOptions(
-        progress=not values["quiet"],
+    return bind(
+        RunOptions,
+        p,
+        leaves=leaves,
+        progress=not p["quiet"],
         argv=tuple(rerun_argv(ctx)),
         engine=engine,
-        **{key: values[key] for key in shared if key in values},
+        **{key: plain(value) for key, value in overrides.items()},
     )
 
 
-def lucene_run(ctx: typer.Context, **overrides: Any) -> dict[str, Any]:
+def lucene_run(
+    ctx: typer.Context, *, leaves: Iterable[str] = (), **overrides: Any
+) -> dict[str, Any]:
     """The keywords every Lucene system function takes from a command: BM25's ``k1`` and ``b``
-    and the shared options (``overrides`` as for :func:`run_options`)."""
-    return {"k1": ctx.params["k1"], "b": ctx.params["b"], "options": run_options(ctx, **overrides)}
+    and the shared options (``leaves`` and ``overrides`` as for :func:`run_options`)."""
+    options = run_options(ctx, leaves=leaves, **overrides)
+    return {"k1": ctx.params["k1"], "b": ctx.params["b"], "options": options}
 
 
 def report_run(result) -> None:
@@ -306,7 +309,8 @@ def training_call(ctx: typer.Context) -> dict[str, Any]:
     first-stage run made on the fly, where qrels are, the plot, progress and the command line.
     The command's own --force replaces the model folder only."""
     return {
-        "run_options": run_options(ctx, force=False),
+        # the run is made on the fly on the train split, named and cut as the trainer says
+        "run_options": run_options(ctx, leaves=("k", "name", "split"), force=False),
         "qrels_dir": ctx.params["qrels_dir"],
         "plot": ctx.params["plot"],
         "progress": not ctx.params["quiet"],

@@ -38,6 +38,15 @@ class Table:
         self.sections.add(len(self.rows))
 
 
+def cell(value: object) -> str:
+    """A report's value as a cell: ``-`` for None, a float with 3 decimals, else as written."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
 def _longest_line(text: str) -> int:
     return max((len(line) for line in text.split("\n")), default=0)
 
@@ -128,3 +137,31 @@ def _words(console: Console, text: str, style: str) -> None:
         text, max(console.width, 1), break_long_words=False, break_on_hyphens=False
     ):
         console.print(Text(line, style=style), no_wrap=True, crop=False, soft_wrap=True)
+
+
+# --- the agreement of two rankings of the same systems (agree, judgments check) -----------
+
+
+def _number(value: float | None) -> str:
+    from cmrkit.evaluation.report import fixed
+
+    return "-" if value is None else fixed(value)
+
+
+def agreement_table(title: str, caption: str, result, labels: dict[str, str]) -> Table:
+    """The statistics of a ranking agreement (``result``: its ``measures``, ``agreement`` and
+    ``intervals`` per measure), a row each with its interval, and the runs the largest swap
+    names (``labels``: statistic -> its label): what `agree` and `judgments check` print."""
+    table = Table(title, ["statistic", *(m.name for m in result.measures)], caption=caption)
+    for name, label in labels.items():
+        cells = []
+        for m in result.measures:
+            value = getattr(result.agreement[m.name], name)
+            ci = result.intervals[m.name][name]
+            cells.append(_number(value) + (f"\n[{_number(ci[0])}, {_number(ci[1])}]" if ci else ""))
+        table.add_row(label, *cells)
+    table.add_row(
+        "swapped runs",
+        *(" / ".join(result.agreement[m.name].swapped or ("-",)) for m in result.measures),
+    )
+    return table

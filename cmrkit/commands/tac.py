@@ -172,6 +172,6 @@ def coref_command(
             collection,
             weights={"chain": 1.0},
             query="chain",
-            **r.lucene_run(ctx, name=ctx.params["name"] or "coref"),
+            **r.lucene_run(ctx, leaves=("spacy_model",), name=ctx.params["name"] or "coref"),
         )
     )
