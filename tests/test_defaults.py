@@ -27,8 +27,8 @@ def _constants(value: str) -> list[str]:
     return found
 
 
-def _parameters():
-    """(command path, click parameter) of every option and argument of every command."""
+def commands():
+    """(command path, click command) of every command of the app."""
     root = typer.main.get_command(app)
 
     def walk(group, ctx, path):
@@ -38,10 +38,16 @@ def _parameters():
             if hasattr(cmd, "list_commands"):
                 yield from walk(cmd, sub, (*path, name))
             else:
-                for param in cmd.params:
-                    yield " ".join((*path, name)), param
+                yield " ".join((*path, name)), cmd
 
     yield from walk(root, root.context_class(root, info_name="cmrkit"), ())
+
+
+def _parameters():
+    """(command path, click parameter) of every option and argument of every command."""
+    for path, cmd in commands():
+        for param in cmd.params:
+            yield path, param
 
 
 def test_the_spacy_model_is_named_once_and_every_default_asks_it():

@@ -13,9 +13,8 @@ import inspect
 import textwrap
 
 import pytest
-import typer
+from test_defaults import commands
 
-from cmrkit.cli import app
 from cmrkit.commands.options import bind
 from cmrkit.retrieval.dense.options import DenseOptions
 from cmrkit.retrieval.options import RunOptions
@@ -29,21 +28,6 @@ BUILDERS = {
     "_dense": (DenseOptions, {"markers"}, set()),
 }
 RECORDS = {"QE": QE, "RunOptions": RunOptions, "DenseOptions": DenseOptions}
-
-
-def _commands():
-    root = typer.main.get_command(app)
-
-    def walk(group, ctx, path):
-        for name in group.list_commands(ctx):
-            cmd = group.get_command(ctx, name)
-            sub = cmd.context_class(cmd, info_name=name, parent=ctx)
-            if hasattr(cmd, "list_commands"):
-                yield from walk(cmd, sub, (*path, name))
-            else:
-                yield " ".join((*path, name)), cmd
-
-    yield from walk(root, root.context_class(root, info_name="cmrkit"), ())
 
 
 def _bindings(function) -> list[tuple[type, set[str], set[str]]]:
@@ -68,7 +52,7 @@ def _bindings(function) -> list[tuple[type, set[str], set[str]]]:
 
 BOUND = [
     (path, record, given, left, {p.name for p in cmd.params})
-    for path, cmd in _commands()
+    for path, cmd in commands()
     for record, given, left in _bindings(inspect.unwrap(cmd.callback))
 ]
 
