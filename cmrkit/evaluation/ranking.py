@@ -151,6 +151,7 @@ class Flat:
         self.R = cum[first + sizes] - cum[first]
         self._sample = sample
         self._cache: dict = {}
+        self._cum, self._cum_of = None, None
 
     def _cached(self, key, make):
         if key not in self._cache:
@@ -167,20 +168,24 @@ class Flat:
         return self._cached(("mask", cls), masks[cls])
 
     def cumulative(self, cls: str):
-        """How many documents of ``cls`` come before each row (and in all, last)."""
-
-        def make():
-            cum = self.np.zeros(len(self.grades) + 1, dtype=self.np.int64)
-            self.np.cumsum(self.mask(cls), out=cum[1:])
-            return cum
-
-        return self._cached(("cum", cls), make)
+        """How many documents of ``cls`` come before each row (and in all, last): one buffer,
+        refilled for another class (a fresh array per class would cost its pages each time)."""
+        np = self.np
+        if self._cum_of != cls:
+            if self._cum is None:
+                self._cum = np.zeros(len(self.grades) + 1, dtype=np.int64)
+            np.cumsum(self.mask(cls), out=self._cum[1:])
+            self._cum_of = cls
+        return self._cum
 
     def count(self, cls: str, k: int | None):
-        cum = self.cumulative(cls)
-        head = self.n if k is None else self.np.minimum(self.n, k)
-        first = self.starts[:-1]
-        return cum[first + head] - cum[first]
+        def make():
+            cum = self.cumulative(cls)
+            head = self.n if k is None else self.np.minimum(self.n, k)
+            first = self.starts[:-1]
+            return cum[first + head] - cum[first]
+
+        return self._cached(("count", cls, k), make)
 
     @property
     def found(self):
